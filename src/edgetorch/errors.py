@@ -1,0 +1,144 @@
+"""Every exception edgetorch raises on purpose, in one place.
+
+Runtime errors carry the ExecuTorch error code (``runtime/core/error.h``) that the C++ runtime
+would return in the same situation, so tools that speak ExecuTorch's codes can map them.
+Messages name what is involved (op, instruction, input, shape, dtype) and end with what to try.
+"""
+
+from __future__ import annotations
+
+import difflib
+from enum import IntEnum
+from typing import Iterable
+
+
+class ErrorCode(IntEnum):
+    """ExecuTorch's ``executorch::runtime::Error`` values."""
+
+    Ok = 0x00
+    Internal = 0x01
+    InvalidState = 0x02
+    EndOfMethod = 0x03
+    AlreadyLoaded = 0x04
+    NotSupported = 0x10
+    NotImplemented = 0x11
+    InvalidArgument = 0x12
+    InvalidType = 0x13
+    OperatorMissing = 0x14
+    RegistrationExceedingMaxKernels = 0x15
+    RegistrationAlreadyRegistered = 0x16
+    NotFound = 0x20
+    MemoryAllocationFailed = 0x21
+    AccessFailed = 0x22
+    InvalidProgram = 0x23
+    InvalidExternalData = 0x24
+    OutOfResources = 0x25
+    DelegateInvalidCompatibility = 0x30
+    DelegateMemoryAllocationFailed = 0x31
+    DelegateInvalidHandle = 0x32
+
+
+class EdgeTorchError(Exception):
+    """Base class of every edgetorch error."""
+
+    code: ErrorCode = ErrorCode.Internal
+
+    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} [{self.code.name} 0x{int(self.code):02x}]"
+
+
+# ---- format -----------------------------------------------------------------------------
+
+
+class FormatError(EdgeTorchError):
+    """A .pte/.ptd file (or bytes) is truncated, corrupted or not of the expected kind."""
+
+    code = ErrorCode.InvalidProgram
+
+
+class ExternalDataError(FormatError):
+    """A .ptd (named data) file is missing, malformed or does not match the program."""
+
+    code = ErrorCode.InvalidExternalData
+
+
+# ---- runtime ----------------------------------------------------------------------------
+
+
+class RuntimeErrorBase(EdgeTorchError):
+    """Errors raised while loading or executing a program."""
+
+
+class InvalidProgramError(RuntimeErrorBase):
+    code = ErrorCode.InvalidProgram
+
+
+class OperatorMissingError(RuntimeErrorBase):
+    code = ErrorCode.OperatorMissing
+
+
+class BackendNotFoundError(RuntimeErrorBase):
+    code = ErrorCode.NotFound
+
+
+class MethodNotFoundError(RuntimeErrorBase):
+    code = ErrorCode.InvalidArgument
+
+
+class InvalidArgumentError(RuntimeErrorBase):
+    """Inputs to ``Method.execute`` (count, dtype, rank, sizes) do not match the method."""
+
+    code = ErrorCode.InvalidArgument
+
+
+class MemoryAllocationError(RuntimeErrorBase):
+    code = ErrorCode.MemoryAllocationFailed
+
+
+class ResizeError(RuntimeErrorBase):
+    """A tensor was asked to grow beyond its planned (upper-bound) capacity."""
+
+    code = ErrorCode.NotSupported
+
+
+class KernelError(RuntimeErrorBase):
+    """A kernel failed while executing an instruction."""
+
+    code = ErrorCode.Internal
+
+
+class RegistrationError(EdgeTorchError):
+    code = ErrorCode.RegistrationAlreadyRegistered
+
+
+# ---- compiler ---------------------------------------------------------------------------
+
+
+class ExportError(EdgeTorchError):
+    """The compiler cannot turn this program into something the runtime can run."""
+
+    code = ErrorCode.NotSupported
+
+
+class UnsupportedOperatorError(ExportError):
+    """An operator (or a dtype of one) has no kernel in the runtime."""
+
+
+class PassError(ExportError):
+    """A compiler pass failed; the message names the pass and the passes that ran before."""
+
+    code = ErrorCode.Internal
+
+
+class MemoryPlanningError(ExportError):
+    code = ErrorCode.MemoryAllocationFailed
+
+
+def near_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
+    """Names close to ``name`` among ``candidates``, for 'did you mean' hints."""
+    return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)

@@ -1,0 +1,6 @@
+"""Kernels: NumPy implementations of the operators a ``.pte`` calls, keyed by operator string."""
+
+from . import portable as _portable  # noqa: F401  (registers the portable library)
+from .registry import KERNELS, KernelEntry, get_kernel, kernel, operator_names, register
+
+__all__ = ["KERNELS", "KernelEntry", "get_kernel", "kernel", "operator_names", "register"]

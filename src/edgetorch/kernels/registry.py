@@ -1,0 +1,83 @@
+"""The operator registry: kernels keyed by the operator string a ``.pte`` stores.
+
+A kernel is a plain function registered with ``@kernel("aten::add.out")``. The runtime calls it
+with the instruction's arguments in schema order, *without* the trailing return slot that
+ExecuTorch's emitter appends to every ``KernelCall``:
+
+* tensors arrive as ``numpy.ndarray`` (planned ones are views into the method's arena),
+* ``Int``/``Double``/``Bool``/``String``/``Null`` as ``int``/``float``/``bool``/``str``/``None``,
+* ``IntList``/``DoubleList``/``BoolList`` as Python lists, ``TensorList`` as a list of arrays,
+  ``OptionalTensorList`` as a list of arrays or ``None``.
+
+A kernel returns its result: the ``out`` array itself when it wrote into it, otherwise a fresh
+array that the runtime copies into ``out`` (resizing a dynamic tensor within its planned bound).
+Ops with several outputs return a tuple; scalar ops (``executorch_prim::*``) return the scalar.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import OperatorMissingError, RegistrationError, near_matches
+
+KernelFn = Callable[..., object]
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    name: str
+    fn: KernelFn
+    num_args: int  # schema arguments, out arguments included; the return slot excluded
+
+    def __str__(self) -> str:
+        return f"{self.name} -> {self.fn.__module__}.{self.fn.__qualname__}"
+
+
+KERNELS: dict[str, KernelEntry] = {}
+
+
+def kernel(*names: str) -> Callable[[KernelFn], KernelFn]:
+    """Register ``fn`` under each operator string in ``names``.
+
+    Registering a name twice is an error; pass ``override=True`` to :func:`register` to replace
+    the portable kernel deliberately (faster kernels keep the portable one as the oracle).
+    """
+
+    def deco(fn: KernelFn) -> KernelFn:
+        for name in names:
+            register(name, fn)
+        return fn
+
+    return deco
+
+
+def register(name: str, fn: KernelFn, *, override: bool = False) -> None:
+    if "::" not in name:
+        raise RegistrationError(f"operator name {name!r} must be 'namespace::op.overload'")
+    if name in KERNELS and not override:
+        raise RegistrationError(
+            f"operator {name!r} is already registered ({KERNELS[name]}); "
+            "pass override=True to replace it on purpose"
+        )
+    params = inspect.signature(fn).parameters.values()
+    num = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    KERNELS[name] = KernelEntry(name, fn, num)
+
+
+def get_kernel(name: str) -> KernelEntry:
+    try:
+        return KERNELS[name]
+    except KeyError:
+        hint = near_matches(name, KERNELS)
+        near = f" Similar registered operators: {', '.join(hint)}." if hint else ""
+        raise OperatorMissingError(
+            f"no kernel is registered for operator {name!r}.{near} "
+            "Register one with @edgetorch.kernels.kernel(name), or lower that part of the "
+            "model to a backend that supports it."
+        ) from None
+
+
+def operator_names() -> list[str]:
+    return sorted(KERNELS)
