@@ -1,0 +1,56 @@
+# Two entry points: `make demo` (the main job) and `make test` (the whole suite).
+# Each sets up what it needs; nothing has to be installed by hand first.
+PYTHON  ?= python3
+VENV    := .venv
+REF     := .venv-ref
+NOTORCH := .venv-notorch
+PY      := $(VENV)/bin/python
+FIXTURES := build/notorch-fixtures
+
+.PHONY: demo test test-fast test-notorch lint bench setup ref clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[compiler,dev]'
+	touch $@
+
+$(REF)/.installed:
+	bash scripts/setup_ref_env.sh $(REF)
+	touch $@
+
+$(NOTORCH)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(NOTORCH)
+	$(NOTORCH)/bin/pip install -q numpy flatbuffers ml_dtypes pytest
+	$(NOTORCH)/bin/pip install -q --no-deps -e .
+	touch $@
+
+setup: $(VENV)/.installed
+
+ref: $(REF)/.installed
+
+## The main job: export MobileNetV2, run it in the runtime, compare with eager PyTorch.
+demo: $(VENV)/.installed
+	$(VENV)/bin/edgetorch demo mobilenet_v2
+
+## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
+test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed
+	$(VENV)/bin/ruff check src tests bench
+	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
+		$(PY) -m pytest -q -m "not slow"
+	$(MAKE) test-notorch
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow and not compat"
+
+## Runtime, format and kernel tests in an environment where torch is not installed.
+test-notorch: $(NOTORCH)/.installed
+	EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) $(NOTORCH)/bin/python -m pytest -q -p no:cacheprovider \
+		tests/schema tests/runtime tests/kernels/test_kernels_no_torch.py
+
+bench: $(VENV)/.installed $(REF)/.installed
+	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python $(PY) bench/bench_examples.py
+
+clean:
+	rm -rf $(VENV) $(REF) $(NOTORCH) build

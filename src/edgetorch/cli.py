@@ -1,0 +1,208 @@
+"""The ``edgetorch`` command: export, run, inspect, demo.
+
+``run`` and ``inspect`` need only the runtime (no torch); ``export`` and ``demo`` need the
+compiler (``pip install edgetorch[compiler]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from .errors import EdgeTorchError
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+# ---- export --------------------------------------------------------------------------
+
+
+def export_model(spec: str, out: str, algo: str = "greedy") -> dict:
+    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats."""
+    import torch
+
+    from .examples import load_model_spec
+    from .exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge
+
+    model, inputs = load_model_spec(spec)
+    t0 = time.perf_counter()
+    ep = torch.export.export(model, inputs)
+    et = to_edge(ep).to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo))
+    )
+    with open(out, "wb") as f:
+        et.write_to_file(f)
+    plans = {p.name: p.non_const_buffer_sizes[1:] for p in et.executorch_program.execution_plan}
+    return {"model": spec, "path": out, "bytes": len(et.buffer), "planned": plans,
+            "export_seconds": time.perf_counter() - t0}
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    stats = export_model(args.model, args.output, args.algo)
+    planned = ", ".join(f"{k}: {_fmt_bytes(sum(v))}" for k, v in stats["planned"].items())
+    print(f"wrote {stats['path']}: {_fmt_bytes(stats['bytes'])}; planned memory {planned}; "
+          f"export took {stats['export_seconds']:.2f} s")
+    return 0
+
+
+# ---- run -----------------------------------------------------------------------------
+
+
+def _random_inputs(meta, seed: int) -> list[np.ndarray]:
+    from .schema.scalar_type import to_numpy_dtype
+
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for i in range(meta.num_inputs()):
+        info = meta.input_tensor_meta(i)
+        dtype = to_numpy_dtype(info.dtype())
+        shape = info.sizes()
+        if np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16":
+            inputs.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype == np.bool_:
+            inputs.append(rng.integers(0, 2, shape).astype(np.bool_))
+        else:
+            inputs.append(rng.integers(0, 10, shape).astype(dtype))
+    return inputs
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .runtime import Runtime
+
+    program = Runtime.get().load_program(args.program)
+    method = program.load_method(args.method)
+    meta = method.metadata
+    inputs = [np.load(p) for p in args.inputs] if args.inputs else _random_inputs(meta, args.seed)
+    outputs = method.execute(inputs)
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        method.execute(inputs)
+        times.append(time.perf_counter() - t0)
+    print(meta)
+    for i, out in enumerate(outputs):
+        if isinstance(out, np.ndarray):
+            flat = out.astype(np.float64).ravel() if out.size else np.zeros(1)
+            print(f"output {i}: {out.dtype}{list(out.shape)} min {flat.min():.6g} max {flat.max():.6g} "
+                  f"mean {flat.mean():.6g}")
+            if args.save:
+                np.save(f"{args.save}_{i}.npy", out)
+        else:
+            print(f"output {i}: {out!r}")
+    if times:
+        print(f"latency: mean {1e3 * np.mean(times):.3f} ms, min {1e3 * np.min(times):.3f} ms "
+              f"over {len(times)} runs")
+    return 0
+
+
+# ---- inspect -------------------------------------------------------------------------
+
+
+def inspect_program(path: str) -> str:
+    from .runtime import Runtime
+
+    program = Runtime.get().load_program(path)
+    lines = [f"{path}: {_fmt_bytes(os.path.getsize(path)) if os.path.exists(path) else ''}"]
+    for name in sorted(program.method_names):
+        meta = program.metadata(name)
+        plan = program._plan(name)
+        lines.append(f"method {name}")
+        for i in range(meta.num_inputs()):
+            lines.append(f"  input  {i}: {meta.input_tensor_meta(i)}")
+        for i in range(meta.num_outputs()):
+            lines.append(f"  output {i}: {meta.output_tensor_meta(i)}")
+        sizes = [meta.memory_planned_buffer_size(i) for i in range(meta.num_memory_planned_buffers())]
+        lines.append(f"  instructions: {meta.num_instructions()}   values: {len(plan.values)}   "
+                     f"planned arenas: {', '.join(_fmt_bytes(s) for s in sizes) or 'none'}")
+        counts: dict[str, int] = {}
+        for chain in plan.chains:
+            for ins in chain.instructions:
+                a = ins.instr_args
+                key = plan.operators[a.op_index].qualified_name if hasattr(a, "op_index") else type(a).__name__
+                if hasattr(a, "delegate_index"):
+                    key = f"delegate {plan.delegates[a.delegate_index].id}"
+                counts[key] = counts.get(key, 0) + 1
+        lines.append("  operators:")
+        lines += [f"    {n:>4} x {op}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        for d in plan.delegates:
+            lines.append(f"  delegate {d.id}: {d.processed.location.name} #{d.processed.index}, "
+                         f"{len(d.compile_specs)} compile specs")
+    lines.append("size breakdown:")
+    for section, n in program.size_breakdown().items():
+        lines.append(f"  {section:<20} {_fmt_bytes(n):>12}")
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    print(inspect_program(args.program))
+    return 0
+
+
+# ---- demo ----------------------------------------------------------------------------
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.model, args.output)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="edgetorch", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("export", help="export a model to a .pte program")
+    e.add_argument("model", help="a built-in example name, or path/to/file.py:factory")
+    e.add_argument("-o", "--output", required=True)
+    e.add_argument("--algo", default="greedy", choices=["greedy", "naive"],
+                   help="memory planning algorithm")
+    e.set_defaults(fn=_cmd_export)
+
+    r = sub.add_parser("run", help="run a .pte program with random or .npy inputs")
+    r.add_argument("program")
+    r.add_argument("--method", default="forward")
+    r.add_argument("--inputs", nargs="*", help=".npy files, one per input")
+    r.add_argument("--repeat", type=int, default=10, help="timed runs after the first")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--save", help="save outputs as PREFIX_<i>.npy")
+    r.set_defaults(fn=_cmd_run)
+
+    i = sub.add_parser("inspect", help="show methods, operators, arenas and sizes of a .pte")
+    i.add_argument("program")
+    i.set_defaults(fn=_cmd_inspect)
+
+    d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
+    d.add_argument("model", nargs="?", default="mobilenet_v2")
+    d.add_argument("-o", "--output", default=None)
+    d.set_defaults(fn=_cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except EdgeTorchError as e:
+        print(f"edgetorch: error: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        if "torch" in str(e):
+            print(f"edgetorch: '{args.command}' needs the compiler: pip install 'edgetorch[compiler]'",
+                  file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

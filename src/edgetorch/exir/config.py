@@ -1,0 +1,51 @@
+"""Compile configurations, with ExecuTorch's names and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .passes.memory_planning_pass import MemoryPlanningPass
+
+
+@dataclass
+class EdgeCompileConfig:
+    """Options of ``to_edge``.
+
+    ``_check_ir_validity`` runs the verifier that refuses operators the runtime cannot run.
+    ``preserve_ops`` keeps those ops out of the core-ATen decomposition (a kernel or a
+    backend must then handle them). ``_core_aten_ops_exception_list`` lets non-core ops through
+    the verifier; they still need a kernel.
+    """
+
+    _check_ir_validity: bool = True
+    _use_edge_ops: bool = True
+    _skip_dim_order: bool = False
+    _core_aten_ops_exception_list: list[Any] = field(default_factory=list)
+    preserve_ops: list[Any] = field(default_factory=list)
+
+
+def _default_memory_planning_pass() -> MemoryPlanningPass:
+    from .passes.memory_planning_pass import MemoryPlanningPass
+
+    return MemoryPlanningPass()
+
+
+@dataclass
+class ExecutorchBackendConfig:
+    """Options of ``EdgeProgramManager.to_executorch``."""
+
+    passes: list[Any] = field(default_factory=list)
+    memory_planning_pass: Any = field(default_factory=_default_memory_planning_pass)
+    extract_delegate_segments: bool = True
+    segment_alignment: int = 128
+    constant_tensor_alignment: int | None = None
+    delegate_alignment: int | None = None
+    remove_view_copy: bool = True
+    external_constants: bool = False
+    emit_stacktrace: bool = False
+    emit_mutable_buffer_names: bool = False
+    # Fold operators whose inputs are all constants (e.g. the weight transpose of a Linear)
+    # into new constants when that does not grow the file. ExecuTorch leaves them to run time.
+    fold_constants: bool = True

@@ -1,0 +1,161 @@
+"""ATen dialect -> Edge dialect: core-ATen decomposition and the rewrites ExecuTorch's Edge
+dialect makes (views become copies, layout changes become dim-order ops, scalar arguments
+move to ``.Scalar`` overloads, assertion nodes go). Each rewrite is a small function over the
+graph that returns whether it changed anything; ``EDGE_PASSES`` lists them in order."""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+import torch
+from torch._export.passes.replace_view_ops_with_view_copy_ops_pass import (
+    get_view_copy_of_view_op,
+)
+from torch._ops import OpOverload
+from torch.export import ExportedProgram
+
+from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
+from .config import EdgeCompileConfig
+from .tensor import dim_order_of
+
+GraphRewrite = Callable[[torch.fx.GraphModule], bool]
+
+_ASSERT_OPS = {
+    torch.ops.aten._assert_scalar.default,
+    torch.ops.aten.sym_constrain_range_for_size.default,
+    torch.ops.aten.sym_constrain_range.default,
+    torch.ops.aten._assert_tensor_metadata.default,
+    torch.ops.aten._assert_async.msg,
+}
+
+
+def _op_nodes(gm: torch.fx.GraphModule):
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and isinstance(node.target, OpOverload):
+            yield node
+
+
+def views_to_copies(gm: torch.fx.GraphModule) -> bool:
+    """``aten.view`` -> ``aten.view_copy`` and so on: the portable runtime has no aliasing ops.
+
+    (``to_executorch`` turns eligible ``view_copy`` back into a zero-copy view.)
+    """
+    changed = False
+    for node in _op_nodes(gm):
+        copy_op = get_view_copy_of_view_op(node.target._schema)
+        if copy_op is not None:
+            node.target = copy_op
+            changed = True
+        elif node.target is torch.ops.aten._unsafe_view.default:
+            node.target = torch.ops.aten.view_copy.default
+            changed = True
+    return changed
+
+
+def scalars_to_scalar_overloads(gm: torch.fx.GraphModule) -> bool:
+    """``aten.add.Tensor(x, 2)`` -> ``aten.add.Scalar(x, 2)``."""
+    changed = False
+    for node in _op_nodes(gm):
+        schema = node.target._schema
+        for i, arg in enumerate(node.args):
+            if i == 0 or i >= len(schema.arguments):
+                continue
+            if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(
+                arg, (int, float, bool)
+            ):
+                alt = _ops.scalar_overload(node.target)
+                if alt is None:
+                    continue
+                node.target = alt
+                changed = True
+                break
+    return changed
+
+
+def layout_ops_to_dim_order_ops(gm: torch.fx.GraphModule) -> bool:
+    """``_to_copy``/``clone`` -> ``dim_order_ops._to_dim_order_copy``/``_clone_dim_order``."""
+    changed = False
+    for node in _op_nodes(gm):
+        if node.target not in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default):
+            continue
+        kwargs = dict(node.kwargs)
+        fmt = kwargs.pop("memory_format", None)
+        val = node.meta.get("val")
+        dim_order = None
+        if fmt not in (None, torch.preserve_format) and isinstance(val, torch.Tensor):
+            dim_order = list(dim_order_of(val))
+        elif isinstance(val, torch.Tensor) and val.dim() > 0:
+            dim_order = list(dim_order_of(val))
+        kwargs["dim_order"] = dim_order
+        if node.target is torch.ops.aten._to_copy.default:
+            node.target = torch.ops.dim_order_ops._to_dim_order_copy.default
+        else:
+            node.target = torch.ops.dim_order_ops._clone_dim_order.default
+        node.kwargs = kwargs
+        changed = True
+    return changed
+
+
+def remove_asserts(gm: torch.fx.GraphModule) -> bool:
+    """Export's runtime-assertion nodes check nothing the runtime needs; drop them."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in _ASSERT_OPS and not node.users:
+            gm.graph.erase_node(node)
+            changed = True
+    return changed
+
+
+def remove_noops(gm: torch.fx.GraphModule) -> bool:
+    """Drop ``aten.alias_copy``/``clone`` with identical in/out and dead nodes."""
+    changed = False
+    for node in _op_nodes(gm):
+        if node.target is torch.ops.aten.alias_copy.default:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            changed = True
+    return changed
+
+
+EDGE_PASSES: list[GraphRewrite] = [
+    remove_asserts,
+    views_to_copies,
+    scalars_to_scalar_overloads,
+    layout_ops_to_dim_order_ops,
+    remove_noops,
+]
+
+
+def _decomposition_table(config: EdgeCompileConfig, keep: list[OpOverload]):
+    table = torch.export.default_decompositions()
+    for op in list(config.preserve_ops) + list(keep):
+        table.pop(op, None)
+    return table
+
+
+def to_edge_dialect(
+    ep: ExportedProgram, config: EdgeCompileConfig, keep: list[OpOverload] | None = None
+) -> ExportedProgram:
+    """Decompose ``ep`` to core ATen (keeping ``keep``) and apply the Edge rewrites."""
+    ep = ep.run_decompositions(_decomposition_table(config, keep or []))
+    gm = ep.graph_module
+    rewrites = EDGE_PASSES
+    if config._skip_dim_order:
+        rewrites = [r for r in rewrites if r is not layout_ops_to_dim_order_ops]
+    for rewrite in rewrites:
+        rewrite(gm)
+    gm.graph.eliminate_dead_code(is_impure_node=_is_impure)
+    gm.graph.lint()
+    gm.recompile()
+    return ep
+
+
+def _is_impure(node: torch.fx.Node) -> bool:
+    if node.op in ("placeholder", "output"):
+        return True
+    if node.op == "call_function" and node.target is operator.getitem:
+        return False
+    if node.op == "call_function" and isinstance(node.target, OpOverload):
+        return node.target._schema.is_mutable
+    return node.is_impure()

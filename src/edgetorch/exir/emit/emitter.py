@@ -1,0 +1,383 @@
+"""The emitter: a lowered, memory-planned graph -> one ``ExecutionPlan`` of program.fbs.
+
+Arguments follow the operator's schema order (defaults filled in), and every ``KernelCall``
+ends with its return slot, as ExecuTorch's emitter writes them, so the C++ runtime's unboxing
+wrappers and ours read the same layout. Int lists are boxed (their items are value indices)
+so symbolic sizes can live in them. Constant scalars are shared between instructions, which
+keeps our programs smaller than ExecuTorch's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch._ops import OpOverload
+from torch.export import ExportedProgram
+from torch.utils._pytree import treespec_dumps
+
+from ...errors import ExportError
+from ...schema import program as S
+from .. import memory
+from ..ops import describe_node, is_out_variant, op_name_and_overload, user_frame
+from ..signature import placeholder_infos
+from ..tensor import TensorSpec, memory_format_enum, scalar_type_of
+from ..verifier import SYM_OPS
+
+_SYM_OP_NAMES = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+    operator.floordiv: "floordiv", operator.truediv: "truediv", operator.mod: "mod",
+    operator.neg: "neg", operator.eq: "eq", operator.gt: "gt", operator.lt: "lt",
+    operator.ge: "ge", operator.le: "le", torch.sym_float: "sym_float", torch.sym_int: "sym_int",
+}
+
+
+@dataclass
+class ProgramState:
+    """What the methods of one program share: the constant buffers and delegate blobs."""
+
+    constant_buffers: list[bytes] = field(default_factory=lambda: [b""])
+    _constant_index: dict[bytes, int] = field(default_factory=dict)
+    delegate_blobs: list[bytes] = field(default_factory=list)
+
+    def add_constant(self, data: bytes) -> int:
+        key = hashlib.sha256(data).digest()
+        idx = self._constant_index.get(key)
+        if idx is None:
+            idx = len(self.constant_buffers)
+            self.constant_buffers.append(data)
+            self._constant_index[key] = idx
+        return idx
+
+
+def tensor_bytes(t: torch.Tensor, dim_order: tuple[int, ...]) -> bytes:
+    """The bytes of ``t`` laid out in ``dim_order`` (contiguous or channels-last)."""
+    t = t.detach()
+    if t.dim() > 0:
+        t = t.permute(dim_order)
+    flat = t.contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+
+
+class MethodEmitter:
+    def __init__(self, name: str, ep: ExportedProgram, state: ProgramState,
+                 emit_stacktrace: bool = False) -> None:
+        self.name = name
+        self.ep = ep
+        self.state = state
+        self.emit_stacktrace = emit_stacktrace
+        self.values: list[S.EValue] = []
+        self.operators: list[S.Operator] = []
+        self._op_index: dict[tuple[str, str], int] = {}
+        self.instructions: list[S.Instruction] = []
+        self.stacktrace: list[S.FrameList] = []
+        self.delegates: list[S.BackendDelegate] = []
+        self._spec_ids: dict[int, int] = {}
+        self._const_ids: dict[tuple[str, Any], int] = {}
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self.node: torch.fx.Node | None = None
+
+    # ---- values ------------------------------------------------------------------------
+
+    def _add(self, val: S.KernelTypes) -> int:
+        self.values.append(S.EValue(val))
+        return len(self.values) - 1
+
+    def _const(self, value: Any) -> int:
+        """A shared EValue for a constant scalar/string/None."""
+        key = (type(value).__name__, value)
+        idx = self._const_ids.get(key)
+        if idx is None:
+            idx = self._add(_scalar_evalue(value))
+            self._const_ids[key] = idx
+        return idx
+
+    def _tensor(self, spec: TensorSpec) -> int:
+        idx = self._spec_ids.get(id(spec))
+        if idx is not None:
+            return idx
+        data_idx = 0
+        alloc = None
+        extra = None
+        if spec.const:
+            storage = spec.storage
+            if storage is None and spec.alias_of is not None and spec.alias_of.storage is not None:
+                storage = spec.alias_of.storage.reshape(spec.shape)
+            data_idx = self.state.add_constant(tensor_bytes(storage, spec.dim_order))
+        else:
+            owner = spec if spec.planned else spec.alias_of
+            if owner is not None and owner.planned:
+                alloc = S.AllocationDetails.of(owner.mem_id, owner.mem_offset)
+        tensor = S.Tensor(
+            scalar_type=spec.scalar_type,
+            storage_offset=0,
+            sizes=list(spec.shape),
+            dim_order=list(spec.dim_order),
+            requires_grad=spec.requires_grad,
+            data_buffer_idx=data_idx,
+            allocation_info=alloc,
+            layout=0,
+            shape_dynamism=spec.dynamism,
+            extra_tensor_info=extra,
+        )
+        idx = self._add(tensor)
+        self._spec_ids[id(spec)] = idx
+        return idx
+
+    def _empty_tensor(self) -> int:
+        return self._add(S.Tensor(scalar_type=S.ScalarType.BYTE, storage_offset=0, sizes=[0],
+                                  dim_order=[0]))
+
+    # ---- arguments ---------------------------------------------------------------------
+
+    def _arg(self, value: Any, jit_type: Any) -> int:
+        if isinstance(value, torch.fx.Node):
+            v = self.env[value]
+            if isinstance(v, (list, tuple)):
+                return self._add(S.TensorList(list(v)))
+            return v
+        if isinstance(jit_type, torch.OptionalType):
+            if value is None:
+                return self._const(None)
+            jit_type = jit_type.getElementType()
+        if value is None:
+            if isinstance(jit_type, torch.TensorType):
+                return self._empty_tensor()
+            return self._const(None)
+        if isinstance(value, (list, tuple)):
+            return self._list(list(value), jit_type)
+        if isinstance(value, torch.dtype):
+            return self._const(int(scalar_type_of(value)))
+        if isinstance(value, torch.memory_format):
+            return self._const(memory_format_enum(value))
+        if isinstance(value, torch.layout):
+            return self._const(0)
+        if isinstance(value, torch.device):
+            return self._const(0)
+        if isinstance(value, (bool, int, float, str)):
+            return self._const(value)
+        raise ExportError(f"cannot emit argument {value!r} of type {type(value).__name__}\n  "
+                          f"{describe_node(self.node)}")
+
+    def _list(self, items: list[Any], jit_type: Any) -> int:
+        elem = jit_type.getElementType() if isinstance(jit_type, torch.ListType) else None
+        if isinstance(elem, torch.OptionalType) and isinstance(elem.getElementType(), torch.TensorType):
+            return self._add(S.OptionalTensorList(
+                [-1 if v is None else self._arg(v, torch.TensorType.get()) for v in items]))
+        if elem is None:  # no schema type (e.g. a graph output): infer from the items
+            elem = _infer_elem_type(items)
+        if isinstance(elem, torch.TensorType):
+            return self._add(S.TensorList([self._arg(v, elem) for v in items]))
+        if isinstance(elem, torch.BoolType):
+            return self._add(S.BoolList([bool(v) for v in items]))
+        if isinstance(elem, torch.FloatType):
+            return self._add(S.DoubleList([float(v) for v in items]))
+        # Int lists (and SymInt lists) are boxed.
+        boxed = [self.env[v] if isinstance(v, torch.fx.Node) else self._const(int(v)) for v in items]
+        return self._add(S.IntList(boxed))
+
+    # ---- instructions ------------------------------------------------------------------
+
+    def _operator(self, name: str, overload: str) -> int:
+        key = (name, overload)
+        idx = self._op_index.get(key)
+        if idx is None:
+            idx = len(self.operators)
+            self.operators.append(S.Operator(name=name, overload=overload))
+            self._op_index[key] = idx
+        return idx
+
+    def _kernel_call(self, name: str, overload: str, args: list[int]) -> None:
+        self.instructions.append(S.Instruction(S.KernelCall(self._operator(name, overload), args)))
+        if self.emit_stacktrace:
+            self.stacktrace.append(_frames(self.node))
+
+    def _emit_op(self, node: torch.fx.Node) -> Any:
+        op: OpOverload = node.target
+        schema = op._schema
+        args = []
+        for i, sa in enumerate(schema.arguments):
+            if sa.name in node.kwargs:
+                value = node.kwargs[sa.name]
+            elif not sa.kwarg_only and i < len(node.args):
+                value = node.args[i]
+            else:
+                value = sa.default_value if sa.has_default_value() else None
+            args.append(self._arg(value, sa.type))
+        name, overload = op_name_and_overload(op)
+        if is_out_variant(op):
+            spec = node.meta["spec"]
+            if isinstance(spec, tuple):
+                ret = [self._tensor(s) for s in spec]
+                args.append(self._add(S.TensorList(ret)))
+            else:
+                ret = self._tensor(spec)
+                args.append(ret)
+        else:  # ops returning a scalar, e.g. aten::sym_size.int
+            ret = self._add(S.Int(0))
+            args.append(ret)
+        self._kernel_call(name, overload, args)
+        return ret
+
+    def _emit_view(self, node: torch.fx.Node) -> int:
+        spec: TensorSpec = node.meta["spec"]
+        base_spec = spec.alias_of
+        static = spec.dynamism == S.TensorShapeDynamism.STATIC
+        if static and base_spec is not None and (base_spec.planned or base_spec.const):
+            if base_spec.const:
+                spec.const = True
+            return self._tensor(spec)  # same bytes as the base: no instruction needed
+        base = self._arg(node.args[0], torch.TensorType.get())
+        size = self._list(list(node.args[1]), torch.ListType.ofInts())
+        out = self._tensor(spec)
+        self._kernel_call("executorch_prim::et_view", "default", [base, size, out])
+        return out
+
+    def _emit_sym(self, node: torch.fx.Node) -> int:
+        args = [self.env[a] if isinstance(a, torch.fx.Node) else self._const(a) for a in node.args]
+        ret = self._add(S.Int(0) if not isinstance(node.meta.get("val"), (float, torch.SymFloat))
+                        else S.Double(0.0))
+        self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar", args + [ret])
+        return ret
+
+    # ---- graph walk --------------------------------------------------------------------
+
+    def emit(self) -> S.ExecutionPlan:
+        infos = placeholder_infos(self.ep)
+        for node in self.ep.graph.nodes:
+            self.node = node
+            if node.op == "placeholder":
+                self.env[node] = self._placeholder(node, infos.get(node))
+            elif node.op == "call_function":
+                self.env[node] = self._call(node)
+            elif node.op == "output":
+                self._output(node)
+            elif node.op == "get_attr":
+                self.env[node] = None  # delegates and submodules are emitted by their users
+        in_spec = self.ep.call_spec.in_spec
+        out_spec = self.ep.call_spec.out_spec
+        return S.ExecutionPlan(
+            name=self.name,
+            container_meta_type=S.ContainerMetadata(
+                treespec_dumps(in_spec) if in_spec is not None else "",
+                treespec_dumps(out_spec) if out_spec is not None else "",
+            ),
+            values=self.values,
+            inputs=self.inputs,
+            outputs=self.outputs,
+            chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions,
+                            stacktrace=self.stacktrace if self.emit_stacktrace else None)],
+            operators=self.operators,
+            delegates=self.delegates,
+            non_const_buffer_sizes=list(self.ep.graph_module.meta["non_const_buffer_sizes"]),
+        )
+
+    def _placeholder(self, node: torch.fx.Node, info) -> int:
+        spec = node.meta.get("spec")
+        if isinstance(spec, TensorSpec):
+            idx = self._tensor(spec)
+        else:
+            idx = self._add(_scalar_evalue(node.meta.get("val")))
+        if info is None or info.fqn is None:
+            self.inputs.append(idx)
+        return idx
+
+    def _call(self, node: torch.fx.Node) -> Any:
+        target = node.target
+        if target is operator.getitem:
+            return self.env[node.args[0]][node.args[1]]
+        if target is memory.alloc:
+            return self._tensor(node.meta["spec"])
+        if target is memory.view:
+            return self._emit_view(node)
+        if target in SYM_OPS:
+            return self._emit_sym(node)
+        if isinstance(target, OpOverload):
+            return self._emit_op(node)
+        raise ExportError(f"the emitter cannot handle call to {target}\n  {describe_node(node)}")
+
+    def _output(self, node: torch.fx.Node) -> None:
+        from torch.export.graph_signature import OutputKind
+
+        kinds = [s.kind for s in self.ep.graph_signature.output_specs]
+        for i, arg in enumerate(node.args[0]):
+            if kinds and kinds[i] != OutputKind.USER_OUTPUT:
+                continue
+            if isinstance(arg, torch.fx.Node):
+                self.outputs.append(self.env[arg])
+            else:
+                self.outputs.append(self._add(_scalar_evalue(arg)))
+
+
+def constant_method_plan(name: str, value: Any, state: ProgramState) -> S.ExecutionPlan:
+    """A method that just returns ``value`` (ExecuTorch's "constant methods", e.g. LLM
+    metadata such as ``get_max_seq_len``): its outputs are the flattened leaves."""
+    from torch.utils._pytree import tree_flatten
+
+    leaves, spec = tree_flatten(value)
+    values = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            data_idx = state.add_constant(tensor_bytes(leaf, tuple(range(leaf.dim()))))
+            values.append(S.EValue(S.Tensor(
+                scalar_type=scalar_type_of(leaf.dtype), storage_offset=0, sizes=list(leaf.shape),
+                dim_order=list(range(leaf.dim())), data_buffer_idx=data_idx)))
+        elif isinstance(leaf, torch.dtype):
+            values.append(S.EValue(S.Int(int(scalar_type_of(leaf)))))
+        else:
+            values.append(S.EValue(_scalar_evalue(leaf)))
+    return S.ExecutionPlan(
+        name=name,
+        container_meta_type=S.ContainerMetadata("", treespec_dumps(spec)),
+        values=values,
+        inputs=[],
+        outputs=list(range(len(values))),
+        chains=[S.Chain(inputs=[], outputs=[], instructions=[], stacktrace=None)],
+        operators=[],
+        delegates=[],
+        non_const_buffer_sizes=[0],
+    )
+
+
+def _infer_elem_type(items: list[Any]) -> Any:
+    if items and all(isinstance(v, torch.fx.Node) and isinstance(v.meta.get("val"), torch.Tensor)
+                     for v in items):
+        return torch.TensorType.get()
+    if items and all(isinstance(v, bool) for v in items):
+        return torch.BoolType.get()
+    if items and any(isinstance(v, float) for v in items):
+        return torch.FloatType.get()
+    return torch.IntType.get()
+
+
+def _scalar_evalue(value: Any) -> S.KernelTypes:
+    if value is None:
+        return S.Null()
+    if isinstance(value, bool):
+        return S.Bool(value)
+    if isinstance(value, int):
+        return S.Int(value)
+    if isinstance(value, float):
+        return S.Double(value)
+    if isinstance(value, str):
+        return S.String(value)
+    if isinstance(value, torch.SymInt):
+        return S.Int(0)
+    raise ExportError(f"cannot emit value {value!r} of type {type(value).__name__}")
+
+
+def _frames(node: torch.fx.Node | None) -> S.FrameList:
+    if node is None:
+        return S.FrameList([])
+    where = user_frame(node)
+    if where is None:
+        return S.FrameList([])
+    loc, _, rest = where.partition(" in ")
+    filename, _, lineno = loc.rpartition(":")
+    func, _, code = rest.partition(": ")
+    return S.FrameList([S.Frame(filename=filename, lineno=int(lineno), name=func, context=code)])

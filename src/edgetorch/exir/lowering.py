@@ -1,0 +1,95 @@
+"""``to_executorch``'s pipeline for one method: an explicit, ordered list of steps.
+
+Each step is ``(name, fn(ep, config) -> None)``; a failure names the step and the steps that
+ran before it, so a broken user pass or a planner problem is easy to place.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+from torch.export import ExportedProgram
+from torch.fx.passes.infra.pass_base import PassResult
+
+from ..errors import EdgeTorchError, PassError
+from ..schema import program as S
+from .config import ExecutorchBackendConfig
+from .emit import MethodEmitter, ProgramState
+from .passes.constant_fold import fold_constants
+from .passes.spec_prop import propagate_specs, root
+from .passes.to_out_variant import to_out_variants, view_copy_to_view
+
+Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
+
+
+def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    run_passes(ep, config.passes)
+
+
+def run_passes(ep: ExportedProgram, passes: list) -> None:
+    """Run graph passes (``PassResult``-returning callables, or plain gm -> gm functions)."""
+    gm = ep.graph_module
+    for p in passes:
+        result = p(gm)
+        if isinstance(result, PassResult) and result.graph_module is not gm:
+            gm.graph = result.graph_module.graph
+        gm.recompile()
+
+
+def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.fold_constants:
+        fold_constants(ep)
+
+
+def _views(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.remove_view_copy:
+        view_copy_to_view(ep.graph_module)
+
+
+def _out_variants(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    to_out_variants(ep.graph_module)
+
+
+def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    propagate_specs(ep)
+
+
+def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    config.memory_planning_pass.run(ep.graph_module, ep.graph_signature)
+    # Views share their base's bytes.
+    for node in ep.graph.nodes:
+        spec = node.meta.get("spec")
+        if getattr(spec, "alias_of", None) is not None:
+            base = root(spec)
+            spec.mem_id, spec.mem_offset = base.mem_id, base.mem_offset
+
+
+STEPS: list[Step] = [
+    ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
+    ("fold constants", _fold),
+    ("view_copy -> view", _views),
+    ("to out variants", _out_variants),
+    ("tensor specs", _specs),
+    ("memory planning", _plan),
+]
+
+
+def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig,
+                 state: ProgramState) -> tuple[ExportedProgram, S.ExecutionPlan]:
+    ep = copy.deepcopy(edge_ep)
+    done: list[str] = []
+    for step_name, fn in STEPS:
+        try:
+            fn(ep, config)
+        except EdgeTorchError:
+            raise
+        except Exception as e:
+            before = ", ".join(done) or "none"
+            raise PassError(
+                f"method {name!r}: step '{step_name}' of to_executorch failed: "
+                f"{type(e).__name__}: {e}\n  steps that ran before it: {before}"
+            ) from e
+        done.append(step_name)
+    plan = MethodEmitter(name, ep, state, config.emit_stacktrace).emit()
+    return ep, plan

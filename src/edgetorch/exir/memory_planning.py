@@ -1,0 +1,94 @@
+"""Memory planning algorithms: give each planned tensor an offset in its arena.
+
+A tensor occupies ``[offset, offset + allocated_memory)`` during ``lifetime = [first, last]``
+(instruction positions, inclusive). Two tensors may share bytes only when their lifetimes do
+not overlap. ``naive`` is the baseline (no reuse); ``greedy`` places the largest tensors first,
+each in the best-fitting gap among the tensors alive at the same time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .tensor import ALIGNMENT, TensorSpec, aligned
+
+PlanningAlgo = Callable[[list[TensorSpec], int], int]
+
+
+def _overlap(a: TensorSpec, b: TensorSpec) -> bool:
+    return a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1]
+
+
+def naive(specs: list[TensorSpec], alignment: int = ALIGNMENT) -> int:
+    """Every tensor gets its own bytes, one after another. Returns the arena size."""
+    offset = 0
+    for spec in specs:
+        spec.mem_offset = offset
+        offset += aligned(spec.allocated_memory, alignment)
+    return offset
+
+
+def greedy(specs: list[TensorSpec], alignment: int = ALIGNMENT) -> int:
+    """Largest first; each tensor takes the smallest gap that fits among the tensors whose
+    lifetimes overlap its own (or goes on top). Returns the arena size."""
+    order = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0]))
+    placed: list[TensorSpec] = []
+    top = 0
+    for spec in order:
+        size = aligned(spec.allocated_memory, alignment)
+        busy = sorted(
+            ((p.mem_offset, p.mem_offset + aligned(p.allocated_memory, alignment))
+             for p in placed if _overlap(p, spec)),
+        )
+        best, best_gap, cursor = None, None, 0
+        for start, end in busy:
+            gap = start - cursor
+            if gap >= size and (best_gap is None or gap < best_gap):
+                best, best_gap = cursor, gap
+            cursor = max(cursor, end)
+        spec.mem_offset = best if best is not None else cursor
+        placed.append(spec)
+        top = max(top, spec.mem_offset + size)
+    return top
+
+
+ALGORITHMS: dict[str, PlanningAlgo] = {"naive": naive, "greedy": greedy}
+
+
+@dataclass
+class MemoryPlan:
+    """The outcome of planning one method: arena sizes by memory id and the planned specs."""
+
+    buffer_sizes: list[int]  # index 0 is reserved (ExecuTorch's convention), arenas from 1
+    specs: list[TensorSpec] = field(default_factory=list)
+    algorithm: str = "greedy"
+
+    @property
+    def total(self) -> int:
+        return sum(self.buffer_sizes)
+
+    def __str__(self) -> str:
+        lines = [f"MemoryPlan({self.algorithm}): arenas {self.buffer_sizes[1:]} bytes"]
+        for spec in sorted(self.specs, key=lambda s: (s.mem_id, s.mem_offset)):
+            lines.append(
+                f"  mem{spec.mem_id} [{spec.mem_offset:>8}, {spec.mem_offset + spec.allocated_memory:>8})"
+                f" life {spec.lifetime[0]:>4}..{spec.lifetime[1]:<4} {spec}"
+            )
+        return "\n".join(lines)
+
+
+def plan(specs: list[TensorSpec], algorithm: str | PlanningAlgo = "greedy",
+         alignment: int = ALIGNMENT) -> MemoryPlan:
+    """Plan ``specs`` arena by arena (``spec.mem_id``, default 1)."""
+    algo = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
+    by_id: dict[int, list[TensorSpec]] = {}
+    for spec in specs:
+        if spec.mem_id is None:
+            spec.mem_id = 1
+        by_id.setdefault(spec.mem_id, []).append(spec)
+    sizes = [0] * (max(by_id, default=0) + 1)
+    for mem_id, group in by_id.items():
+        sizes[mem_id] = algo(group, alignment)
+    name = algorithm if isinstance(algorithm, str) else getattr(algorithm, "__name__", "custom")
+    return MemoryPlan(sizes, list(specs), name)

@@ -1,0 +1,165 @@
+"""Operator facts the compiler needs: out variants, names as a ``.pte`` stores them, and the
+``dim_order_ops`` custom operators that ExecuTorch's Edge dialect uses for layout changes."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+import torch
+from torch._ops import OpOverload
+
+# ---- operator names ----------------------------------------------------------------------
+
+
+def op_name_and_overload(op: OpOverload) -> tuple[str, str]:
+    """``("aten::add", "out")`` -- the ``Operator`` table entry ExecuTorch writes for ``op``.
+
+    The default overload is stored as an empty string, as ExecuTorch's emitter does.
+    """
+    name = op._schema.name
+    overload = op._overloadname
+    return name, ("" if overload == "default" else overload)
+
+
+def qualified_name(op: OpOverload) -> str:
+    """The registry key the runtime resolves for ``op``: ``aten::add.out``."""
+    name, overload = op_name_and_overload(op)
+    return f"{name}.{overload}" if overload else name
+
+
+# ---- out variants ------------------------------------------------------------------------
+
+
+def _signature_key(schema: torch._C.FunctionSchema) -> tuple[tuple[str, str], ...]:
+    return tuple((a.name, str(a.type)) for a in schema.arguments if not a.is_out)
+
+
+@functools.cache
+def out_variant(op: OpOverload) -> OpOverload | None:
+    """The ``.out`` overload of functional ``op`` (same non-out arguments), or None."""
+    schema = op._schema
+    if any(a.is_out for a in schema.arguments):
+        return op
+    key = _signature_key(schema)
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        cand = getattr(packet, name)
+        cs = cand._schema
+        outs = [a for a in cs.arguments if a.is_out]
+        if outs and _signature_key(cs) == key and len(outs) == max(1, len(schema.returns)):
+            return cand
+    return None
+
+
+def out_arg_names(op: OpOverload) -> list[str]:
+    return [a.name for a in op._schema.arguments if a.is_out]
+
+
+def is_out_variant(op: OpOverload) -> bool:
+    return any(a.is_out for a in op._schema.arguments)
+
+
+# ---- scalar overloads -------------------------------------------------------------------
+
+# ``x + 2`` exports as ``aten.add.Tensor(x, 2)``; the runtime's kernels (ours and ExecuTorch's)
+# expect a Tensor there, so such calls move to the ``.Scalar`` overload.
+_SCALAR_OVERLOAD = {
+    "Tensor": "Scalar",
+    "Tensor_Tensor": "Tensor_Scalar",
+    "self": "Scalar",
+}
+
+
+def scalar_overload(op: OpOverload) -> OpOverload | None:
+    target = _SCALAR_OVERLOAD.get(op._overloadname)
+    if target is None or not hasattr(op.overloadpacket, target):
+        return None
+    return getattr(op.overloadpacket, target)
+
+
+# ---- dim_order_ops ----------------------------------------------------------------------
+
+_DIM_ORDER_SCHEMAS = {
+    "_to_dim_order_copy": "_to_dim_order_copy(Tensor self, *, ScalarType? dtype=None, "
+    "Layout? layout=None, Device? device=None, bool? pin_memory=None, "
+    "bool non_blocking=False, int[]? dim_order=None) -> Tensor",
+    "_to_dim_order_copy.out": "_to_dim_order_copy.out(Tensor self, *, bool non_blocking=False, "
+    "int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+    "_clone_dim_order": "_clone_dim_order(Tensor self, *, bool non_blocking=False, "
+    "int[]? dim_order=None) -> Tensor",
+    "_clone_dim_order.out": "_clone_dim_order.out(Tensor self, *, bool non_blocking=False, "
+    "int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+}
+
+
+def memory_format_of(dim_order: list[int] | None) -> torch.memory_format:
+    if dim_order is None:
+        return torch.preserve_format
+    if list(dim_order) == list(range(len(dim_order))):
+        return torch.contiguous_format
+    if len(dim_order) == 4 and list(dim_order) == [0, 2, 3, 1]:
+        return torch.channels_last
+    raise ValueError(f"dim_order {dim_order} is neither contiguous nor channels-last")
+
+
+def _to_dim_order_copy_impl(self, *, dtype=None, layout=None, device=None, pin_memory=None,
+                            non_blocking=False, dim_order=None):
+    return torch.ops.aten._to_copy.default(
+        self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+        non_blocking=non_blocking, memory_format=memory_format_of(dim_order))
+
+
+def _to_dim_order_copy_out_impl(self, *, non_blocking=False, dim_order=None, out):
+    out.copy_(self)
+    return out
+
+
+def _clone_dim_order_impl(self, *, non_blocking=False, dim_order=None):
+    return torch.ops.aten.clone.default(self, memory_format=memory_format_of(dim_order))
+
+
+def _define_dim_order_ops() -> None:
+    if hasattr(torch.ops, "dim_order_ops") and hasattr(torch.ops.dim_order_ops, "_clone_dim_order"):
+        return  # already defined in this process (same schema as ExecuTorch's)
+    lib = torch.library.Library("dim_order_ops", "DEF")
+    for schema in _DIM_ORDER_SCHEMAS.values():
+        lib.define(schema)
+    for key in ("CompositeExplicitAutograd", "Meta"):
+        lib.impl("_to_dim_order_copy", _to_dim_order_copy_impl, key)
+        lib.impl("_to_dim_order_copy.out", _to_dim_order_copy_out_impl, key)
+        lib.impl("_clone_dim_order", _clone_dim_order_impl, key)
+        lib.impl("_clone_dim_order.out", _to_dim_order_copy_out_impl, key)
+    _LIBS.append(lib)
+
+
+_LIBS: list[torch.library.Library] = []
+_define_dim_order_ops()
+
+
+# ---- source locations -------------------------------------------------------------------
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>.*)')
+
+
+def user_frame(node: torch.fx.Node) -> str | None:
+    """``file.py:12 in forward: x = self.conv(x)`` -- the user's line that produced ``node``."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = list(_FRAME_RE.finditer(trace))
+    if not frames:
+        return None
+    # The innermost frame outside torch itself is the user's line (torch's nn.Linear.forward
+    # is not where the user can change anything).
+    user = [f for f in frames if not f["file"].startswith(_TORCH_DIR)]
+    m = (user or frames)[-1]
+    return f"{m['file']}:{m['line']} in {m['func']}: {m['code'].strip()}"
+
+
+def describe_node(node: torch.fx.Node) -> str:
+    where = user_frame(node)
+    text = f"node %{node.name} ({node.format_node()})"
+    return f"{text}\n  at {where}" if where else text

@@ -1,0 +1,92 @@
+"""Give every tensor-valued node a ``TensorSpec`` (``node.meta["spec"]``), as ExecuTorch does.
+
+Out-variant calls share the spec of the buffer they write; ``memory.view`` gets its own spec
+that aliases its base's memory; symbolic sizes get no spec (they are Int values at run time).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from torch._ops import OpOverload
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from ...schema.program import TensorShapeDynamism
+from .. import memory
+from ..ops import is_out_variant, out_arg_names
+from ..signature import constant_value, placeholder_infos
+from ..tensor import TensorSpec, dim_order_of
+
+
+def upper_bound(size: int | torch.SymInt) -> int:
+    """The largest value a (possibly symbolic) size can take."""
+    if isinstance(size, int):
+        return size
+    node = size.node
+    if node.is_constant() or not node.expr.free_symbols:
+        return int(size)
+    bound = node.shape_env.bound_sympy(node.expr).upper
+    if not bound.is_finite:
+        raise ValueError(
+            f"size {node.expr} has no upper bound; give its torch.export.Dim a max=..."
+        )
+    return int(bound)
+
+
+def spec_of(val: torch.Tensor, **kw) -> TensorSpec:
+    shape = tuple(upper_bound(s) for s in val.shape)
+    dynamic = any(not isinstance(s, int) and s.node.expr.free_symbols for s in val.shape)
+    return TensorSpec(
+        dtype=val.dtype,
+        shape=shape,
+        dim_order=dim_order_of(val),
+        dynamism=TensorShapeDynamism.DYNAMIC_BOUND if dynamic else TensorShapeDynamism.STATIC,
+        requires_grad=bool(getattr(val, "requires_grad", False)),
+        **kw,
+    )
+
+
+def root(spec: TensorSpec) -> TensorSpec:
+    while spec.alias_of is not None:
+        spec = spec.alias_of
+    return spec
+
+
+def propagate_specs(ep: ExportedProgram) -> None:
+    infos = placeholder_infos(ep)
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder":
+            if not isinstance(val, torch.Tensor):
+                node.meta["spec"] = None
+                continue
+            info = infos.get(node)
+            const = info is not None and info.kind != InputKind.USER_INPUT and not info.mutable
+            spec = spec_of(val, const=const, fqn=info.fqn if info else None)
+            if const:
+                spec.storage = constant_value(ep, info)
+            node.meta["spec"] = spec
+        elif node.op == "call_function":
+            node.meta["spec"] = _call_spec(node, val)
+
+
+def _call_spec(node: torch.fx.Node, val: object):
+    target = node.target
+    if target is memory.alloc:
+        return spec_of(val)
+    if target is memory.view:
+        base = node.args[0].meta["spec"]
+        return spec_of(val, alias_of=root(base))
+    if target is operator.getitem:
+        parent = node.args[0].meta.get("spec")
+        return parent[node.args[1]] if isinstance(parent, (tuple, list)) else None
+    if isinstance(target, OpOverload) and is_out_variant(target):
+        outs = [node.kwargs[name].meta["spec"] for name in out_arg_names(target)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    if isinstance(val, torch.Tensor):
+        return spec_of(val)
+    if isinstance(val, (tuple, list)) and val and all(isinstance(v, torch.Tensor) for v in val):
+        return tuple(spec_of(v) for v in val)
+    return None

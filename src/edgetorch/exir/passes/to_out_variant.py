@@ -1,0 +1,87 @@
+"""Functional operators -> ``.out`` variants writing into ``memory.alloc`` buffers, and
+``view_copy`` -> zero-copy ``memory.view`` where the base is contiguous."""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from torch._ops import OpOverload
+
+from ...errors import ExportError
+from .. import memory
+from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
+from ..tensor import dim_order_of
+
+# Ops the runtime implements directly (they return a scalar, not an out tensor).
+NO_OUT_VARIANT = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default}
+
+
+def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> torch.fx.Node:
+    with graph.inserting_before(before):
+        node = graph.call_function(memory.alloc, ((tuple(val.shape), val.dtype),))
+    node.meta["val"] = val
+    node.meta["stack_trace"] = before.meta.get("stack_trace")
+    return node
+
+
+def _is_contiguous(val: object) -> bool:
+    return isinstance(val, torch.Tensor) and list(dim_order_of(val)) == list(range(val.dim()))
+
+
+def view_copy_to_view(gm: torch.fx.GraphModule) -> bool:
+    """ExecuTorch's ``remove_view_copy``: a ``view_copy`` of a contiguous, non-output tensor
+    becomes a view that shares its base's memory (no copy, no planned buffer)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.view_copy.default:
+            continue
+        base = node.args[0]
+        if any(u.op == "output" for u in node.users):
+            continue
+        if not (isinstance(base, torch.fx.Node) and _is_contiguous(base.meta.get("val"))):
+            continue
+        if base.op == "placeholder" and any(u.op == "output" for u in base.users):
+            continue
+        node.target = memory.view
+        changed = True
+    return changed
+
+
+def to_out_variants(gm: torch.fx.GraphModule) -> bool:
+    graph = gm.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, OpOverload):
+            continue
+        op = node.target
+        if op in NO_OUT_VARIANT or is_out_variant(op):
+            continue
+        out_op = out_variant(op)
+        if out_op is None:
+            raise ExportError(
+                f"operator {op} has no out variant, so the runtime cannot call it.\n"
+                f"  {describe_node(node)}\n  Try: decompose it (leave it out of preserve_ops) "
+                "or lower it to a backend."
+            )
+        val = node.meta["val"]
+        vals = list(val) if isinstance(val, (tuple, list)) else [val]
+        names = out_arg_names(out_op)
+        allocs = [_alloc(graph, v, node) for v in vals]
+        kwargs = dict(node.kwargs)
+        kwargs.update(zip(names, allocs))
+        node.target = out_op
+        node.kwargs = kwargs
+        changed = True
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return changed
+
+
+def is_alloc(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is memory.alloc
+
+
+def is_getitem(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is operator.getitem

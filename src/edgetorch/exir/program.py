@@ -1,0 +1,172 @@
+"""``to_edge`` and the program managers, with ExecuTorch's names and call shapes."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any, BinaryIO
+
+from torch.export import ExportedProgram
+
+from ..errors import ExportError
+from ..schema import program as S
+from ..schema.pte import serialize_pte
+from .config import EdgeCompileConfig, ExecutorchBackendConfig
+from .edge import to_edge_dialect
+from .emit import ProgramState
+from .emit.emitter import constant_method_plan
+from .lowering import lower_method, run_passes
+from .memory_planning import MemoryPlan
+from .verifier import verify_edge_program
+
+SCHEMA_VERSION = 0  # Program.version as ExecuTorch 1.5 writes it
+
+
+def _as_dict(programs: ExportedProgram | dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:
+    if isinstance(programs, ExportedProgram):
+        return {"forward": programs}
+    if isinstance(programs, dict) and all(isinstance(v, ExportedProgram) for v in programs.values()):
+        return dict(programs)
+    raise TypeError(
+        "expected an ExportedProgram or a dict {method_name: ExportedProgram}, got "
+        f"{type(programs).__name__}; create one with torch.export.export(model, example_inputs)"
+    )
+
+
+def to_edge(
+    programs: ExportedProgram | dict[str, ExportedProgram],
+    constant_methods: dict[str, Any] | None = None,
+    compile_config: EdgeCompileConfig | None = None,
+    generate_etrecord: bool = False,
+) -> EdgeProgramManager:
+    """Lower ATen programs to the Edge dialect and verify the runtime can run every op."""
+    config = compile_config or EdgeCompileConfig()
+    edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
+    return EdgeProgramManager(edge, constant_methods, config)
+
+
+class EdgeProgramManager:
+    """A set of Edge-dialect methods, ready for ``transform``, ``to_backend``, ``to_executorch``."""
+
+    def __init__(self, edge_programs: dict[str, ExportedProgram],
+                 constant_methods: dict[str, Any] | None = None,
+                 compile_config: EdgeCompileConfig | None = None) -> None:
+        self.compile_config = compile_config or EdgeCompileConfig()
+        self._edge_programs = dict(edge_programs)
+        self._config_methods = dict(constant_methods or {})
+        clash = set(self._edge_programs) & set(self._config_methods)
+        if clash:
+            raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
+        if self.compile_config._check_ir_validity:
+            extra = set(self.compile_config._core_aten_ops_exception_list)
+            for name, ep in self._edge_programs.items():
+                verify_edge_program(ep, name, extra)
+
+    @property
+    def methods(self) -> set[str]:
+        return set(self._edge_programs)
+
+    @property
+    def config_methods(self) -> set[str]:
+        return set(self._config_methods)
+
+    def exported_program(self, method_name: str = "forward") -> ExportedProgram:
+        try:
+            return self._edge_programs[method_name]
+        except KeyError:
+            raise KeyError(f"no method {method_name!r}; methods: {sorted(self.methods)}") from None
+
+    def transform(self, passes: list | dict[str, list]) -> EdgeProgramManager:
+        """Run graph passes on every method (or per method with a dict); re-verified after."""
+        new = {}
+        for name, ep in self._edge_programs.items():
+            method_passes = passes.get(name, []) if isinstance(passes, dict) else passes
+            ep = copy.deepcopy(ep)
+            run_passes(ep, list(method_passes))
+            new[name] = ep
+        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+
+    def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
+        config = config or ExecutorchBackendConfig()
+        state = ProgramState()
+        lowered: dict[str, ExportedProgram] = {}
+        plans = []
+        for name in sorted(self._edge_programs):  # ExecuTorch orders methods by name
+            ep, plan = lower_method(name, self._edge_programs[name], config, state)
+            lowered[name] = ep
+            plans.append(plan)
+        for name, value in self._config_methods.items():
+            plans.append(constant_method_plan(name, value, state))
+        program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)
+        return ExecutorchProgramManager(lowered, program, state, config, self._config_methods)
+
+    def __repr__(self) -> str:
+        return f"EdgeProgramManager(methods={sorted(self.methods)}, config_methods={sorted(self.config_methods)})"
+
+
+class ExecutorchProgramManager:
+    """The emitted program: ``buffer`` holds the ``.pte`` bytes."""
+
+    def __init__(self, lowered: dict[str, ExportedProgram], program: S.Program,
+                 state: ProgramState, config: ExecutorchBackendConfig,
+                 config_methods: dict[str, Any]) -> None:
+        self._lowered = lowered
+        self._program = program
+        self._state = state
+        self._config = config
+        self._config_methods = config_methods
+        self._buffer: bytes | None = None
+
+    @property
+    def methods(self) -> set[str]:
+        return set(self._lowered)
+
+    @property
+    def config_methods(self) -> set[str]:
+        return set(self._config_methods)
+
+    @property
+    def executorch_program(self) -> S.Program:
+        return self._program
+
+    def exported_program(self, method_name: str = "forward") -> ExportedProgram:
+        return self._lowered[method_name]
+
+    def memory_plan(self, method_name: str = "forward") -> MemoryPlan:
+        return self._lowered[method_name].graph_module.meta["memory_plan"]
+
+    @property
+    def buffer(self) -> bytes:
+        if self._buffer is None:
+            self._buffer = serialize_pte(
+                self._program,
+                constant_buffers=self._state.constant_buffers,
+                delegate_blobs=self._state.delegate_blobs,
+                named_data=None,
+                extract_delegate_segments=self._config.extract_delegate_segments,
+                segment_alignment=self._config.segment_alignment,
+                constant_tensor_alignment=self._config.constant_tensor_alignment or 16,
+            )
+        return self._buffer
+
+    def write_to_file(self, open_file: BinaryIO) -> None:
+        open_file.write(self.buffer)
+
+    def save(self, path: str | os.PathLike) -> None:
+        path = os.fspath(path)
+        if not path.endswith(".pte"):
+            path += ".pte"
+        with open(path, "wb") as f:
+            self.write_to_file(f)
+
+    def dump_executorch_program(self, verbose: bool = False) -> None:
+        for plan in self._program.execution_plan:
+            print(f"method {plan.name}: {len(plan.values)} values, "
+                  f"{len(plan.chains[0].instructions) if plan.chains else 0} instructions, "
+                  f"arenas {plan.non_const_buffer_sizes[1:]}")
+            if verbose:
+                for i, ins in enumerate(plan.chains[0].instructions):
+                    print(f"  {i:4d} {ins.instr_args}")
+
+    def __repr__(self) -> str:
+        return f"ExecutorchProgramManager(methods={sorted(self.methods)}, {len(self.buffer)} bytes)"

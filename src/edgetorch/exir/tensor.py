@@ -1,0 +1,118 @@
+"""TensorSpec: what the memory planner and the emitter know about one tensor value."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from ..schema.program import TensorShapeDynamism
+from ..schema.scalar_type import ScalarType
+
+ALIGNMENT = 16  # ExecuTorch's tensor alignment (exir/tensor.py), for constants and the plan
+
+_DTYPE_TO_SCALAR_TYPE: dict[torch.dtype, ScalarType] = {
+    torch.uint8: ScalarType.BYTE,
+    torch.int8: ScalarType.CHAR,
+    torch.int16: ScalarType.SHORT,
+    torch.int32: ScalarType.INT,
+    torch.int64: ScalarType.LONG,
+    torch.float16: ScalarType.HALF,
+    torch.float32: ScalarType.FLOAT,
+    torch.float64: ScalarType.DOUBLE,
+    torch.bool: ScalarType.BOOL,
+    torch.bfloat16: ScalarType.BFLOAT16,
+    torch.qint8: ScalarType.QINT8,
+    torch.quint8: ScalarType.QUINT8,
+    torch.qint32: ScalarType.QINT32,
+    torch.uint16: ScalarType.UINT16,
+    torch.uint32: ScalarType.UINT32,
+    torch.uint64: ScalarType.UINT64,
+    torch.float8_e5m2: ScalarType.FLOAT8E5M2,
+    torch.float8_e4m3fn: ScalarType.FLOAT8E4M3FN,
+}
+
+_MEMORY_FORMAT_ENUM = {
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
+}
+
+
+def scalar_type_of(dtype: torch.dtype) -> ScalarType:
+    try:
+        return _DTYPE_TO_SCALAR_TYPE[dtype]
+    except KeyError:
+        raise TypeError(f"dtype {dtype} has no ExecuTorch ScalarType") from None
+
+
+def memory_format_enum(fmt: torch.memory_format) -> int:
+    return _MEMORY_FORMAT_ENUM[fmt]
+
+
+def dim_order_of(t: torch.Tensor) -> tuple[int, ...]:
+    """The dim order of ``t``: contiguous, or channels-last for a 4-D channels-last tensor.
+
+    Those are the two layouts ExecuTorch's runtime supports. Other stride patterns (torch's
+    meta functions give ``permute_copy`` permuted strides, for instance) are planned as
+    contiguous, which is what the ``_copy`` kernels write.
+    """
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
+        return (0, 2, 3, 1)
+    return tuple(range(t.dim()))
+
+
+def aligned(n: int, alignment: int = ALIGNMENT) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+@dataclass(eq=False)
+class TensorSpec:
+    """One tensor value of a method: its type, its upper-bound shape and where it lives.
+
+    ``shape`` holds the upper bound of every dimension (the size memory is planned for);
+    ``dynamism`` says whether the runtime may shrink it. ``const`` tensors live in the
+    constant segment (``storage`` holds their bytes); planned ones get ``mem_id``/``mem_offset``.
+    """
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC
+    const: bool = False
+    storage: torch.Tensor | None = None
+    mem_id: int | None = None
+    mem_offset: int | None = None
+    lifetime: list[int] = field(default_factory=lambda: [-1, -1])
+    requires_grad: bool = False
+    fqn: str | None = None  # fully qualified name for weights and buffers
+    # The planner gives no memory to a spec that aliases another (a view) or is produced by
+    # the runtime itself (a delegate's or an unbounded output).
+    alias_of: TensorSpec | None = None
+
+    @property
+    def scalar_type(self) -> ScalarType:
+        return scalar_type_of(self.dtype)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * torch.empty((), dtype=self.dtype).element_size()
+
+    @property
+    def allocated_memory(self) -> int:
+        return aligned(self.nbytes)
+
+    @property
+    def planned(self) -> bool:
+        return self.mem_id is not None and self.mem_offset is not None
+
+    def __repr__(self) -> str:
+        where = f" @mem{self.mem_id}+{self.mem_offset}" if self.planned else ""
+        kind = " const" if self.const else ""
+        return f"TensorSpec({str(self.dtype).removeprefix('torch.')}{list(self.shape)}{kind}{where})"

@@ -1,0 +1,90 @@
+"""The Edge verifier: every operator left in a method must be one the runtime can run.
+
+It runs at ``to_edge`` (and after every ``transform``), so an unsupported operator fails on
+the developer's machine with the op, the node, the user's source line and what to try --
+never later on a device.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from torch._ops import HigherOrderOperator, OpOverload
+from torch.export import ExportedProgram
+
+from ..errors import UnsupportedOperatorError
+from ..kernels import KERNELS
+from .ops import describe_node, out_variant, qualified_name
+
+# Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
+SYM_OPS = {
+    operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
+    operator.mod, operator.neg, operator.eq, operator.ne, operator.gt, operator.lt,
+    operator.ge, operator.le, torch.sym_float, torch.sym_int,
+}
+_ALLOWED_CALLS = {operator.getitem}
+
+
+def _runtime_name(op: OpOverload) -> str | None:
+    """The operator string the runtime must have for ``op``, or None when there is none."""
+    if op is torch.ops.aten.sym_size.int or op is torch.ops.aten.sym_numel.default:
+        return qualified_name(op)
+    out = out_variant(op)
+    return qualified_name(out) if out is not None else None
+
+
+def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset()) -> str | None:
+    """Why ``node`` cannot run in the runtime, or None if it can."""
+    if node.op != "call_function":
+        return None
+    target = node.target
+    if target in _ALLOWED_CALLS or target in SYM_OPS or target in extra_ok:
+        return None
+    if isinstance(target, HigherOrderOperator):
+        if target is torch.ops.higher_order.cond:
+            return None
+        if target.__name__ == "executorch_call_delegate":
+            return None
+        return f"higher-order operator {target.__name__} is not supported"
+    if not isinstance(target, OpOverload):
+        return f"call to {getattr(target, '__name__', target)!r} is not an ATen operator"
+    name = _runtime_name(target)
+    if name is None:
+        return f"{qualified_name(target)} has no out-variant overload the runtime could call"
+    if name not in KERNELS:
+        return f"the runtime has no kernel for {name}"
+    return None
+
+
+def verify_edge_program(ep: ExportedProgram, method: str = "forward",
+                        extra_ok: set[object] = frozenset()) -> None:
+    """Raise ``UnsupportedOperatorError`` for the first node the runtime could not run."""
+    problems = []
+    for node in ep.graph_module.graph.nodes:
+        reason = unsupported_reason(node, extra_ok)
+        if reason is not None:
+            problems.append((node, reason))
+    if not problems:
+        return
+    node, reason = problems[0]
+    target = node.target
+    op = qualified_name(target) if isinstance(target, OpOverload) else str(target)
+    others = sorted({str(n.target) for n, _ in problems[1:] if n.target != target})
+    more = f"\n  ({len(problems) - 1} more unsupported node(s): {', '.join(others)})" if others else ""
+    raise UnsupportedOperatorError(
+        f"method {method!r}: operator {op} cannot run in the edgetorch runtime: {reason}.\n"
+        f"  {describe_node(node)}{more}\n"
+        "  Try: rewrite that line with supported operators; or lower it to a backend with "
+        "to_edge_transform_and_lower(..., partitioner=[...]); or register a kernel with "
+        f"@edgetorch.kernels.kernel({_suggest(target)!r}); or pass "
+        "EdgeCompileConfig(_check_ir_validity=False) to export anyway (the runtime will then "
+        "refuse the program at load_method)."
+    )
+
+
+def _suggest(target: object) -> str:
+    if isinstance(target, OpOverload):
+        name = qualified_name(target)
+        return name if name.endswith("out") else name.rsplit(".", 1)[0] + ".out"
+    return "namespace::op.out"

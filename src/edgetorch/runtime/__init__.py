@@ -1,0 +1,29 @@
+"""The torch-free runtime: load a ``.pte`` and execute its methods with NumPy kernels.
+
+Imports only NumPy, flatbuffers and the standard library. ExecuTorch's Python API shape::
+
+    runtime = Runtime.get()
+    program = runtime.load_program("model.pte")
+    method = program.load_method("forward")
+    outputs = method.execute([x])
+"""
+
+from .. import kernels as _kernels  # noqa: F401  (registers the portable kernels)
+from .backends import BackendRegistry, backend, register_backend
+from .meta import MethodMeta, TensorInfo
+from .method import Method
+from .program import Program
+from .runtime import OperatorRegistry, Runtime, Verification
+
+__all__ = [
+    "BackendRegistry",
+    "Method",
+    "MethodMeta",
+    "OperatorRegistry",
+    "Program",
+    "Runtime",
+    "TensorInfo",
+    "Verification",
+    "backend",
+    "register_backend",
+]

@@ -1,0 +1,67 @@
+"""The runtime's backend registry, keyed by the backend id a ``.pte`` stores.
+
+A backend is an object with ``init(blob, compile_specs) -> handle``,
+``execute(handle, values, args)`` (reads inputs from and writes outputs to ``values`` at the
+indices ``args``), ``destroy(handle)`` and ``is_available()``. Register one with
+``@backend("MyBackend")`` on a class (instantiated once) or ``register_backend(name, obj)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..errors import BackendNotFoundError, RegistrationError
+
+
+class Backend(Protocol):
+    def init(self, blob: memoryview, compile_specs: dict[str, bytes]) -> Any: ...
+
+    def execute(self, handle: Any, values: list[Any], args: list[int]) -> None: ...
+
+    def destroy(self, handle: Any) -> None: ...
+
+    def is_available(self) -> bool: ...
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(name: str, impl: Backend, *, override: bool = False) -> None:
+    if name in BACKENDS and not override:
+        raise RegistrationError(f"backend {name!r} is already registered")
+    BACKENDS[name] = impl
+
+
+def backend(name: str):
+    """Class decorator: ``@backend("XnnpackBackend") class Xnnpack: ...``."""
+
+    def deco(cls):
+        register_backend(name, cls())
+        return cls
+
+    return deco
+
+
+def get_backend(name: str) -> Backend:
+    impl = BACKENDS.get(name)
+    if impl is None or not impl.is_available():
+        known = ", ".join(sorted(BACKENDS)) or "none"
+        raise BackendNotFoundError(
+            f"backend {name!r} is not registered in this runtime (registered: {known}); "
+            "import the package that provides it, or export without delegating to it")
+    return impl
+
+
+class BackendRegistry:
+    """``Runtime.backend_registry``: what backends this runtime can run."""
+
+    @property
+    def registered_backend_names(self) -> list[str]:
+        return sorted(BACKENDS)
+
+    def is_available(self, name: str) -> bool:
+        impl = BACKENDS.get(name)
+        return impl is not None and impl.is_available()
+
+    def __repr__(self) -> str:
+        return f"BackendRegistry({self.registered_backend_names})"

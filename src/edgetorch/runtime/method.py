@@ -1,0 +1,423 @@
+"""``Method``: a loaded execution plan, its memory, and its instructions compiled to callables.
+
+Loading does all the work that can be done once: arenas are allocated at their planned sizes,
+every tensor becomes a view at its planned offset, every operator is resolved to a kernel (a
+missing one is an error here, naming it), and every instruction becomes a pre-bound closure.
+``execute`` then validates the inputs, copies them into their slots and runs the closures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import (
+    EdgeTorchError,
+    InvalidArgumentError,
+    InvalidProgramError,
+    KernelError,
+    MemoryAllocationError,
+)
+from ..kernels.registry import get_kernel
+from ..schema import program as S
+from .backends import get_backend
+from .interop import is_torch_tensor, to_numpy, to_torch
+from .meta import MethodMeta, method_meta
+from .values import (
+    MAX_UNPLANNED_BYTES,
+    BoxedList,
+    TensorSlot,
+    allocate_arenas,
+    dtype_of,
+    strided_view,
+)
+
+if TYPE_CHECKING:
+    from .program import Program
+
+Instr = Callable[[], Any]
+
+
+class Method:
+    """One method of a loaded program, ready to ``execute``."""
+
+    def __init__(self, program: Program, plan: S.ExecutionPlan) -> None:
+        self._program = program
+        self._plan = plan
+        self.name = plan.name
+        self._meta = method_meta(plan)
+        self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
+        self._vals: list[Any] = []
+        self._slots: dict[int, TensorSlot] = {}
+        self._materialize_values()
+        self._bound = {
+            i for i, ev in enumerate(plan.values)
+            if isinstance(ev.val, S.Tensor) and ev.val.allocation_info is None
+            and ev.val.data_buffer_idx == 0
+        }
+        self._instrs: list[Instr] = []
+        self._descriptions: list[str] = []
+        self._delegate_handles: list[Any] = []
+        self._has_jumps = False
+        self._compile()
+        self.last_run_seconds = 0.0
+
+    # ---- loading ---------------------------------------------------------------------
+
+    @property
+    def metadata(self) -> MethodMeta:
+        return self._meta
+
+    def _where(self, i: int) -> str:
+        return f"method {self.name!r} value {i}"
+
+    def _materialize_values(self) -> None:
+        pte = self._program._pte
+        for i, ev in enumerate(self._plan.values):
+            v = ev.val
+            if isinstance(v, S.Tensor):
+                self._vals.append(self._tensor_value(i, v, pte))
+            elif isinstance(v, (S.Int, S.Double, S.Bool, S.String)):
+                self._vals.append(getattr(v, _SCALAR_FIELD[type(v)]))
+            elif isinstance(v, (S.DoubleList, S.BoolList)):
+                self._vals.append(list(v.items))
+            elif isinstance(v, (S.IntList, S.TensorList, S.OptionalTensorList)):
+                items = tuple(int(x) for x in v.items)
+                n = len(self._plan.values)
+                for x in items:
+                    if x >= n or (x < 0 and not isinstance(v, S.OptionalTensorList)):
+                        raise InvalidProgramError(
+                            f"{self._where(i)}: list item {x} is not a value index (0..{n - 1})")
+                self._vals.append(BoxedList(type(v), items))
+            else:
+                self._vals.append(None)
+        # Int lists of constants never change: resolve them once.
+        written = self._written_slots()
+        for i, v in enumerate(self._vals):
+            if isinstance(v, BoxedList) and v.kind is S.IntList and not written & set(v.items):
+                self._vals[i] = [self._vals[j] for j in v.items]
+
+    def _tensor_value(self, i: int, t: S.Tensor, pte: Any) -> np.ndarray | None:
+        dtype = dtype_of(t.scalar_type, self._where(i))
+        sizes = tuple(int(s) for s in t.sizes)
+        dim_order = tuple(int(d) for d in t.dim_order)
+        if sorted(dim_order) != list(range(len(sizes))) or any(s < 0 for s in sizes):
+            raise InvalidProgramError(
+                f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
+        nbytes = math.prod(sizes) * dtype.itemsize
+        dynamism = S.TensorShapeDynamism(t.shape_dynamism)
+        if t.data_buffer_idx > 0:
+            data = self._program._constant(int(t.data_buffer_idx), t, i, self.name)
+            if len(data) < nbytes:
+                raise InvalidProgramError(
+                    f"{self._where(i)}: constant {t.data_buffer_idx} holds {len(data)} bytes, the "
+                    f"tensor {list(sizes)} needs {nbytes}")
+            arr = strided_view(data, 0, dtype, sizes, dim_order)
+            return arr
+        if t.allocation_info is not None:
+            mem_id = int(t.allocation_info.memory_id)
+            offset = t.allocation_info.memory_offset
+            if not 0 < mem_id < len(self._arenas):
+                raise InvalidProgramError(
+                    f"{self._where(i)}: memory id {mem_id} has no planned buffer "
+                    f"(the method plans {len(self._arenas) - 1})")
+            arena = self._arenas[mem_id]
+            if offset + nbytes > arena.size:
+                raise InvalidProgramError(
+                    f"{self._where(i)}: tensor of {nbytes} bytes at offset {offset} overflows "
+                    f"planned buffer {mem_id} of {arena.size} bytes")
+            slot = TensorSlot(i, dtype, dim_order, sizes, dynamism, arena, offset)
+            self._slots[i] = slot
+            return slot.view(sizes)
+        # Not planned: bound at run time (inputs, views, delegate outputs) or owned here.
+        if nbytes > MAX_UNPLANNED_BYTES:
+            raise MemoryAllocationError(
+                f"{self._where(i)}: unplanned tensor of {nbytes} bytes is too large")
+        own = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        slot = TensorSlot(i, dtype, dim_order, sizes, dynamism, own, 0)
+        self._slots[i] = slot
+        return slot.view(sizes)
+
+    def _written_slots(self) -> set[int]:
+        written = set(int(i) for i in self._plan.inputs)
+        for chain in self._plan.chains:
+            for ins in chain.instructions:
+                a = ins.instr_args
+                if isinstance(a, (S.KernelCall, S.DelegateCall)) and a.args:
+                    written.add(int(a.args[-1]))
+                    ret = self._plan.values[int(a.args[-1])].val if int(a.args[-1]) < len(self._plan.values) else None
+                    if isinstance(ret, S.TensorList):
+                        written.update(int(x) for x in ret.items)
+                    if isinstance(a, S.DelegateCall):
+                        written.update(int(x) for x in a.args)
+                elif isinstance(a, S.MoveCall):
+                    written.add(int(a.move_to))
+        return written
+
+    # ---- instruction compilation ---------------------------------------------------------
+
+    def _arg_getter(self, idx: int, where: str) -> Callable[[], Any] | int:
+        """An index to read directly, or a resolver for a boxed list."""
+        if not 0 <= idx < len(self._vals):
+            raise InvalidProgramError(f"{where}: argument {idx} is not a value index "
+                                      f"(0..{len(self._vals) - 1})")
+        v = self._vals[idx]
+        if isinstance(v, BoxedList):
+            return v.resolver(self._vals)
+        return idx
+
+    def _compile(self) -> None:
+        if not self._plan.chains:
+            return
+        if len(self._plan.chains) > 1:
+            raise InvalidProgramError(f"method {self.name!r}: {len(self._plan.chains)} chains; "
+                                      "this runtime runs single-chain methods")
+        instructions = self._plan.chains[0].instructions
+        for pc, ins in enumerate(instructions):
+            a = ins.instr_args
+            where = f"method {self.name!r} instruction {pc}"
+            if isinstance(a, S.KernelCall):
+                fn, desc = self._compile_kernel(pc, a, where)
+            elif isinstance(a, S.DelegateCall):
+                fn, desc = self._compile_delegate(pc, a, where)
+            elif isinstance(a, S.MoveCall):
+                fn, desc = self._compile_move(pc, a, where)
+            elif isinstance(a, S.JumpFalseCall):
+                fn, desc = self._compile_jump(pc, a, where, len(instructions))
+                self._has_jumps = True
+            elif isinstance(a, S.FreeCall):
+                fn, desc = (lambda pc=pc: pc + 1), f"free {a.value_index}"
+            else:
+                raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
+            self._instrs.append(fn)
+            self._descriptions.append(desc)
+
+    def _compile_kernel(self, pc: int, call: S.KernelCall, where: str) -> tuple[Instr, str]:
+        ops = self._plan.operators
+        if not 0 <= call.op_index < len(ops):
+            raise InvalidProgramError(f"{where}: operator index {call.op_index} out of range "
+                                      f"(the method lists {len(ops)} operators)")
+        name = ops[call.op_index].qualified_name
+        entry = get_kernel(name)
+        args = [int(x) for x in call.args]
+        if len(args) != entry.num_args + 1:
+            raise InvalidProgramError(
+                f"{where}: {name} is called with {len(args)} values; its kernel takes "
+                f"{entry.num_args} arguments plus the return slot")
+        getters = [self._arg_getter(x, where) for x in args]
+        ret = args[-1]
+        fn = entry.fn
+        vals = self._vals
+        store = self._store
+        desc = f"{name}({', '.join(map(str, args[:-1]))}) -> {ret}"
+        plain = all(isinstance(g, int) for g in getters[:-1])
+        in_idx = tuple(getters[:-1])
+
+        if plain:
+            def run() -> int:
+                res = fn(*[vals[i] for i in in_idx])
+                if res is not vals[ret]:
+                    store(ret, res, name)
+                return pc + 1
+        else:
+            def run() -> int:
+                res = fn(*[vals[g] if isinstance(g, int) else g() for g in in_idx])
+                if res is not vals[ret]:
+                    store(ret, res, name)
+                return pc + 1
+        return run, desc
+
+    def _compile_delegate(self, pc: int, call: S.DelegateCall, where: str) -> tuple[Instr, str]:
+        delegates = self._plan.delegates
+        if not 0 <= call.delegate_index < len(delegates):
+            raise InvalidProgramError(f"{where}: delegate index {call.delegate_index} out of range")
+        delegate = delegates[call.delegate_index]
+        backend = get_backend(delegate.id)
+        blob = self._program._delegate_data(delegate, self.name)
+        specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
+        handle = backend.init(blob, specs)
+        self._delegate_handles.append((backend, handle))
+        args = [int(x) for x in call.args]
+        for x in args:
+            self._arg_getter(x, where)
+        vals = self._vals
+
+        def run() -> int:
+            backend.execute(handle, vals, args)
+            return pc + 1
+        return run, f"delegate {delegate.id}({', '.join(map(str, args))})"
+
+    def _compile_move(self, pc: int, call: S.MoveCall, where: str) -> tuple[Instr, str]:
+        src, dst = int(call.move_from), int(call.move_to)
+        self._arg_getter(src, where)
+        self._arg_getter(dst, where)
+        vals = self._vals
+        store = self._store
+
+        def run() -> int:
+            value = vals[src]
+            if isinstance(value, np.ndarray) and dst in self._slots:
+                store(dst, value, "move")
+            else:
+                vals[dst] = value
+            return pc + 1
+        return run, f"move {src} -> {dst}"
+
+    def _compile_jump(self, pc: int, call: S.JumpFalseCall, where: str, n: int) -> tuple[Instr, str]:
+        cond, dest = int(call.cond_value_index), int(call.destination_instruction)
+        self._arg_getter(cond, where)
+        if not 0 <= dest <= n:
+            raise InvalidProgramError(f"{where}: jump destination {dest} out of range (0..{n})")
+        vals = self._vals
+
+        def run() -> int:
+            c = vals[cond]
+            return pc + 1 if bool(c.item() if isinstance(c, np.ndarray) else c) else dest
+        return run, f"jump_false {cond} -> {dest}"
+
+    # ---- storing results ---------------------------------------------------------------
+
+    def _store(self, idx: int, res: Any, op: str) -> None:
+        """Put a kernel's result into value ``idx``: copy into its planned bytes (resizing a
+        dynamic tensor within its bound) or bind it when the value is not planned."""
+        target = self._vals[idx]
+        if isinstance(target, BoxedList):  # multi-output: a TensorList of out values
+            if not isinstance(res, (tuple, list)) or len(res) != len(target.items):
+                raise KernelError(f"{op} returned {type(res).__name__}, expected "
+                                  f"{len(target.items)} tensors")
+            for i, r in zip(target.items, res):
+                if r is not self._vals[i]:
+                    self._store(i, r, op)
+            return
+        if not isinstance(target, np.ndarray):
+            self._vals[idx] = res  # scalar results (symbolic sizes)
+            return
+        res = np.asarray(res)
+        slot = self._slots.get(idx)
+        if res.shape != target.shape:
+            if slot is None:
+                raise KernelError(f"{op}: result shape {res.shape} does not fit value {idx}")
+            if self._is_bound_slot(idx):
+                self._vals[idx] = res.astype(slot.dtype, copy=False)
+                return
+            slot.check_resize(res.shape, f"{op} output (value {idx})")
+            target = slot.view(res.shape)
+            self._vals[idx] = target
+        elif self._is_bound_slot(idx):
+            self._vals[idx] = res.astype(slot.dtype, copy=False) if slot else res
+            return
+        np.copyto(target, res, casting="unsafe")
+
+    def _is_bound_slot(self, idx: int) -> bool:
+        """Unplanned values (views, runtime-provided outputs) take the kernel's array as is."""
+        return idx in self._bound
+
+    # ---- execution ---------------------------------------------------------------------
+
+    def _set_inputs(self, inputs: Sequence[Any]) -> None:
+        plan_inputs = self._plan.inputs
+        if len(inputs) != len(plan_inputs):
+            raise InvalidArgumentError(
+                f"method {self.name!r} takes {len(plan_inputs)} input(s) "
+                f"({', '.join(str(self._meta.input_tensor_meta(i)) for i in range(len(plan_inputs)))}), "
+                f"got {len(inputs)}")
+        staged = []
+        for n, (idx, x) in enumerate(zip(plan_inputs, inputs)):
+            expected = self._plan.values[idx].val
+            if isinstance(expected, S.Tensor):
+                staged.append((idx, self._check_tensor_input(n, idx, expected, to_numpy(x))))
+            else:
+                staged.append((idx, x))
+        for idx, x in staged:  # nothing is written until every input checked out
+            slot = self._slots.get(idx)
+            if isinstance(x, np.ndarray) and slot is not None:
+                if self._is_bound_slot(idx):
+                    self._vals[idx] = x
+                    continue
+                target = self._vals[idx]
+                if target.shape != x.shape:
+                    target = slot.view(x.shape)
+                    self._vals[idx] = target
+                np.copyto(target, x)
+            else:
+                self._vals[idx] = x
+
+    def _check_tensor_input(self, n: int, idx: int, t: S.Tensor, x: Any) -> np.ndarray:
+        info = self._meta.input_tensor_meta(n)
+        if not isinstance(x, np.ndarray):
+            raise InvalidArgumentError(
+                f"method {self.name!r} input {n}: expected a tensor {info}, got {type(x).__name__}")
+        slot = self._slots[idx]
+        if x.dtype != slot.dtype:
+            raise InvalidArgumentError(
+                f"method {self.name!r} input {n}: expected dtype {info.dtype().name.lower()} "
+                f"({slot.dtype}), got {x.dtype}; convert it first (e.g. x.float())")
+        if x.ndim != len(slot.bound):
+            raise InvalidArgumentError(
+                f"method {self.name!r} input {n}: expected rank {len(slot.bound)} "
+                f"(sizes {list(slot.bound)}), got rank {x.ndim} (sizes {list(x.shape)})")
+        if tuple(x.shape) != slot.bound:
+            if slot.dynamism == S.TensorShapeDynamism.STATIC:
+                raise InvalidArgumentError(
+                    f"method {self.name!r} input {n}: expected sizes {list(slot.bound)}, "
+                    f"got {list(x.shape)}")
+            for d, (got, bound) in enumerate(zip(x.shape, slot.bound)):
+                if got > bound:
+                    raise InvalidArgumentError(
+                        f"method {self.name!r} input {n}: dimension {d} is {got}, beyond its "
+                        f"upper bound {bound} (sizes must be within {list(slot.bound)}); "
+                        "re-export with a larger torch.export.Dim max")
+        return x
+
+    def execute(self, inputs: Sequence[Any] = ()) -> list[Any]:
+        """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
+
+        Outputs are copies: the next ``execute`` reuses the planned memory.
+        """
+        want_torch = any(is_torch_tensor(x) for x in inputs)
+        self._set_inputs(list(inputs))
+        start = time.perf_counter()
+        self._run()
+        self.last_run_seconds = time.perf_counter() - start
+        outs = []
+        for idx in self._plan.outputs:
+            v = self._vals[idx]
+            if isinstance(v, np.ndarray):
+                v = np.array(v, copy=True, order="C")
+                if want_torch:
+                    v = to_torch(v)
+            outs.append(v)
+        return outs
+
+    def __call__(self, *inputs: Any) -> list[Any]:
+        return self.execute(inputs)
+
+    def _run(self) -> None:
+        instrs = self._instrs
+        pc = -1
+        try:
+            if not self._has_jumps:
+                for pc, fn in enumerate(instrs):
+                    fn()
+            else:
+                pc, n = 0, len(instrs)
+                while pc < n:
+                    pc = instrs[pc]()
+        except EdgeTorchError:
+            raise
+        except Exception as e:
+            desc = self._descriptions[pc] if 0 <= pc < len(self._descriptions) else "?"
+            raise KernelError(
+                f"method {self.name!r} instruction {pc} ({desc}) failed: {type(e).__name__}: {e}"
+            ) from e
+
+    def __str__(self) -> str:
+        lines = [str(self._meta)]
+        lines += [f"  {i:4d}  {d}" for i, d in enumerate(self._descriptions)]
+        return "\n".join(lines)
+
+
+_SCALAR_FIELD = {S.Int: "int_val", S.Double: "double_val", S.Bool: "bool_val", S.String: "string_val"}

@@ -1,0 +1,84 @@
+"""``Program``: a parsed ``.pte`` whose methods can be inspected and loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import FormatError, InvalidProgramError, MethodNotFoundError
+from ..schema import program as S
+from ..schema.pte import PteFile
+from .meta import MethodMeta, method_meta
+from .method import Method
+
+
+class Program:
+    """A loaded program. Constants stay in the file's bytes (zero-copy, memory-mapped for paths)."""
+
+    def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None) -> None:
+        self._pte = pte
+        self._source = source
+        self._data_map = data_map
+        self._plans = {p.name: p for p in pte.program.execution_plan}
+        if len(self._plans) != len(pte.program.execution_plan):
+            raise InvalidProgramError(f"{source}: two execution plans share a name")
+
+    @property
+    def method_names(self) -> set[str]:
+        return set(self._plans)
+
+    @property
+    def program(self) -> S.Program:
+        """The deserialized program.fbs tables."""
+        return self._pte.program
+
+    def _plan(self, name: str) -> S.ExecutionPlan:
+        try:
+            return self._plans[name]
+        except KeyError:
+            raise MethodNotFoundError(
+                f"{self._source} has no method {name!r}; its methods are {sorted(self._plans)}"
+            ) from None
+
+    def metadata(self, method_name: str) -> MethodMeta:
+        plan = self._plan(method_name)
+        try:
+            return method_meta(plan)
+        except (IndexError, ValueError) as e:
+            raise InvalidProgramError(f"{self._source} method {method_name!r}: {e}") from e
+
+    def load_method(self, name: str) -> Method:
+        plan = self._plan(name)
+        try:
+            return Method(self, plan)
+        except (IndexError, ValueError, KeyError) as e:
+            raise InvalidProgramError(f"{self._source} method {name!r} is malformed: {e}") from e
+
+    # ---- data access used by Method ----------------------------------------------------
+
+    def _constant(self, idx: int, t: S.Tensor, value: int, method: str) -> memoryview:
+        info = t.extra_tensor_info
+        if info is not None and info.location == S.TensorDataLocation.EXTERNAL:
+            return self._external(info.fully_qualified_name, method)
+        try:
+            return self._pte.constant_bytes(idx)
+        except FormatError as e:
+            raise InvalidProgramError(f"method {method!r} value {value}: {e}") from e
+
+    def _external(self, key: str | None, method: str) -> memoryview:
+        if self._data_map is None:
+            raise InvalidProgramError(
+                f"method {method!r} needs external tensor {key!r}, but no .ptd data file was "
+                "given; pass load_program(pte, data_path='model.ptd')")
+        return self._data_map.tensor_bytes(key)
+
+    def _delegate_data(self, delegate: S.BackendDelegate, method: str) -> memoryview:
+        try:
+            return self._pte.delegate_bytes(delegate)
+        except FormatError as e:
+            raise InvalidProgramError(f"method {method!r} delegate {delegate.id!r}: {e}") from e
+
+    def size_breakdown(self) -> dict[str, int]:
+        return self._pte.size_breakdown()
+
+    def __repr__(self) -> str:
+        return f"Program({self._source}, methods={sorted(self._plans)})"

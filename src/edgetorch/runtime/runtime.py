@@ -1,0 +1,89 @@
+"""``Runtime``: the entry point, ``Runtime.get().load_program(path | bytes | file)``."""
+
+from __future__ import annotations
+
+import enum
+import mmap
+import os
+from typing import Any, BinaryIO
+
+from ..errors import FormatError
+from ..kernels import registry as _kernels
+from ..schema.pte import PteFile
+from .backends import BackendRegistry
+from .program import Program
+
+
+class Verification(enum.Enum):
+    """How much of the program is checked at load (ExecuTorch's names). Every index a method
+    uses is bounds-checked at ``load_method`` either way."""
+
+    Minimal = 0
+    InternalConsistency = 1
+
+
+class OperatorRegistry:
+    """``Runtime.operator_registry``: the kernels this runtime has."""
+
+    @property
+    def operator_names(self) -> set[str]:
+        return set(_kernels.operator_names())
+
+    def has_operator(self, name: str) -> bool:
+        return name in _kernels.KERNELS
+
+    def __repr__(self) -> str:
+        return f"OperatorRegistry({len(_kernels.KERNELS)} operators)"
+
+
+def _read(data: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO) -> tuple[Any, str]:
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    raise FormatError(f"{path}: file is empty; expected a .pte program")
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path
+        except OSError as e:
+            raise FormatError(f"cannot read program {path!r}: {e}") from e
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return memoryview(data), "<bytes>"
+    if hasattr(data, "read"):
+        return memoryview(data.read()), getattr(data, "name", "<file>")
+    raise TypeError(f"load_program expects a path, bytes or a binary file, got {type(data).__name__}")
+
+
+class Runtime:
+    """The process-wide runtime (``Runtime.get()``)."""
+
+    _instance: Runtime | None = None
+
+    def __init__(self) -> None:
+        self.operator_registry = OperatorRegistry()
+        self.backend_registry = BackendRegistry()
+
+    @classmethod
+    def get(cls) -> Runtime:
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def load_program(
+        self,
+        data: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
+        *,
+        verification: Verification = Verification.InternalConsistency,
+        data_path: str | os.PathLike | None = None,
+    ) -> Program:
+        buf, source = _read(data)
+        pte = PteFile.parse(buf)
+        data_map = None
+        if data_path is not None:
+            from .data_map import load_data_map
+
+            data_map = load_data_map(data_path)
+        program = Program(pte, source, data_map)
+        if verification == Verification.InternalConsistency:
+            for name in program.method_names:
+                program.metadata(name)
+        return program
