@@ -7,6 +7,7 @@ ran before it, so a broken user pass or a planner problem is easy to place.
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Callable
 
 from torch.export import ExportedProgram
@@ -75,9 +76,16 @@ STEPS: list[Step] = [
 ]
 
 
+def copy_program(ep: ExportedProgram) -> ExportedProgram:
+    """A deep copy of ``ep`` (torch warns about its own pytree internals while copying)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        return copy.deepcopy(ep)
+
+
 def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig,
                  state: ProgramState) -> tuple[ExportedProgram, S.ExecutionPlan]:
-    ep = copy.deepcopy(edge_ep)
+    ep = copy_program(edge_ep)
     done: list[str] = []
     for step_name, fn in STEPS:
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any, BinaryIO
 
@@ -15,7 +14,7 @@ from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .edge import to_edge_dialect
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
-from .lowering import lower_method, run_passes
+from .lowering import copy_program, lower_method, run_passes
 from .memory_planning import MemoryPlan
 from .verifier import verify_edge_program
 
@@ -81,7 +80,7 @@ class EdgeProgramManager:
         new = {}
         for name, ep in self._edge_programs.items():
             method_passes = passes.get(name, []) if isinstance(passes, dict) else passes
-            ep = copy.deepcopy(ep)
+            ep = copy_program(ep)
             run_passes(ep, list(method_passes))
             new[name] = ep
         return EdgeProgramManager(new, self._config_methods, self.compile_config)

@@ -1,0 +1,57 @@
+"""The ``edgetorch`` command: export, run, inspect (run and inspect need no torch)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from edgetorch.cli import main  # noqa: E402
+
+
+def test_export_run_inspect(tmp_path, capsys):
+    pte = tmp_path / "tiny.pte"
+    assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
+    assert "wrote" in capsys.readouterr().out and pte.stat().st_size > 0
+
+    x = np.random.default_rng(0).standard_normal((1, 20)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(pte), "--inputs", str(tmp_path / "x.npy"), "--repeat", "2",
+                 "--save", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "output 0: float32[1, 4]" in out and "latency" in out
+    assert np.load(tmp_path / "out_0.npy").shape == (1, 4)
+
+    assert main(["inspect", str(pte)]) == 0
+    text = capsys.readouterr().out
+    for needle in ("method forward", "input  0: float[1, 20]", "aten::addmm.out",
+                   "instructions:", "planned arenas", "size breakdown"):
+        assert needle in text, needle
+
+
+def test_export_user_file(tmp_path, capsys):
+    src = tmp_path / "mymodel.py"
+    src.write_text(
+        "import torch\n"
+        "def make():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh()), (torch.randn(1, 3),)\n"
+    )
+    pte = tmp_path / "m.pte"
+    assert main(["export", f"{src}:make", "-o", str(pte)]) == 0
+    assert main(["run", str(pte), "--repeat", "1"]) == 0
+    assert "output 0: float32[1, 2]" in capsys.readouterr().out
+
+
+def test_errors_are_reported_not_raised(tmp_path, capsys):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"not a program at all")
+    assert main(["inspect", str(bad)]) == 2
+    assert "edgetorch: error:" in capsys.readouterr().err
+
+
+def test_console_script_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "edgetorch.cli", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "export" in proc.stdout
