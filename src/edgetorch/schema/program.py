@@ -131,7 +131,7 @@ class OptionalTensorList:
     items: list[int]  # EValue indices, -1 for None
 
 
-KernelTypes = Union[
+KernelTypes = Union[  # noqa: UP007
     Null, Int, Bool, Double, Tensor, String, IntList, DoubleList, BoolList, TensorList,
     OptionalTensorList,
 ]
@@ -187,7 +187,7 @@ class FreeCall:
     value_index: int
 
 
-InstructionArguments = Union[KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall]
+InstructionArguments = Union[KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall]  # noqa: UP007
 INSTRUCTION_TYPES: tuple[type, ...] = (KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall)
 
 
