@@ -10,11 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from refenv import ref_available, ref_export, ref_run  # noqa: E402
+
 from edgetorch.examples import EXAMPLES, get_example  # noqa: E402
 from edgetorch.exir import to_edge  # noqa: E402
 from edgetorch.runtime import Runtime  # noqa: E402
-
-from refenv import ref_available, ref_export, ref_run  # noqa: E402
 
 pytestmark = [
     pytest.mark.compat,
@@ -50,11 +50,19 @@ def test_both_directions(name, tmp_path):
         np.testing.assert_array_equal(a, b.numpy())
     out = Runtime.get().load_program(theirs.pte).load_method("forward").execute(ref_inputs)
     for g, w in zip(out, expected):
-        np.testing.assert_allclose(g, w, atol=ATOL, rtol=0, err_msg=f"{name} ExecuTorch's pte in edgetorch")
+        np.testing.assert_allclose(
+            g, w, atol=ATOL, rtol=0, err_msg=f"{name} ExecuTorch's pte in edgetorch"
+        )
 
     ours_meta = Runtime.get().load_program(ours).metadata("forward")
     theirs_meta = Runtime.get().load_program(theirs.pte).metadata("forward")
-    ours_plan = sum(ours_meta.memory_planned_buffer_size(i) for i in range(ours_meta.num_memory_planned_buffers()))
-    theirs_plan = sum(theirs_meta.memory_planned_buffer_size(i) for i in range(theirs_meta.num_memory_planned_buffers()))
+    ours_plan = sum(
+        ours_meta.memory_planned_buffer_size(i)
+        for i in range(ours_meta.num_memory_planned_buffers())
+    )
+    theirs_plan = sum(
+        theirs_meta.memory_planned_buffer_size(i)
+        for i in range(theirs_meta.num_memory_planned_buffers())
+    )
     assert ours.stat().st_size <= theirs.pte.stat().st_size, "our .pte is larger than ExecuTorch's"
     assert ours_plan <= theirs_plan, f"our plan {ours_plan} > ExecuTorch's {theirs_plan}"

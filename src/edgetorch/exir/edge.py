@@ -6,7 +6,7 @@ graph that returns whether it changed anything; ``EDGE_PASSES`` lists them in or
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch._export.passes.replace_view_ops_with_view_copy_ops_pass import (

@@ -8,8 +8,8 @@ each in the best-fitting gap among the tensors alive at the same time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .tensor import ALIGNMENT, TensorSpec, aligned
 

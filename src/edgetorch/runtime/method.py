@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from ..kernels.registry import get_kernel
 from ..schema import program as S
 from .backends import get_backend
 from .interop import is_torch_tensor, to_numpy, to_torch
-from .meta import MethodMeta, method_meta
+from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
     MAX_UNPLANNED_BYTES,
     BoxedList,
@@ -125,6 +126,7 @@ class Method:
                     f"{self._where(i)}: memory id {mem_id} has no planned buffer "
                     f"(the method plans {len(self._arenas) - 1})")
             arena = self._arenas[mem_id]
+            assert arena is not None  # index 0 (None) was excluded above
             if offset + nbytes > arena.size:
                 raise InvalidProgramError(
                     f"{self._where(i)}: tensor of {nbytes} bytes at offset {offset} overflows "
@@ -189,7 +191,7 @@ class Method:
                 fn, desc = self._compile_jump(pc, a, where, len(instructions))
                 self._has_jumps = True
             elif isinstance(a, S.FreeCall):
-                fn, desc = (lambda pc=pc: pc + 1), f"free {a.value_index}"
+                fn, desc = self._compile_free(pc, a)
             else:
                 raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
             self._instrs.append(fn)
@@ -217,8 +219,10 @@ class Method:
         in_idx = tuple(getters[:-1])
 
         if plain:
+            plain_idx = tuple(int(g) for g in in_idx)  # type: ignore[arg-type]
+
             def run() -> int:
-                res = fn(*[vals[i] for i in in_idx])
+                res = fn(*[vals[i] for i in plain_idx])
                 if res is not vals[ret]:
                     store(ret, res, name)
                 return pc + 1
@@ -265,6 +269,11 @@ class Method:
                 vals[dst] = value
             return pc + 1
         return run, f"move {src} -> {dst}"
+
+    def _compile_free(self, pc: int, call: S.FreeCall) -> tuple[Instr, str]:
+        def run() -> int:  # memory is planned; nothing to release
+            return pc + 1
+        return run, f"free {call.value_index}"
 
     def _compile_jump(self, pc: int, call: S.JumpFalseCall, where: str, n: int) -> tuple[Instr, str]:
         cond, dest = int(call.cond_value_index), int(call.destination_instruction)
@@ -347,6 +356,7 @@ class Method:
 
     def _check_tensor_input(self, n: int, idx: int, t: S.Tensor, x: Any) -> np.ndarray:
         info = self._meta.input_tensor_meta(n)
+        assert isinstance(info, TensorInfo)
         if not isinstance(x, np.ndarray):
             raise InvalidArgumentError(
                 f"method {self.name!r} input {n}: expected a tensor {info}, got {type(x).__name__}")
@@ -400,7 +410,7 @@ class Method:
         pc = -1
         try:
             if not self._has_jumps:
-                for pc, fn in enumerate(instrs):
+                for pc, fn in enumerate(instrs):  # noqa: B007 (pc names the failing instruction)
                     fn()
             else:
                 pc, n = 0, len(instrs)

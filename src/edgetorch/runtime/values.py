@@ -8,8 +8,9 @@ a dynamic-shape tensor can be re-viewed with a new shape within its planned capa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

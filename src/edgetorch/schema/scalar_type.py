@@ -6,6 +6,9 @@ from enum import IntEnum
 
 import numpy as np
 
+from types import ModuleType
+
+_ml_dtypes: ModuleType | None
 try:  # bfloat16 and float8 come from ml_dtypes when it is installed (optional extra).
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - exercised in the minimal runtime environment

@@ -10,11 +10,11 @@ specs before calling ``super().run``.
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 import torch
-from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from torch.export.graph_signature import ExportGraphSignature, InputKind
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..memory_planning import ALGORITHMS, MemoryPlan, plan
 from ..tensor import ALIGNMENT, TensorSpec
