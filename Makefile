@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(REF)/.installed:
-	bash scripts/setup_ref_env.sh $(REF)
+	bash scripts/setup_ref_env.sh
 	touch $@
 
 $(NOTORCH)/.installed: pyproject.toml
