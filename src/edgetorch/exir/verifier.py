@@ -20,7 +20,7 @@ from .ops import describe_node, out_variant, qualified_name
 # Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
 SYM_OPS = {
     operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
-    operator.mod, operator.neg, operator.eq, operator.ne, operator.gt, operator.lt,
+    operator.mod, operator.neg, operator.eq, operator.gt, operator.lt,
     operator.ge, operator.le, torch.sym_float, torch.sym_int,
 }
 _ALLOWED_CALLS = {operator.getitem}

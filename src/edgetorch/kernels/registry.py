@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import OperatorMissingError, RegistrationError, near_matches
 

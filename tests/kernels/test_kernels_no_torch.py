@@ -1,0 +1,222 @@
+"""Portable kernels without torch: the registry's contents and hand-computed results.
+
+These run in the minimal runtime environment (numpy only); ``test_portable.py`` checks every
+kernel against torch when torch is installed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from edgetorch.errors import KernelError, OperatorMissingError
+from edgetorch.kernels import get_kernel, operator_names
+
+CORE_OPS = [
+    "aten::add.out", "aten::addmm.out", "aten::relu.out", "aten::convolution.out",
+    "aten::_softmax.out", "aten::max_pool2d_with_indices.out", "aten::cat.out",
+    "aten::view_copy.out", "aten::argmax.out", "aten::native_layer_norm.out",
+    "executorch_prim::et_view.default", "executorch_prim::add.Scalar", "aten::sym_size.int",
+    "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_order.out",
+]
+
+
+def call(name, *args):
+    return get_kernel(name).fn(*args)
+
+
+def test_registry_lists_the_portable_ops():
+    names = operator_names()
+    assert names == sorted(names)
+    for name in CORE_OPS:
+        assert name in names
+    assert len(names) > 150
+    assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::")) for n in names)
+
+
+def test_unknown_operator_suggests_near_names():
+    with pytest.raises(OperatorMissingError, match="aten::add.out"):
+        get_kernel("aten::add.outt")
+
+
+def test_arity_counts_out_arguments():
+    assert get_kernel("aten::add.out").num_args == 4  # self, other, alpha, out
+    assert get_kernel("aten::max_pool2d_with_indices.out").num_args == 8
+    assert get_kernel("executorch_prim::et_view.default").num_args == 2
+
+
+def test_importing_kernels_does_not_import_torch():
+    code = "import sys, edgetorch.kernels; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_add():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    b = np.array([10.0, 20.0], np.float32)
+    out = np.empty((2, 2), np.float32)
+    r = call("aten::add.out", a, b, 2, out)
+    np.testing.assert_array_equal(r, [[21, 42], [23, 44]])
+    assert r.dtype == np.float32
+    # int tensor + float scalar promotes to float (out decides the stored dtype)
+    r = call("aten::add.Scalar_out", np.array([1, 2], np.int32), 0.5, 1, np.empty(2, np.float32))
+    np.testing.assert_array_equal(r, [1.5, 2.5])
+    # int8 + int scalar stays int8 and wraps, as torch does
+    r = call("aten::add.Scalar_out", np.array([120], np.int8), 10, 1, np.empty(1, np.int8))
+    np.testing.assert_array_equal(r, [-126])
+
+
+def test_addmm():
+    bias = np.array([1.0, -1.0], np.float32)
+    m1 = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    m2 = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
+    r = call("aten::addmm.out", bias, m1, m2, 2, 3, np.empty((2, 2), np.float32))
+    np.testing.assert_array_equal(r, [[5, 4], [11, 10]])  # 2*bias + 3*(m1 @ m2)
+    r = call("aten::addmm.out", np.full((2, 2), np.nan, np.float32), m1, m2, 0, 1,
+             np.empty((2, 2), np.float32))
+    np.testing.assert_array_equal(r, m1)  # beta == 0 ignores self, nan included
+
+
+def test_relu():
+    x = np.array([-1.0, 0.0, 2.5, np.nan], np.float32)
+    r = call("aten::relu.out", x, np.empty(4, np.float32))
+    np.testing.assert_array_equal(r, [0, 0, 2.5, np.nan])
+    r = call("aten::relu.out", np.array([-3, 4], np.int64), np.empty(2, np.int64))
+    np.testing.assert_array_equal(r, [0, 4])
+
+
+def test_convolution():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    w = np.ones((1, 1, 2, 2), np.float32)
+    out = np.empty((1, 1, 2, 2), np.float32)
+    r = call("aten::convolution.out", x, w, np.array([1.0], np.float32), [2, 2], [0, 0], [1, 1],
+             False, [0, 0], 1, out)
+    # sums of the 2x2 blocks, plus the bias
+    np.testing.assert_array_equal(r[0, 0], [[0 + 1 + 4 + 5 + 1, 2 + 3 + 6 + 7 + 1],
+                                            [8 + 9 + 12 + 13 + 1, 10 + 11 + 14 + 15 + 1]])
+    # depthwise: each channel convolved with its own 1x1 kernel
+    x2 = np.stack([np.ones((3, 3)), 2 * np.ones((3, 3))]).astype(np.float32)[None]
+    w2 = np.array([3.0, -1.0], np.float32).reshape(2, 1, 1, 1)
+    r = call("aten::convolution.out", x2, w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2,
+             np.empty((1, 2, 3, 3), np.float32))
+    np.testing.assert_array_equal(r[0, :, 0, 0], [3, -2])
+    # transposed, stride 2: each input pixel stamps the kernel
+    xt = np.array([[[[1.0, 2.0]]]], np.float32)
+    wt = np.array([[[[1.0, 10.0]]]], np.float32)
+    r = call("aten::convolution.out", xt, wt, None, [1, 2], [0, 0], [1, 1], True, [0, 0], 1,
+             np.empty((1, 1, 1, 4), np.float32))
+    np.testing.assert_array_equal(r[0, 0, 0], [1, 10, 2, 20])
+
+
+def test_softmax():
+    x = np.array([[0.0, np.log(3.0)], [1.0, 1.0]], np.float32)
+    r = call("aten::_softmax.out", x, -1, False, np.empty((2, 2), np.float32))
+    np.testing.assert_allclose(r, [[0.25, 0.75], [0.5, 0.5]], rtol=1e-6)
+    masked = np.array([[0.0, -np.inf]], np.float32)
+    r = call("aten::_softmax.out", masked, 1, False, np.empty((1, 2), np.float32))
+    np.testing.assert_array_equal(r, [[1.0, 0.0]])
+
+
+def test_max_pool2d_with_indices():
+    x = np.array([[1, 5, 2, 0],
+                  [3, 4, 8, 1],
+                  [0, 0, 1, 1],
+                  [9, 0, 1, 7]], np.float32)[None, None]
+    vals, idx = call("aten::max_pool2d_with_indices.out", x, [2, 2], [2, 2], [0, 0], [1, 1],
+                     False, np.empty((1, 1, 2, 2), np.float32), np.empty((1, 1, 2, 2), np.int64))
+    np.testing.assert_array_equal(vals[0, 0], [[5, 8], [9, 7]])
+    np.testing.assert_array_equal(idx[0, 0], [[1, 6], [12, 15]])  # flat index into H*W
+    # ceil_mode with padding: 3x3 windows, stride 2, pad 1 over a 4x4 input -> 3x3 output
+    vals, idx = call("aten::max_pool2d_with_indices.out", x, [3, 3], [2, 2], [1, 1], [1, 1],
+                     True, np.empty((1, 1, 3, 3), np.float32), np.empty((1, 1, 3, 3), np.int64))
+    np.testing.assert_array_equal(vals[0, 0], [[5, 8, 1], [9, 8, 7], [9, 7, 7]])
+    np.testing.assert_array_equal(idx[0, 0], [[1, 6, 7], [12, 6, 15], [12, 15, 15]])
+
+
+def test_cat():
+    a = np.array([[1, 2]], np.int64)
+    b = np.array([[3, 4], [5, 6]], np.int64)
+    r = call("aten::cat.out", [a, b], 0, np.empty((3, 2), np.int64))
+    np.testing.assert_array_equal(r, [[1, 2], [3, 4], [5, 6]])
+    # legacy empty 1-D tensors are skipped
+    r = call("aten::cat.out", [a, np.zeros((0,), np.int64), a], 1, np.empty((1, 4), np.int64))
+    np.testing.assert_array_equal(r, [[1, 2, 1, 2]])
+
+
+def test_view_copy_and_et_view():
+    x = np.arange(6, dtype=np.float32)
+    r = call("aten::view_copy.out", x, [2, -1], np.empty((2, 3), np.float32))
+    np.testing.assert_array_equal(r, [[0, 1, 2], [3, 4, 5]])
+    assert not np.shares_memory(r, x)
+    v = call("executorch_prim::et_view.default", x, [3, 2])
+    assert v.shape == (3, 2) and np.shares_memory(v, x)
+    x[0] = 42  # a view sees later writes to its base
+    assert v[0, 0] == 42
+    with pytest.raises(KernelError):
+        call("executorch_prim::et_view.default", np.ones((3, 4))[:, :2], [6])
+
+
+def test_argmax():
+    x = np.array([[1.0, 7.0, 7.0], [9.0, 0.0, 2.0]], np.float32)
+    r = call("aten::argmax.out", x, 1, False, np.empty((2,), np.int64))
+    np.testing.assert_array_equal(r, [1, 0])  # ties: first occurrence
+    r = call("aten::argmax.out", x, None, False, np.empty((), np.int64))
+    assert r.shape == () and int(r) == 3
+    r = call("aten::argmax.out", x, None, True, np.empty((1, 1), np.int64))
+    assert r.shape == (1, 1)
+
+
+def test_layer_norm():
+    x = np.array([[1.0, 3.0], [2.0, 2.0]], np.float32)
+    out, mean, rstd = call("aten::native_layer_norm.out", x, [2], None, None, 0.0,
+                           np.empty((2, 2), np.float32), np.empty((2, 1), np.float32),
+                           np.empty((2, 1), np.float32))
+    np.testing.assert_allclose(out[0], [-1, 1], rtol=1e-6)
+    np.testing.assert_array_equal(mean[:, 0], [2, 2])
+    assert rstd[0, 0] == 1.0
+
+
+def test_prim_ops():
+    assert call("executorch_prim::add.Scalar", 2, 3) == 5
+    assert call("executorch_prim::floordiv.Scalar", -7, 2) == -4
+    assert call("executorch_prim::mod.Scalar", -7, 2) == 1
+    assert call("executorch_prim::floordiv.int", -7, 2) == -3
+    assert call("executorch_prim::truediv.Scalar", 7, 2) == 3.5
+    assert call("executorch_prim::truediv.Scalar", 1.0, 0.0) == float("inf")
+    assert call("executorch_prim::sym_float.Scalar", 3) == 3.0
+    assert call("executorch_prim::round.Scalar", 2.5) == 2
+    assert call("executorch_prim::gt.Scalar", 3, 2) is True
+    assert call("aten::sym_size.int", np.zeros((2, 5)), -1) == 5
+    assert call("aten::sym_numel", np.zeros((2, 5))) == 10
+
+
+def test_dim_order_copy_converts_dtype_into_a_channels_last_out():
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    out = np.zeros((1, 3, 4, 2), np.int32).transpose(0, 3, 1, 2)  # NHWC storage
+    r = call("dim_order_ops::_to_dim_order_copy.out", x, False, [0, 2, 3, 1], out)
+    assert r is out
+    np.testing.assert_array_equal(out, x.astype(np.int32))
+    with pytest.raises(KernelError):
+        call("dim_order_ops::_clone_dim_order.out", x, False, [0, 1, 1, 2],
+             np.empty_like(x))
+
+
+def test_batch_norm_inference_stats_outputs():
+    x = np.ones((2, 2, 1, 1), np.float32)
+    mean = np.array([1.0, 0.0], np.float32)
+    var = np.array([4.0, 1.0], np.float32)
+    w = np.array([2.0, 1.0], np.float32)
+    b = np.array([0.5, 0.0], np.float32)
+    name = "aten::_native_batch_norm_legit_no_training.out"
+    # ExecuTorch plans the mean/invstd outputs empty: they stay empty
+    out, m, s = call(name, x, w, b, mean, var, 0.1, 0.0, np.empty_like(x),
+                     np.empty((0,), np.float32), np.empty((0,), np.float32))
+    np.testing.assert_allclose(out[:, :, 0, 0], [[0.5, 1.0], [0.5, 1.0]])
+    assert m.shape == (0,) and s.shape == (0,)
+    # planned with C elements, they receive the running mean and 1/sqrt(var + eps)
+    out, m, s = call(name, x, None, None, mean, var, 0.1, 0.0, np.empty_like(x),
+                     np.empty((2,), np.float32), np.empty((2,), np.float32))
+    np.testing.assert_allclose(m, mean)
+    np.testing.assert_allclose(s, [0.5, 1.0])
