@@ -32,8 +32,15 @@ def qualified_name(op: OpOverload) -> str:
 # ---- out variants ------------------------------------------------------------------------
 
 
+# Tensor options are carried by the ``out`` tensor itself, so out variants drop them
+# (``full_like(self, v, *, dtype, layout, device, pin_memory, memory_format)`` ->
+# ``full_like.out(self, v, *, memory_format, out)``).
+_TENSOR_OPTIONS = {"dtype", "layout", "device", "pin_memory"}
+
+
 def _signature_key(schema: torch._C.FunctionSchema) -> tuple[tuple[str, str], ...]:
-    return tuple((a.name, str(a.type)) for a in schema.arguments if not a.is_out)
+    return tuple((a.name, str(a.type)) for a in schema.arguments
+                 if not a.is_out and a.name not in _TENSOR_OPTIONS)
 
 
 @functools.cache

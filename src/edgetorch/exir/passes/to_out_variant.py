@@ -68,7 +68,8 @@ def to_out_variants(gm: torch.fx.GraphModule) -> bool:
         vals = list(val) if isinstance(val, (tuple, list)) else [val]
         names = out_arg_names(out_op)
         allocs = [_alloc(graph, v, node) for v in vals]
-        kwargs = dict(node.kwargs)
+        accepted = {a.name for a in out_op._schema.arguments}
+        kwargs = {k: v for k, v in node.kwargs.items() if k in accepted}
         kwargs.update(zip(names, allocs))
         node.target = out_op
         node.kwargs = kwargs
