@@ -8,8 +8,8 @@ Messages name what is involved (op, instruction, input, shape, dtype) and end wi
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from enum import IntEnum
-from typing import Iterable
 
 
 class ErrorCode(IntEnum):

@@ -17,8 +17,8 @@ Ops with several outputs return a tuple; scalar ops (``executorch_prim::*``) ret
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import OperatorMissingError, RegistrationError, near_matches
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from types import ModuleType
 
 import numpy as np
-
-from types import ModuleType
 
 _ml_dtypes: ModuleType | None
 try:  # bfloat16 and float8 come from ml_dtypes when it is installed (optional extra).

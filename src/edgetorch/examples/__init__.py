@@ -1,0 +1,204 @@
+"""Built-in example models, plus loading of user models from ``file.py:factory`` specs.
+
+Every example is deterministic: its factory seeds torch (``torch.manual_seed(0)``) before
+building, returns the module in eval mode, and its inputs come from a dedicated seeded
+generator. This package imports only torch and the standard library -- never other edgetorch
+modules -- so the ExecuTorch reference venv can import it with just ``src/`` on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .classifiers import mlp, simple_model, tiny_classifier
+from .cnn import cnn
+from .mobilenet_v2 import mobilenet_v2
+from .resnet import resnet18
+from .transformer import transformer_encoder
+
+__all__ = [
+    "EXAMPLES",
+    "ExampleSpec",
+    "ModelSpecError",
+    "UnknownExampleError",
+    "get_example",
+    "load_model_spec",
+]
+
+
+@dataclass(frozen=True)
+class ExampleSpec:
+    """A named example model: how to build it and what it is called with.
+
+    ``factory`` builds a fresh eval-mode module with the same weights every call;
+    ``input_shapes`` gives one float32 shape per positional input.
+    """
+
+    name: str
+    factory: Callable[[], nn.Module]
+    input_shapes: tuple[tuple[int, ...], ...]
+    description: str
+    seed: int = 0
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """Standard-normal float32 inputs, identical on every call (own generator, not global)."""
+        gen = torch.Generator().manual_seed(self.seed)
+        return tuple(torch.randn(shape, generator=gen) for shape in self.input_shapes)
+
+    def build(self) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+        """Return ``(model, example_inputs)``."""
+        return self.factory(), self.example_inputs()
+
+
+def _spec(name, factory, shapes, description) -> tuple[str, ExampleSpec]:
+    return name, ExampleSpec(name, factory, shapes, description)
+
+
+EXAMPLES: dict[str, ExampleSpec] = dict(
+    [
+        _spec("tiny_classifier", tiny_classifier, ((1, 20),), "Tutorial MLP 20-64-32-4, ReLU"),
+        _spec("simple_model", simple_model, ((1, 10),), "Tutorial Linear(10,32)-ReLU-Linear(32,5)"),
+        _spec("mlp", mlp, ((4, 784),), "MLP 784-256-128-10 with ReLU and GELU"),
+        _spec(
+            "cnn",
+            cnn,
+            ((2, 3, 32, 32),),
+            "Conv+BN+ReLU blocks with max/avg/adaptive-avg pooling and a Linear head",
+        ),
+        _spec(
+            "mobilenet_v2",
+            mobilenet_v2,
+            ((1, 3, 224, 224),),
+            "MobileNetV2 1.0, depthwise convs, ReLU6, 1000 classes",
+        ),
+        _spec(
+            "transformer_encoder",
+            transformer_encoder,
+            ((2, 16, 64),),
+            "nn.TransformerEncoderLayer d_model=64 nhead=4 ffn=128, batch-first",
+        ),
+        _spec(
+            "resnet18",
+            resnet18,
+            ((1, 3, 224, 224),),
+            "ResNet-18 with BasicBlocks, 1000 classes",
+        ),
+    ]
+)
+
+
+class UnknownExampleError(KeyError):
+    """No built-in example has the requested name."""
+
+    def __str__(self) -> str:
+        # KeyError's default __str__ shows the repr of its argument, quotes included.
+        return str(self.args[0])
+
+
+class ModelSpecError(ValueError):
+    """A ``file.py:factory`` model spec cannot be loaded or returned something unusable."""
+
+
+def get_example(name: str) -> ExampleSpec:
+    """Return the built-in example called ``name``; the error lists the available names."""
+    try:
+        return EXAMPLES[name]
+    except KeyError:
+        available = ", ".join(sorted(EXAMPLES))
+        raise UnknownExampleError(
+            f"unknown example model {name!r}; available: {available}"
+        ) from None
+
+
+def load_model_spec(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Build a model and its example inputs from a spec string.
+
+    ``spec`` is either
+
+    * the name of a built-in example (a key of :data:`EXAMPLES`), or
+    * ``path/to/file.py:factory``: the file is imported and ``factory()`` is called with no
+      arguments. It must return either
+
+      - a ``(module, inputs)`` pair, or
+      - just the ``nn.Module``; the file must then also define a module-level
+        ``example_inputs()`` function returning the inputs.
+
+      ``inputs`` may be a single tensor or a tuple/list of tensors (the positional arguments
+      of ``forward``). The split is at the last ``:``.
+
+    The module is put in eval mode. Returns ``(module, inputs_tuple)``; raises
+    :class:`UnknownExampleError` for an unknown name and :class:`ModelSpecError` for a file
+    spec that cannot be honoured.
+    """
+    path_str, sep, factory_name = spec.rpartition(":")
+    if not sep:
+        return get_example(spec).build()
+    if not path_str or not factory_name:
+        raise ModelSpecError(f"model spec {spec!r} must look like 'path/to/file.py:factory'")
+
+    user_module = _import_file(Path(path_str))
+    factory = getattr(user_module, factory_name, None)
+    if not callable(factory):
+        raise ModelSpecError(f"{path_str} defines no callable {factory_name!r}")
+    result = factory()
+
+    if isinstance(result, nn.Module):
+        make_inputs = getattr(user_module, "example_inputs", None)
+        if not callable(make_inputs):
+            raise ModelSpecError(
+                f"{spec}: the factory returned only a module, so {path_str} must define "
+                "example_inputs(); or return (module, inputs) from the factory"
+            )
+        model, inputs = result, make_inputs()
+    elif isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+        model, inputs = result
+    else:
+        raise ModelSpecError(
+            f"{spec}: factory returned {type(result).__name__}; expected an nn.Module "
+            "or a (module, inputs) pair"
+        )
+    return model.eval(), _as_input_tuple(inputs, spec)
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise ModelSpecError(f"model file not found: {path}")
+    # A path-derived name keeps two user files with the same stem from clobbering each other.
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    mod_name = f"_edgetorch_user_model_{path.stem}_{digest}"
+    mod_spec = importlib.util.spec_from_file_location(mod_name, path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise ModelSpecError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(mod_spec)
+    # Registered before exec so dataclasses, pickling and self-imports inside the file work.
+    sys.modules[mod_name] = module
+    # The file's directory goes on sys.path so it can import its sibling modules.
+    parent = str(path.resolve().parent)
+    sys.path.insert(0, parent)
+    try:
+        mod_spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[mod_name]
+        raise
+    finally:
+        sys.path.remove(parent)
+    return module
+
+
+def _as_input_tuple(inputs, spec: str) -> tuple[torch.Tensor, ...]:
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,)
+    if isinstance(inputs, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in inputs):
+        return tuple(inputs)
+    raise ModelSpecError(
+        f"{spec}: example inputs must be a tensor or a tuple/list of tensors, "
+        f"got {type(inputs).__name__}"
+    )

@@ -1,0 +1,177 @@
+"""Drive the real ExecuTorch (in the reference venv) from our test process, via subprocess.
+
+Our venv must never import ``executorch``; everything ExecuTorch does for the tests happens in
+``ref_tool.py`` running under the reference interpreter, found in this order:
+
+1. ``$EDGETORCH_REF_PYTHON`` (used as given, even if missing -- then nothing is available),
+2. ``<repo>/.venv-ref/bin/python`` (what ``scripts/setup_ref_env.sh`` creates),
+3. ``/work/.venv-ref/bin/python``.
+
+Data crosses the process boundary as ``.npz`` files with positional arrays ``arr_0, arr_1, ...``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REF_TOOL = Path(__file__).resolve().with_name("ref_tool.py")
+ENV_VAR = "EDGETORCH_REF_PYTHON"
+_FALLBACK_PYTHONS = (REPO_ROOT / ".venv-ref/bin/python", Path("/work/.venv-ref/bin/python"))
+
+# Exporting MobileNetV2/ResNet-18 through to_edge takes tens of seconds; allow generous slack.
+EXPORT_TIMEOUT_S = 900.0
+RUN_TIMEOUT_S = 600.0
+STATS_TIMEOUT_S = 300.0
+
+
+class RefToolError(RuntimeError):
+    """The reference tool failed, timed out, or the reference python is unavailable."""
+
+
+@dataclass(frozen=True)
+class RefExport:
+    """Files written by ``ref_export``: the .pte and its example inputs / eager outputs."""
+
+    pte: Path
+    inputs_npz: Path
+    expected_npz: Path
+
+    def inputs(self) -> list[np.ndarray]:
+        """The example inputs the model was exported with, in positional order."""
+        return load_npz(self.inputs_npz)
+
+    def expected(self) -> list[np.ndarray]:
+        """The eager PyTorch outputs for those inputs (flattened pytree order)."""
+        return load_npz(self.expected_npz)
+
+
+def ref_python() -> Path:
+    """Path of the reference interpreter (it may not exist; see :func:`ref_available`)."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        return Path(override)
+    for candidate in _FALLBACK_PYTHONS:
+        if candidate.exists():
+            return candidate
+    return _FALLBACK_PYTHONS[0]
+
+
+def ref_available() -> bool:
+    """True when the reference python exists and has ``executorch`` installed."""
+    return _probe(str(ref_python()))
+
+
+@functools.cache
+def _probe(python: str) -> bool:
+    if not Path(python).exists():
+        return False
+    # find_spec avoids importing executorch (and torch), which would take seconds.
+    code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('executorch') is None)"
+    try:
+        result = subprocess.run(
+            [python, "-c", code], env=_clean_env(), capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def ref_export(model_name: str, out_path: str | os.PathLike, xnnpack: bool = False) -> RefExport:
+    """Export ``model_name`` (example name or ``file.py:factory``) with ExecuTorch's own exir.
+
+    Writes ``out_path`` (.pte) plus ``.inputs.npz`` / ``.expected.npz`` beside it.
+    """
+    pte = Path(out_path)
+    args = ["export", model_name, str(pte)] + (["--xnnpack"] if xnnpack else [])
+    _run_tool(args, EXPORT_TIMEOUT_S)
+    return RefExport(pte, pte.with_suffix(".inputs.npz"), pte.with_suffix(".expected.npz"))
+
+
+def ref_run(
+    pte_path: str | os.PathLike, inputs: Sequence[np.ndarray], method: str = "forward"
+) -> list[np.ndarray]:
+    """Run ``method`` of a .pte in ExecuTorch's runtime and return its outputs."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        in_npz, out_npz = Path(tmp) / "inputs.npz", Path(tmp) / "outputs.npz"
+        np.savez(in_npz, *inputs)
+        _run_tool(
+            ["run", str(pte_path), str(in_npz), str(out_npz), "--method", method], RUN_TIMEOUT_S
+        )
+        return load_npz(out_npz)
+
+
+def ref_time(
+    pte_path: str | os.PathLike, inputs: Sequence[np.ndarray], runs: int, method: str = "forward"
+) -> dict:
+    """Time ``runs`` executions in ExecuTorch's runtime (after one warm-up); returns ms stats."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        in_npz, out_npz = Path(tmp) / "inputs.npz", Path(tmp) / "outputs.npz"
+        json_out = Path(tmp) / "timing.json"
+        np.savez(in_npz, *inputs)
+        args = ["run", str(pte_path), str(in_npz), str(out_npz), "--method", method]
+        _run_tool(args + ["--time", str(runs), "--json", str(json_out)], RUN_TIMEOUT_S)
+        return json.loads(json_out.read_text())
+
+
+def ref_stats(pte_path: str | os.PathLike) -> dict:
+    """ExecuTorch's view of a .pte: file size, per-method operators, instructions, buffers."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        json_out = Path(tmp) / "stats.json"
+        _run_tool(["stats", str(pte_path), "--json", str(json_out)], STATS_TIMEOUT_S)
+        return json.loads(json_out.read_text())
+
+
+def load_npz(path: str | os.PathLike) -> list[np.ndarray]:
+    """Load positional arrays ``arr_0, arr_1, ...`` from an npz, in numeric order."""
+    with np.load(path, allow_pickle=False) as data:
+        return [data[n] for n in sorted(data.files, key=lambda n: int(n.rpartition("_")[2]))]
+
+
+def _clean_env() -> dict[str, str]:
+    # Our venv's variables would point the reference interpreter at the wrong site-packages.
+    env = dict(os.environ)
+    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+        env.pop(key, None)
+    return env
+
+
+def _run_tool(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    python = ref_python()
+    if not ref_available():
+        raise RefToolError(
+            f"reference python {python} is missing or lacks executorch; "
+            f"run scripts/setup_ref_env.sh or set {ENV_VAR}"
+        )
+    cmd = [str(python), str(REF_TOOL), *args]
+    try:
+        result = subprocess.run(
+            cmd, env=_clean_env(), capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RefToolError(
+            f"timed out after {timeout:.0f}s: {' '.join(cmd)}\n{_tail(exc.stderr)}"
+        ) from None
+    if result.returncode != 0:
+        raise RefToolError(
+            f"exit status {result.returncode}: {' '.join(cmd)}\n"
+            f"--- stderr ---\n{_tail(result.stderr)}"
+        )
+    return result
+
+
+def _tail(text: str | bytes | None, limit: int = 6000) -> str:
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return text if len(text) <= limit else "...\n" + text[-limit:]
