@@ -43,9 +43,13 @@ class ExecutorchBackendConfig:
     constant_tensor_alignment: int | None = None
     delegate_alignment: int | None = None
     remove_view_copy: bool = True
-    external_constants: bool = False
+    # True: every weight goes to "_default_external_constant.ptd"; or a callable
+    # (TensorSpec) -> tag | None choosing the .ptd file (tag) per weight.
+    external_constants: Any = False
     emit_stacktrace: bool = False
-    emit_mutable_buffer_names: bool = False
+    # ExecuTorch defaults to False; we name mutable buffers by default so that the runtime can
+    # read, write and reset them by name (a few bytes per buffer).
+    emit_mutable_buffer_names: bool = True
     # Fold operators whose inputs are all constants (e.g. the weight transpose of a Linear)
     # into new constants when that does not grow the file. ExecuTorch leaves them to run time.
     fold_constants: bool = True

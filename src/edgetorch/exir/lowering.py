@@ -20,6 +20,7 @@ from .emit import MethodEmitter, ProgramState
 from .passes.constant_fold import fold_constants
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
+from .passes.write_back import insert_write_back
 
 Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
@@ -36,6 +37,10 @@ def run_passes(ep: ExportedProgram, passes: list) -> None:
         if isinstance(result, PassResult) and result.graph_module is not gm:
             gm.graph = result.graph_module.graph
         gm.recompile()
+
+
+def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    insert_write_back(ep)
 
 
 def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -68,12 +73,27 @@ def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 STEPS: list[Step] = [
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
+    ("write back mutated buffers", _write_back),
     ("fold constants", _fold),
     ("view_copy -> view", _views),
     ("to out variants", _out_variants),
     ("tensor specs", _specs),
     ("memory planning", _plan),
 ]
+
+
+DEFAULT_EXTERNAL_TAG = "_default_external_constant"  # ExecuTorch's file name for the .ptd
+
+
+def _external_tagger(config: ExecutorchBackendConfig):
+    """Which constants go to a .ptd file, and which: ``external_constants`` is a bool (all
+    weights to ``_default_external_constant.ptd``) or a callable ``spec -> tag | None``."""
+    ext = config.external_constants
+    if ext is True:
+        return lambda spec: DEFAULT_EXTERNAL_TAG
+    if callable(ext):
+        return ext
+    return None
 
 
 def copy_program(ep: ExportedProgram) -> ExportedProgram:
@@ -99,5 +119,6 @@ def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendC
                 f"{type(e).__name__}: {e}\n  steps that ran before it: {before}"
             ) from e
         done.append(step_name)
-    plan = MethodEmitter(name, ep, state, config.emit_stacktrace).emit()
+    plan = MethodEmitter(name, ep, state, config.emit_stacktrace,
+                         config.emit_mutable_buffer_names, _external_tagger(config)).emit()
     return ep, plan

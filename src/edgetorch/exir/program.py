@@ -9,6 +9,7 @@ from torch.export import ExportedProgram
 
 from ..errors import ExportError
 from ..schema import program as S
+from ..schema.ptd import serialize_ptd
 from ..schema.pte import serialize_pte
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .edge import to_edge_dialect
@@ -145,8 +146,28 @@ class ExecutorchProgramManager:
                 extract_delegate_segments=self._config.extract_delegate_segments,
                 segment_alignment=self._config.segment_alignment,
                 constant_tensor_alignment=self._config.constant_tensor_alignment or 16,
+                mutable_buffers=(self._state.mutable_buffers
+                                 if len(self._state.mutable_buffers) > 1 else None),
             )
         return self._buffer
+
+    @property
+    def data_files(self) -> dict[str, bytes]:
+        """External weight files (``{tag}.ptd`` name -> bytes), when configured."""
+        files = {}
+        for tag, tensors in self._state.external.items():
+            named = {fqn: (data, spec.scalar_type, list(spec.shape), list(spec.dim_order))
+                     for fqn, (data, spec) in tensors.items()}
+            files[f"{tag}.ptd"] = serialize_ptd(named, alignment=16)
+        return files
+
+    def write_tensor_data_to_file(self, outdir: str | os.PathLike) -> None:
+        """Write the external weights (``ExecutorchBackendConfig(external_constants=...)``)
+        as ``<outdir>/<tag>.ptd`` files."""
+        os.makedirs(outdir, exist_ok=True)
+        for name, data in self.data_files.items():
+            with open(os.path.join(outdir, name), "wb") as f:
+                f.write(data)
 
     def write_to_file(self, open_file: BinaryIO) -> None:
         open_file.write(self.buffer)

@@ -53,6 +53,7 @@ class Method:
         self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
         self._vals: list[Any] = []
         self._slots: dict[int, TensorSlot] = {}
+        self._buffers: dict[str, tuple[int, Any]] = {}
         self._materialize_values()
         self._bound = {
             i for i, ev in enumerate(plan.values)
@@ -110,7 +111,7 @@ class Method:
                 f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
         nbytes = math.prod(sizes) * dtype.itemsize
         dynamism = S.TensorShapeDynamism(t.shape_dynamism)
-        if t.data_buffer_idx > 0:
+        if t.data_buffer_idx > 0 and t.allocation_info is None:
             data = self._program._constant(int(t.data_buffer_idx), t, i, self.name)
             if len(data) < nbytes:
                 raise InvalidProgramError(
@@ -133,7 +134,11 @@ class Method:
                     f"planned buffer {mem_id} of {arena.size} bytes")
             slot = TensorSlot(i, dtype, dim_order, sizes, dynamism, arena, offset)
             self._slots[i] = slot
-            return slot.view(sizes)
+            view = slot.view(sizes)
+            info = t.extra_tensor_info
+            if t.data_buffer_idx > 0 or (info is not None and info.fully_qualified_name):
+                self._register_buffer(i, t, view, nbytes)
+            return view
         # Not planned: bound at run time (inputs, views, delegate outputs) or owned here.
         if nbytes > MAX_UNPLANNED_BYTES:
             raise MemoryAllocationError(
@@ -142,6 +147,60 @@ class Method:
         slot = TensorSlot(i, dtype, dim_order, sizes, dynamism, own, 0)
         self._slots[i] = slot
         return slot.view(sizes)
+
+    # ---- mutable buffers ----------------------------------------------------------------
+
+    def _register_buffer(self, i: int, t: S.Tensor, view: np.ndarray, nbytes: int) -> None:
+        """A planned tensor with a name or an initial state is a mutable buffer: it keeps its
+        value across ``execute`` calls."""
+        initial = None
+        if t.data_buffer_idx > 0:
+            initial = self._program._mutable_initial(int(t.data_buffer_idx), t, nbytes, self.name)
+            view_bytes = np.frombuffer(initial, dtype=np.uint8, count=nbytes)
+            np.copyto(view, strided_view(view_bytes, 0, view.dtype, view.shape,
+                                         self._slots[i].dim_order))
+        info = t.extra_tensor_info
+        name = info.fully_qualified_name if info is not None and info.fully_qualified_name else f"value_{i}"
+        self._buffers[name] = (i, initial)
+
+    @property
+    def buffer_names(self) -> list[str]:
+        """Names of the method's mutable buffers (fully qualified, e.g. ``layers.0.k_cache``)."""
+        return sorted(self._buffers)
+
+    def _buffer(self, name: str) -> tuple[int, Any]:
+        try:
+            return self._buffers[name]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"method {self.name!r} has no mutable buffer {name!r}; its buffers are "
+                f"{self.buffer_names}") from None
+
+    def get_buffer(self, name: str) -> np.ndarray:
+        """A copy of buffer ``name``'s current value."""
+        i, _ = self._buffer(name)
+        return np.array(self._vals[i], copy=True)
+
+    def set_buffer(self, name: str, value: Any) -> None:
+        """Overwrite buffer ``name`` (same shape; cast to its dtype)."""
+        i, _ = self._buffer(name)
+        value = np.asarray(to_numpy(value))
+        target = self._vals[i]
+        if value.shape != target.shape:
+            raise InvalidArgumentError(
+                f"buffer {name!r} has sizes {list(target.shape)}, got {list(value.shape)}")
+        np.copyto(target, value, casting="unsafe")
+
+    def reset_buffers(self) -> None:
+        """Put every mutable buffer back to its initial state."""
+        for i, initial in self._buffers.values():
+            target = self._vals[i]
+            if initial is None:
+                target[...] = 0
+            else:
+                raw = np.frombuffer(initial, dtype=np.uint8, count=target.nbytes)
+                np.copyto(target, strided_view(raw, 0, target.dtype, target.shape,
+                                               self._slots[i].dim_order))
 
     def _written_slots(self) -> set[int]:
         written = set(int(i) for i in self._plan.inputs)

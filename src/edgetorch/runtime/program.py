@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FormatError, InvalidProgramError, MethodNotFoundError
+from ..errors import ExternalDataError, FormatError, InvalidProgramError, MethodNotFoundError
 from ..schema import program as S
 from ..schema.pte import PteFile
 from .meta import MethodMeta, method_meta
@@ -58,18 +58,26 @@ class Program:
     def _constant(self, idx: int, t: S.Tensor, value: int, method: str) -> memoryview:
         info = t.extra_tensor_info
         if info is not None and info.location == S.TensorDataLocation.EXTERNAL:
-            return self._external(info.fully_qualified_name, method)
+            return self._external(info.fully_qualified_name, method, t)
         try:
             return self._pte.constant_bytes(idx)
         except FormatError as e:
             raise InvalidProgramError(f"method {method!r} value {value}: {e}") from e
 
-    def _external(self, key: str | None, method: str) -> memoryview:
+    def _external(self, key: str | None, method: str, t: S.Tensor) -> memoryview:
         if self._data_map is None:
-            raise InvalidProgramError(
+            raise ExternalDataError(
                 f"method {method!r} needs external tensor {key!r}, but no .ptd data file was "
                 "given; pass load_program(pte, data_path='model.ptd')")
-        return self._data_map.tensor_bytes(key)
+        return self._data_map.tensor_bytes(key, t)
+
+    def _mutable_initial(self, idx: int, t: S.Tensor, nbytes: int, method: str) -> memoryview:
+        info = t.extra_tensor_info
+        seg = int(info.mutable_data_segments_idx) if info is not None else 0
+        try:
+            return self._pte.mutable_bytes(idx, seg, nbytes)
+        except FormatError as e:
+            raise InvalidProgramError(f"method {method!r}: initial state of a buffer: {e}") from e
 
     def _delegate_data(self, delegate: S.BackendDelegate, method: str) -> memoryview:
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch._ops import OpOverload
@@ -23,6 +23,7 @@ from ...errors import ExportError
 from ...schema import program as S
 from .. import memory
 from ..ops import describe_node, is_out_variant, op_name_and_overload, user_frame
+from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
 from ..tensor import TensorSpec, memory_format_enum, scalar_type_of
 from ..verifier import SYM_OPS
@@ -42,6 +43,14 @@ class ProgramState:
     constant_buffers: list[bytes] = field(default_factory=lambda: [b""])
     _constant_index: dict[bytes, int] = field(default_factory=dict)
     delegate_blobs: list[bytes] = field(default_factory=list)
+    # Initial states of mutable buffers (ExecuTorch's mutable data segment); 0 is reserved.
+    mutable_buffers: list[bytes] = field(default_factory=lambda: [b""])
+    # External constants (.ptd files): tag -> {fully qualified name: (bytes, spec)}.
+    external: dict[str, dict[str, tuple[bytes, TensorSpec]]] = field(default_factory=dict)
+
+    def add_mutable(self, data: bytes) -> int:
+        self.mutable_buffers.append(data)
+        return len(self.mutable_buffers) - 1
 
     def add_constant(self, data: bytes) -> int:
         key = hashlib.sha256(data).digest()
@@ -64,11 +73,14 @@ def tensor_bytes(t: torch.Tensor, dim_order: tuple[int, ...]) -> bytes:
 
 class MethodEmitter:
     def __init__(self, name: str, ep: ExportedProgram, state: ProgramState,
-                 emit_stacktrace: bool = False) -> None:
+                 emit_stacktrace: bool = False, emit_mutable_buffer_names: bool = True,
+                 external_tag: Callable[[TensorSpec], str | None] | None = None) -> None:
         self.name = name
         self.ep = ep
         self.state = state
         self.emit_stacktrace = emit_stacktrace
+        self.emit_mutable_buffer_names = emit_mutable_buffer_names
+        self.external_tag = external_tag
         self.values: list[S.EValue] = []
         self.operators: list[S.Operator] = []
         self._op_index: dict[tuple[str, str], int] = {}
@@ -108,11 +120,27 @@ class MethodEmitter:
             storage = spec.storage
             if storage is None and spec.alias_of is not None and spec.alias_of.storage is not None:
                 storage = spec.alias_of.storage.reshape(spec.shape)
-            data_idx = self.state.add_constant(tensor_bytes(storage, spec.dim_order))
+            data = tensor_bytes(storage, spec.dim_order)
+            tag = self.external_tag(spec) if self.external_tag and spec.fqn else None
+            if tag is not None:
+                # Stored in a .ptd file, found by name at load time.
+                self.state.external.setdefault(tag, {})[spec.fqn] = (data, spec)
+                extra = S.ExtraTensorInfo(fully_qualified_name=spec.fqn,
+                                          location=S.TensorDataLocation.EXTERNAL)
+            else:
+                data_idx = self.state.add_constant(data)
         else:
             owner = spec if spec.planned else spec.alias_of
             if owner is not None and owner.planned:
                 alloc = S.AllocationDetails.of(owner.mem_id, owner.mem_offset)
+            if spec.fqn is not None and spec.planned:  # a mutable buffer
+                if spec.storage is not None:
+                    data = tensor_bytes(spec.storage, spec.dim_order)
+                    if data.strip(b"\x00"):  # a zero initial state needs no bytes: arenas start zeroed
+                        data_idx = self.state.add_mutable(data)
+                if self.emit_mutable_buffer_names:
+                    extra = S.ExtraTensorInfo(fully_qualified_name=spec.fqn,
+                                              location=S.TensorDataLocation.SEGMENT)
         tensor = S.Tensor(
             scalar_type=spec.scalar_type,
             storage_offset=0,
@@ -218,6 +246,9 @@ class MethodEmitter:
             else:
                 ret = self._tensor(spec)
                 args.append(ret)
+        elif (i := mutated_arg_index(op)) is not None:  # in-place: returns what it wrote
+            ret = args[i]
+            args.append(ret)
         else:  # ops returning a scalar, e.g. aten::sym_size.int
             ret = self._add(S.Int(0))
             args.append(ret)

@@ -82,12 +82,29 @@ class MemoryPlanningPass(PassBase):
     def run(self, graph_module: torch.fx.GraphModule,
             graph_signature: ExportGraphSignature | None = None) -> PassResult:
         roots = compute_lifetimes(graph_module)
+        self._persist_mutated(graph_module, graph_signature)
         excluded = self._excluded(graph_module, graph_signature)
         to_plan = [s for s in roots if not s.const and id(s) not in excluded]
         result: MemoryPlan = plan(to_plan, self.memory_planning_algo, self.alignment)
         graph_module.meta["non_const_buffer_sizes"] = result.buffer_sizes
         graph_module.meta["memory_plan"] = result
         return PassResult(graph_module, True)
+
+    @staticmethod
+    def _persist_mutated(gm: torch.fx.GraphModule, signature: ExportGraphSignature | None) -> None:
+        """Mutable buffers (and mutated inputs) keep their bytes for the whole method -- and,
+        being planned, across calls: nothing else may share them."""
+        if signature is None:
+            return
+        mutated_fqns = set(signature.buffers_to_mutate.values())
+        names = {s.arg.name for s in signature.input_specs
+                 if s.kind == InputKind.BUFFER and s.target in mutated_fqns}
+        names |= set(getattr(signature, "user_inputs_to_mutate", {}).values())
+        end = len(gm.graph.nodes)
+        for node in gm.graph.nodes:
+            if node.op == "placeholder" and node.name in names:
+                for spec in _specs_of(node):
+                    root(spec).lifetime = [0, end]
 
     def _excluded(self, gm: torch.fx.GraphModule,
                   signature: ExportGraphSignature | None) -> set[int]:

@@ -65,7 +65,8 @@ def propagate_specs(ep: ExportedProgram) -> None:
             info = infos.get(node)
             const = info is not None and info.kind != InputKind.USER_INPUT and not info.mutable
             spec = spec_of(val, const=const, fqn=info.fqn if info else None)
-            if const:
+            if info is not None and info.fqn is not None:
+                # Weights' bytes; for a mutable buffer, its initial state.
                 spec.storage = constant_value(ep, info)
             node.meta["spec"] = spec
         elif node.op == "call_function":
@@ -85,6 +86,11 @@ def _call_spec(node: torch.fx.Node, val: object):
     if isinstance(target, OpOverload) and is_out_variant(target):
         outs = [node.kwargs[name].meta["spec"] for name in out_arg_names(target)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+    if isinstance(target, OpOverload) and target._schema.is_mutable:
+        i = next((i for i, a in enumerate(target._schema.arguments)
+                  if a.alias_info is not None and a.alias_info.is_write), None)
+        if i is not None and i < len(node.args) and isinstance(node.args[i], torch.fx.Node):
+            return node.args[i].meta["spec"]  # writes into (and returns) that argument
     if isinstance(val, torch.Tensor):
         return spec_of(val)
     if isinstance(val, (tuple, list)) and val and all(isinstance(v, torch.Tensor) for v in val):

@@ -12,14 +12,16 @@ from ...errors import ExportError
 from .. import memory
 from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
 from ..tensor import dim_order_of
+from .spec_prop import upper_bound
 
 # Ops the runtime implements directly (they return a scalar, not an out tensor).
 NO_OUT_VARIANT = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default}
 
 
 def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> torch.fx.Node:
+    shape = tuple(upper_bound(s) for s in val.shape)
     with graph.inserting_before(before):
-        node = graph.call_function(memory.alloc, ((tuple(val.shape), val.dtype),))
+        node = graph.call_function(memory.alloc, ((shape, val.dtype),))
     node.meta["val"] = val
     node.meta["stack_trace"] = before.meta.get("stack_trace")
     return node
@@ -55,7 +57,7 @@ def to_out_variants(gm: torch.fx.GraphModule) -> bool:
         if node.op != "call_function" or not isinstance(node.target, OpOverload):
             continue
         op = node.target
-        if op in NO_OUT_VARIANT or is_out_variant(op):
+        if op in NO_OUT_VARIANT or is_out_variant(op) or is_inplace(op):
             continue
         out_op = out_variant(op)
         if out_op is None:
@@ -78,6 +80,19 @@ def to_out_variants(gm: torch.fx.GraphModule) -> bool:
         graph.lint()
         gm.recompile()
     return changed
+
+
+def is_inplace(op: OpOverload) -> bool:
+    """An op that writes into one of its own inputs (e.g. the ``copy_`` of a buffer write-back)."""
+    return op._schema.is_mutable and not is_out_variant(op)
+
+
+def mutated_arg_index(op: OpOverload) -> int | None:
+    """Position of the argument an in-place op writes (and returns)."""
+    for i, a in enumerate(op._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            return i
+    return None
 
 
 def is_alloc(node: torch.fx.Node) -> bool:
