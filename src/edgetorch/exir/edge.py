@@ -143,11 +143,12 @@ def to_edge_dialect(
     rewrites = EDGE_PASSES
     if config._skip_dim_order:
         rewrites = [r for r in rewrites if r is not layout_ops_to_dim_order_ops]
-    for rewrite in rewrites:
-        rewrite(gm)
-    gm.graph.eliminate_dead_code(is_impure_node=_is_impure)
-    gm.graph.lint()
-    gm.recompile()
+    for mod in list(_ops.graph_modules(gm)):
+        for rewrite in rewrites:
+            rewrite(mod)
+        mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
+        mod.graph.lint()
+        mod.recompile()
     return ep
 
 

@@ -17,6 +17,7 @@ from ..errors import EdgeTorchError, PassError
 from ..schema import program as S
 from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
+from .ops import graph_modules
 from .passes.constant_fold import fold_constants
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
@@ -50,11 +51,13 @@ def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _views(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     if config.remove_view_copy:
-        view_copy_to_view(ep.graph_module)
+        for gm in graph_modules(ep.graph_module):
+            view_copy_to_view(gm)
 
 
 def _out_variants(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
-    to_out_variants(ep.graph_module)
+    for gm in list(graph_modules(ep.graph_module)):
+        to_out_variants(gm)
 
 
 def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:

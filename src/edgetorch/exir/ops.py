@@ -145,6 +145,20 @@ _LIBS: list[torch.library.Library] = []
 _define_dim_order_ops()
 
 
+# ---- graphs ------------------------------------------------------------------------------
+
+
+def graph_modules(gm: torch.fx.GraphModule):
+    """``gm`` and every nested graph (the branches of ``torch.cond``), outermost first."""
+    for mod in gm.modules():
+        if isinstance(mod, torch.fx.GraphModule):
+            yield mod
+
+
+def is_cond(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is torch.ops.higher_order.cond
+
+
 # ---- source locations -------------------------------------------------------------------
 
 _TORCH_DIR = os.path.dirname(torch.__file__)

@@ -15,7 +15,7 @@ from torch.export import ExportedProgram
 
 from ..errors import UnsupportedOperatorError
 from ..kernels import KERNELS
-from .ops import describe_node, out_variant, qualified_name
+from .ops import describe_node, graph_modules, out_variant, qualified_name
 
 # Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
 SYM_OPS = {
@@ -61,7 +61,8 @@ def verify_edge_program(ep: ExportedProgram, method: str = "forward",
                         extra_ok: set[object] = frozenset()) -> None:
     """Raise ``UnsupportedOperatorError`` for the first node the runtime could not run."""
     problems = []
-    for node in ep.graph_module.graph.nodes:
+    nodes = [n for gm in graph_modules(ep.graph_module) for n in gm.graph.nodes]
+    for node in nodes:
         reason = unsupported_reason(node, extra_ok)
         if reason is not None:
             problems.append((node, reason))

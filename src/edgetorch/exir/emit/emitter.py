@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch._ops import OpOverload
@@ -22,7 +23,7 @@ from torch.utils._pytree import treespec_dumps
 from ...errors import ExportError
 from ...schema import program as S
 from .. import memory
-from ..ops import describe_node, is_out_variant, op_name_and_overload, user_frame
+from ..ops import describe_node, is_cond, is_out_variant, op_name_and_overload, user_frame
 from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
 from ..tensor import TensorSpec, memory_format_enum, scalar_type_of
@@ -220,10 +221,49 @@ class MethodEmitter:
             self._op_index[key] = idx
         return idx
 
-    def _kernel_call(self, name: str, overload: str, args: list[int]) -> None:
-        self.instructions.append(S.Instruction(S.KernelCall(self._operator(name, overload), args)))
+    def _append(self, instr: S.InstructionArguments) -> int:
+        self.instructions.append(S.Instruction(instr))
         if self.emit_stacktrace:
             self.stacktrace.append(_frames(self.node))
+        return len(self.instructions) - 1
+
+    def _kernel_call(self, name: str, overload: str, args: list[int]) -> None:
+        self._append(S.KernelCall(self._operator(name, overload), args))
+
+    def _emit_cond(self, node: torch.fx.Node) -> list[int]:
+        """``torch.cond`` as ExecuTorch emits it: jump over the true branch when the predicate
+        is false; the true branch ends with a jump (on a constant False) over the false branch;
+        each branch moves its results into the cond's output values."""
+        pred, true_attr, false_attr, operands = node.args
+        gm = self._gm_stack[-1]
+        pred_id = self.env[pred]
+        operand_ids = [self.env[o] if isinstance(o, torch.fx.Node) else self._const(o) for o in operands]
+        spec = node.meta["spec"]
+        out_ids = [self._tensor(s) for s in (spec if isinstance(spec, (tuple, list)) else [spec])]
+        skip_true = self._append(S.JumpFalseCall(pred_id, -1))
+        self._emit_branch(getattr(gm, true_attr.target), operand_ids, out_ids)
+        skip_false = self._append(S.JumpFalseCall(self._const(False), -1))
+        self.instructions[skip_true].instr_args.destination_instruction = len(self.instructions)
+        self._emit_branch(getattr(gm, false_attr.target), operand_ids, out_ids)
+        self.instructions[skip_false].instr_args.destination_instruction = len(self.instructions)
+        return out_ids
+
+    def _emit_branch(self, branch: torch.fx.GraphModule, operand_ids: list[int],
+                     out_ids: list[int]) -> None:
+        self._gm_stack.append(branch)
+        placeholders = iter(operand_ids)
+        for inner in branch.graph.nodes:
+            self.node = inner
+            if inner.op == "placeholder":
+                self.env[inner] = next(placeholders)
+            elif inner.op == "call_function":
+                self.env[inner] = self._call(inner)
+            elif inner.op == "output":
+                for arg, dest in zip(inner.args[0], out_ids):
+                    src = self.env[arg]
+                    if src != dest:
+                        self._append(S.MoveCall(src, dest))
+        self._gm_stack.pop()
 
     def _emit_op(self, node: torch.fx.Node) -> Any:
         op: OpOverload = node.target
@@ -280,6 +320,7 @@ class MethodEmitter:
 
     def emit(self) -> S.ExecutionPlan:
         infos = placeholder_infos(self.ep)
+        self._gm_stack = [self.ep.graph_module]
         for node in self.ep.graph.nodes:
             self.node = node
             if node.op == "placeholder":
@@ -328,6 +369,8 @@ class MethodEmitter:
             return self._emit_view(node)
         if target in SYM_OPS:
             return self._emit_sym(node)
+        if is_cond(node):
+            return self._emit_cond(node)
         if isinstance(target, OpOverload):
             return self._emit_op(node)
         raise ExportError(f"the emitter cannot handle call to {target}\n  {describe_node(node)}")

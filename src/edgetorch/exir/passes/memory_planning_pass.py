@@ -17,6 +17,7 @@ from torch.export.graph_signature import ExportGraphSignature, InputKind
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..memory_planning import ALGORITHMS, MemoryPlan, plan
+from ..ops import is_cond
 from ..tensor import ALIGNMENT, TensorSpec
 from .spec_prop import root
 
@@ -50,7 +51,27 @@ def compute_lifetimes(gm: torch.fx.GraphModule) -> list[TensorSpec]:
                 if user.target is operator.getitem:
                     last = max([last] + [index[u] for u in user.users])
             r.lifetime[1] = max(r.lifetime[1], last)
+        if is_cond(node):
+            _branch_lifetimes(gm, node, index[node], roots)
     return list(roots.values())
+
+
+def _branch_lifetimes(root_gm: torch.fx.GraphModule, node: torch.fx.Node, at: int,
+                      roots: dict[int, TensorSpec]) -> None:
+    """Everything a branch computes lives at the cond's position (conservative: the tensors of
+    a branch never share bytes with each other or with anything alive across the cond)."""
+    for attr in node.args[1:3]:
+        branch = getattr(root_gm, attr.target)
+        for inner in branch.graph.nodes:
+            for spec in _specs_of(inner):
+                r = root(spec)
+                if id(r) not in roots:
+                    roots[id(r)] = r
+                    r.lifetime = [at, at]
+                else:
+                    r.lifetime = [min(r.lifetime[0], at), max(r.lifetime[1], at)]
+            if is_cond(inner):
+                _branch_lifetimes(branch, inner, at, roots)
 
 
 class MemoryPlanningPass(PassBase):

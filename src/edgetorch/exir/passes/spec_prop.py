@@ -15,7 +15,7 @@ from torch.export.graph_signature import InputKind
 
 from ...schema.program import TensorShapeDynamism
 from .. import memory
-from ..ops import is_out_variant, out_arg_names
+from ..ops import is_cond, is_out_variant, out_arg_names
 from ..signature import constant_value, placeholder_infos
 from ..tensor import TensorSpec, dim_order_of
 
@@ -71,6 +71,24 @@ def propagate_specs(ep: ExportedProgram) -> None:
             node.meta["spec"] = spec
         elif node.op == "call_function":
             node.meta["spec"] = _call_spec(node, val)
+            if is_cond(node):
+                _propagate_branches(ep.graph_module, node)
+
+
+def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """A branch's placeholders are its operands (same specs); its nodes get specs as usual."""
+    _, true_gm, false_gm, operands = node.args
+    operand_specs = [o.meta.get("spec") if isinstance(o, torch.fx.Node) else None for o in operands]
+    for attr in (true_gm, false_gm):
+        branch = getattr(root_gm, attr.target)
+        placeholders = [n for n in branch.graph.nodes if n.op == "placeholder"]
+        for ph, spec in zip(placeholders, operand_specs):
+            ph.meta["spec"] = spec
+        for inner in branch.graph.nodes:
+            if inner.op == "call_function":
+                inner.meta["spec"] = _call_spec(inner, inner.meta.get("val"))
+                if is_cond(inner):
+                    _propagate_branches(branch, inner)
 
 
 def _call_spec(node: torch.fx.Node, val: object):

@@ -1,0 +1,93 @@
+"""``to_backend`` in ExecuTorch's two forms.
+
+* ``to_backend(backend_id, edge_program, compile_specs) -> LoweredBackendModule``: the whole
+  program goes to one backend.
+* ``to_backend(edge_program, partitioner) -> ExportedProgram``: the partitioner tags nodes;
+  each tag becomes a delegated subgraph; the rest stays for the portable runtime.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from functools import singledispatch
+
+import torch
+from torch.export import ExportedProgram
+
+from ...errors import ExportError
+from .backend_details import PreprocessResult, get_backend_details
+from .compile_spec_schema import CompileSpec
+from .lowered_backend_module import LoweredBackendModule
+from .partitioner import TAG, Partitioner, PartitionResult
+from .subgraph import Owner, lower_tag, rebuild
+
+logger = logging.getLogger(__name__)
+
+
+@singledispatch
+def to_backend(*args, **kwargs):
+    """``to_backend(backend_id: str, edge_program, compile_specs) -> LoweredBackendModule`` or
+    ``to_backend(edge_program, partitioner) -> ExportedProgram``."""
+    raise TypeError(
+        f"to_backend() takes (backend_id: str, edge_program, compile_specs) or "
+        f"(edge_program, partitioner); got a {type(args[0]).__name__ if args else 'nothing'} "
+        "first")
+
+
+@to_backend.register
+def _(backend_id: str, edge_program: ExportedProgram,
+      compile_specs: list[CompileSpec]) -> LoweredBackendModule:
+    if not isinstance(edge_program, ExportedProgram):
+        raise TypeError(f"to_backend({backend_id!r}, ...) needs an ExportedProgram, got "
+                        f"{type(edge_program).__name__}")
+    cls = get_backend_details(backend_id)
+    program = cls.copy_exported_program_for_preprocess(edge_program, compile_specs)
+    result = cls.preprocess(program, compile_specs)
+    if not isinstance(result, PreprocessResult):
+        raise ExportError(f"{backend_id}.preprocess returned {type(result).__name__}; it must "
+                          "return PreprocessResult(processed_bytes=...)")
+    lowered = LoweredBackendModule(edge_program, backend_id, result.processed_bytes,
+                                   compile_specs, result.data_store_output)
+    lowered.meta = {"debug_handle_map": result.debug_handle_map}
+    return lowered
+
+
+@to_backend.register
+def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
+    working = _copy_graph(edge_program)
+    before = _fingerprint(working.graph_module)
+    result = partitioner(working)
+    if not isinstance(result, PartitionResult) or result.partition_tags is None:
+        raise ExportError(f"{type(partitioner).__name__}.partition must return "
+                          "PartitionResult(tagged_exported_program, partition_tags)")
+    tagged = result.tagged_exported_program
+    if _fingerprint(tagged.graph_module) != before:
+        raise ExportError(f"{type(partitioner).__name__} changed the graph; a partitioner may "
+                          "only set node.meta['delegation_tag']")
+    unknown = {n.meta[TAG] for n in tagged.graph.nodes
+               if n.meta.get(TAG) is not None} - set(result.partition_tags)
+    if unknown:
+        raise ExportError(f"{type(partitioner).__name__} tagged nodes with {sorted(unknown)} "
+                          "but partition_tags has no DelegationSpec for them")
+    owner = Owner.of(tagged)
+    lowered_any = False
+    for tag, spec in result.partition_tags.items():
+        lowered_any |= lower_tag(owner, tag, spec, to_backend)
+    if not lowered_any:
+        logger.info("%s delegated nothing", type(partitioner).__name__)
+    return rebuild(owner)
+
+
+def _copy_graph(ep: ExportedProgram) -> ExportedProgram:
+    """A copy whose graph can be tagged and rewritten; weights are shared, not copied."""
+    gm = copy.deepcopy(ep.graph_module)
+    return ExportedProgram(
+        root=gm, graph=gm.graph, graph_signature=copy.deepcopy(ep.graph_signature),
+        state_dict=ep.state_dict, range_constraints=copy.deepcopy(ep.range_constraints),
+        module_call_graph=copy.deepcopy(ep.module_call_graph), constants=ep.constants,
+        verifiers=[ep.verifier])
+
+
+def _fingerprint(gm: torch.fx.GraphModule) -> list[tuple]:
+    return [(n.op, n.name, str(n.target), str(n.args), str(n.kwargs)) for n in gm.graph.nodes]

@@ -1,0 +1,242 @@
+"""Tagged nodes -> delegated subgraphs, with torch.fx's fuser utilities.
+
+For each tag, the tagged nodes are cut out of the graph (``fuse_as_graphmodule``), become an
+``ExportedProgram`` of their own (weights used only by them move along), are compiled by
+``to_backend(backend_id, ...)``, and are replaced in the graph by one
+``executorch_call_delegate`` node whose outputs are read with ``getitem``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+from torch.export.graph_signature import (
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    SymIntArgument,
+    TensorArgument,
+)
+from torch.fx.passes.utils.fuser_utils import erase_nodes, fuse_as_graphmodule, validate_partition
+from torch.utils import _pytree as pytree
+
+from ...errors import ExportError
+from .lowered_backend_module import (
+    LoweredBackendModule,
+    executorch_call_delegate,
+    get_lowered_module_name,
+)
+from .partitioner import TAG, DelegationSpec
+
+logger = logging.getLogger(__name__)
+
+_CONSUMABLE = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+Lower = Callable[[str, ExportedProgram, list], LoweredBackendModule]
+
+
+@dataclass
+class Owner:
+    """The program being partitioned: its graph module, and the signature and weights that
+    change as delegates take over placeholders."""
+
+    ep: ExportedProgram
+    input_specs: dict[str, InputSpec] = field(default_factory=dict)
+    state_dict: dict = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, ep: ExportedProgram) -> Owner:
+        specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+        return cls(ep, specs, dict(ep.state_dict), dict(ep.constants))
+
+    @property
+    def gm(self) -> torch.fx.GraphModule:
+        return self.ep.graph_module
+
+    def weight(self, spec: InputSpec) -> torch.Tensor:
+        if spec.target in self.state_dict:
+            return self.state_dict[spec.target]
+        return self.constants[spec.target]
+
+
+def _mutated_buffers(ep: ExportedProgram) -> set[str]:
+    return set(ep.graph_signature.buffers_to_mutate.values())
+
+
+def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
+    """The nodes tagged ``tag``, minus weights that other code needs too (those stay in the
+    program and reach the delegate as inputs)."""
+    mutated = _mutated_buffers(owner.ep)
+    nodes = []
+    for node in owner.gm.graph.nodes:
+        if node.meta.get(TAG) != tag:
+            continue
+        if node.op == "output":
+            raise ExportError(f"the partitioner tagged the output node with {tag!r}; tag only "
+                              "the nodes that compute values")
+        if node.op == "placeholder":
+            spec = owner.input_specs.get(node.name)
+            if spec is None or spec.kind not in _CONSUMABLE:
+                raise ExportError(
+                    f"placeholder %{node.name} is a user input but is tagged {tag!r}; only "
+                    "weights, buffers and constants may be tagged (a delegate receives user "
+                    "inputs as arguments). Remove the tag from this placeholder.")
+            shared = [u.name for u in node.users if u.meta.get(TAG) != tag]
+            if shared or spec.target in mutated:
+                why = f"also used by {shared}" if shared else "a mutable buffer"
+                logger.info("%s stays in the program (%s); the delegate %r gets it as an input",
+                            node.name, why, tag)
+                continue
+        nodes.append(node)
+    return nodes
+
+
+def _stable_topological_sort(graph: torch.fx.Graph) -> None:
+    """Reorder ``graph`` so every node follows its inputs, moving as few nodes as possible."""
+    placed: set[torch.fx.Node] = set()
+    waiting: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    order: list[torch.fx.Node] = []
+
+    def try_place(start: torch.fx.Node) -> None:
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if node in placed:
+                continue
+            missing = next((a for a in node.all_input_nodes if a not in placed), None)
+            if missing is not None:
+                waiting.setdefault(missing, []).append(node)
+                continue
+            placed.add(node)
+            order.append(node)
+            stack.extend(reversed(waiting.pop(node, [])))
+
+    for node in list(graph.nodes):
+        try_place(node)
+    if len(order) != len(graph.nodes):
+        raise ExportError("the graph has a cycle after delegation; please report this bug")
+    for prev, node in zip(order, order[1:]):
+        if prev.next is not node:
+            prev.append(node)
+
+
+def _arg_of(node: torch.fx.Node):
+    if isinstance(node.meta.get("val"), torch.SymInt):
+        return SymIntArgument(name=node.name)
+    return TensorArgument(name=node.name)
+
+
+def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
+                 consumed: dict[str, InputSpec]) -> ExportedProgram:
+    """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs."""
+    graph = sub_gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    weights = [n for n in placeholders if n.name in consumed]
+    users = [n for n in placeholders if n.name not in consumed]
+    anchor = placeholders[0]
+    for node in weights + users:  # weights first, as ExportedProgram requires
+        if node is not anchor:
+            anchor.append(node)
+            anchor = node
+    input_specs = [consumed[n.name] for n in weights] + [
+        InputSpec(InputKind.USER_INPUT, _arg_of(n), None) for n in users]
+    outputs = list(graph.output_node().args[0])
+    output_specs = [OutputSpec(OutputKind.USER_OUTPUT, _arg_of(n), None) for n in outputs]
+    state_dict = {s.target: owner.weight(s) for s in consumed.values()
+                  if s.target in owner.state_dict}
+    constants = {s.target: owner.weight(s) for s in consumed.values()
+                 if s.target not in owner.state_dict}
+    in_spec = pytree.tree_flatten((tuple(n.meta.get("val") for n in users), {}))[1]
+    out_spec = pytree.tree_flatten([n.meta.get("val") for n in outputs])[1]
+    graph.lint()
+    sub_gm.recompile()
+    return ExportedProgram(
+        root=sub_gm, graph=graph,
+        graph_signature=ExportGraphSignature(input_specs=input_specs, output_specs=output_specs),
+        state_dict=state_dict, range_constraints=copy.deepcopy(owner.ep.range_constraints),
+        module_call_graph=[ModuleCallEntry("", ModuleCallSignature(
+            inputs=[], outputs=[], in_spec=in_spec, out_spec=out_spec))],
+        constants=constants, verifiers=[owner.ep.verifier])
+
+
+def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> bool:
+    """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none."""
+    gm = owner.gm
+    nodes = _partition_nodes(owner, tag)
+    if not any(n.op != "placeholder" for n in nodes):
+        logger.debug("no nodes to delegate for tag %r", tag)
+        return False
+    if not validate_partition(nodes):
+        raise ExportError(
+            f"the nodes tagged {tag!r} do not form one self-contained subgraph: some "
+            "untagged node both depends on a tagged node and feeds another one. Give the two "
+            "sides different tags (or tag the node in between too).")
+    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}",
+                                                  always_return_tuple=True)
+    if not outputs:
+        logger.info("tag %r computes nothing the program uses; left undelegated", tag)
+        return False
+    consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
+    sub_ep = _sub_program(owner, sub_gm, consumed)
+    lowered = lower(spec.backend_id, sub_ep, list(spec.compile_specs))
+
+    position = _position(gm)
+    last = max(nodes, key=position.__getitem__)
+    with gm.graph.inserting_after(last):
+        attr = gm.graph.get_attr(get_lowered_module_name(gm, lowered))
+    with gm.graph.inserting_after(attr):
+        call = gm.graph.call_function(executorch_call_delegate, (attr, *inputs))
+    call.meta["val"] = [o.meta["val"] for o in outputs]
+    call.meta["stack_trace"] = last.meta.get("stack_trace")
+    anchor = call
+    for i, out in enumerate(outputs):
+        with gm.graph.inserting_after(anchor):
+            item = gm.graph.call_function(operator.getitem, (call, i))
+        item.meta["val"] = out.meta["val"]
+        out.replace_all_uses_with(item)
+        anchor = item
+    erase_nodes(gm, nodes)
+    for name in consumed:
+        del owner.input_specs[name]
+    _stable_topological_sort(gm.graph)
+    gm.graph.lint()
+    gm.recompile()
+    return True
+
+
+def _position(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
+    return {n: i for i, n in enumerate(gm.graph.nodes)}
+
+
+def rebuild(owner: Owner) -> ExportedProgram:
+    """A new ExportedProgram around the partitioned graph and its updated signature."""
+    ep, gm = owner.ep, owner.gm
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    input_specs = [owner.input_specs[name] for name in placeholders]
+    outputs = list(gm.graph.output_node().args[0])
+    output_specs = []
+    for old, arg in zip(ep.graph_signature.output_specs, outputs):
+        if isinstance(arg, torch.fx.Node) and isinstance(old.arg, (TensorArgument, SymIntArgument)):
+            old = OutputSpec(old.kind, type(old.arg)(name=arg.name), old.target)
+        output_specs.append(old)
+    used = {s.target for s in input_specs if s.target is not None}
+    state_dict = {k: v for k, v in owner.state_dict.items() if k in used}
+    constants = {k: v for k, v in owner.constants.items() if k in used}
+    for node in gm.graph.nodes:
+        node.meta.pop(TAG, None)
+    return ExportedProgram(
+        root=gm, graph=gm.graph,
+        graph_signature=ExportGraphSignature(input_specs=input_specs, output_specs=output_specs),
+        state_dict=state_dict, range_constraints=copy.deepcopy(ep.range_constraints),
+        module_call_graph=copy.deepcopy(ep.module_call_graph), example_inputs=None,
+        constants=constants, verifiers=[ep.verifier])
