@@ -111,7 +111,9 @@ class Method:
                 f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
         nbytes = math.prod(sizes) * dtype.itemsize
         dynamism = S.TensorShapeDynamism(t.shape_dynamism)
-        if t.data_buffer_idx > 0 and t.allocation_info is None:
+        info = t.extra_tensor_info
+        external = info is not None and info.location == S.TensorDataLocation.EXTERNAL
+        if (t.data_buffer_idx > 0 or external) and t.allocation_info is None:
             data = self._program._constant(int(t.data_buffer_idx), t, i, self.name)
             if len(data) < nbytes:
                 raise InvalidProgramError(
