@@ -9,7 +9,12 @@ from torch.export import ExportedProgram
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .memory_planning import MemoryPlan
 from .passes import MemoryPlanningPass
-from .program import EdgeProgramManager, ExecutorchProgramManager, to_edge
+from .program import (
+    EdgeProgramManager,
+    ExecutorchProgramManager,
+    to_edge,
+    to_edge_transform_and_lower,
+)
 from .tensor import TensorSpec
 
 __all__ = [
@@ -22,4 +27,5 @@ __all__ = [
     "MemoryPlanningPass",
     "TensorSpec",
     "to_edge",
+    "to_edge_transform_and_lower",
 ]

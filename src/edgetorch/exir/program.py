@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, BinaryIO
 
@@ -11,8 +12,10 @@ from ..errors import ExportError
 from ..schema import program as S
 from ..schema.ptd import serialize_ptd
 from ..schema.pte import serialize_pte
+from .backend import preserve
+from .backend.backend_api import to_backend as _to_backend
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import to_edge_dialect
+from .edge import _decomposition_table, to_edge_dialect
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
 from .lowering import copy_program, lower_method, run_passes
@@ -43,6 +46,46 @@ def to_edge(
     config = compile_config or EdgeCompileConfig()
     edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
     return EdgeProgramManager(edge, constant_methods, config)
+
+
+def to_edge_transform_and_lower(
+    programs: ExportedProgram | dict[str, ExportedProgram],
+    transform_passes: list | dict[str, list] | None = None,
+    partitioner: Any = None,
+    constant_methods: dict[str, Any] | None = None,
+    compile_config: EdgeCompileConfig | None = None,
+    generate_etrecord: bool = False,
+) -> EdgeProgramManager:
+    """``to_edge`` + ``transform`` + ``to_backend`` in one step.
+
+    ``partitioner`` is a list tried in order for every method, or ``{method: [...]}``. The
+    operators each partitioner's ``ops_to_not_decompose`` names stay whole for it to take
+    (and must be taken). What is left after lowering is verified like ``to_edge``'s output.
+    """
+    config = compile_config or EdgeCompileConfig()
+    aten = _as_dict(programs)
+    by_method = preserve.partitioners_by_method(partitioner, aten)
+    edge, kept = {}, {}
+    for name, ep in aten.items():
+        kept[name] = preserve.preserved_ops(ep, by_method[name])
+        keep = preserve.all_ops(kept[name])
+        if preserve.has_filter(kept[name]):  # decompose what the filters turn down
+            ep = ep.run_decompositions(_decomposition_table(config, keep))
+            parked = preserve.park_accepted(ep, kept[name])
+            edge[name] = to_edge_dialect(ep, config)
+            preserve.unpark(edge[name], parked)
+        else:
+            edge[name] = to_edge_dialect(ep, config, keep=keep)
+    manager = EdgeProgramManager(edge, constant_methods,
+                                 dataclasses.replace(config, _check_ir_validity=False))
+    if transform_passes is not None:
+        manager = manager.transform(transform_passes)
+    for i in range(max((len(ps) for ps in by_method.values()), default=0)):
+        manager = manager.to_backend(
+            {name: ps[i] for name, ps in by_method.items() if i < len(ps)})
+    for name in manager.methods:
+        preserve.check_consumed(name, manager.exported_program(name), kept[name])
+    return EdgeProgramManager(manager._edge_programs, constant_methods, config)
 
 
 class EdgeProgramManager:
@@ -84,6 +127,19 @@ class EdgeProgramManager:
             ep = copy_program(ep)
             run_passes(ep, list(method_passes))
             new[name] = ep
+        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+
+    def to_backend(self, partitioner: Any) -> EdgeProgramManager:
+        """Delegate with ``partitioner`` (every method) or ``{method: partitioner}`` (only
+        those methods); what stays undelegated is verified as in ``to_edge``."""
+        by_method = partitioner if isinstance(partitioner, dict) else dict.fromkeys(
+            self._edge_programs, partitioner)
+        unknown = set(by_method) - set(self._edge_programs)
+        if unknown:
+            raise ExportError(f"partitioners given for unknown methods {sorted(unknown)}; "
+                              f"methods: {sorted(self.methods)}")
+        new = {name: _to_backend(ep, by_method[name]) if name in by_method else ep
+               for name, ep in self._edge_programs.items()}
         return EdgeProgramManager(new, self._config_methods, self.compile_config)
 
     def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
@@ -146,6 +202,7 @@ class ExecutorchProgramManager:
                 extract_delegate_segments=self._config.extract_delegate_segments,
                 segment_alignment=self._config.segment_alignment,
                 constant_tensor_alignment=self._config.constant_tensor_alignment or 16,
+                delegate_alignment=self._config.delegate_alignment,
                 mutable_buffers=(self._state.mutable_buffers
                                  if len(self._state.mutable_buffers) > 1 else None),
             )

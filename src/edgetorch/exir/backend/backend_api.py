@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from functools import singledispatch
 
@@ -18,6 +17,7 @@ from torch.export import ExportedProgram
 from ...errors import ExportError
 from .backend_details import PreprocessResult, get_backend_details
 from .compile_spec_schema import CompileSpec
+from .copying import copy_graph
 from .lowered_backend_module import LoweredBackendModule
 from .partitioner import TAG, Partitioner, PartitionResult
 from .subgraph import Owner, lower_tag, rebuild
@@ -55,7 +55,7 @@ def _(backend_id: str, edge_program: ExportedProgram,
 
 @to_backend.register
 def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
-    working = _copy_graph(edge_program)
+    working = copy_graph(edge_program)
     before = _fingerprint(working.graph_module)
     result = partitioner(working)
     if not isinstance(result, PartitionResult) or result.partition_tags is None:
@@ -77,16 +77,6 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgra
     if not lowered_any:
         logger.info("%s delegated nothing", type(partitioner).__name__)
     return rebuild(owner)
-
-
-def _copy_graph(ep: ExportedProgram) -> ExportedProgram:
-    """A copy whose graph can be tagged and rewritten; weights are shared, not copied."""
-    gm = copy.deepcopy(ep.graph_module)
-    return ExportedProgram(
-        root=gm, graph=gm.graph, graph_signature=copy.deepcopy(ep.graph_signature),
-        state_dict=ep.state_dict, range_constraints=copy.deepcopy(ep.range_constraints),
-        module_call_graph=copy.deepcopy(ep.module_call_graph), constants=ep.constants,
-        verifiers=[ep.verifier])
 
 
 def _fingerprint(gm: torch.fx.GraphModule) -> list[tuple]:

@@ -8,7 +8,6 @@ registers it in ``BACKENDS`` under that id -- the one way a backend becomes know
 
 from __future__ import annotations
 
-import copy
 import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from torch.export import ExportedProgram
 
 from ...errors import ExportError, RegistrationError, near_matches
 from .compile_spec_schema import CompileSpec
+from .copying import copy_program
 
 
 @dataclass
@@ -61,7 +61,7 @@ class BackendDetails(ABC):
     def copy_exported_program_for_preprocess(cls, edge_program: ExportedProgram,
                                              compile_specs: list[CompileSpec]) -> ExportedProgram:
         """The program ``preprocess`` receives: a copy, so the caller's stays intact."""
-        return copy.deepcopy(edge_program)
+        return copy_program(edge_program)
 
 
 def _register(cls: type[BackendDetails]) -> None:

@@ -30,6 +30,7 @@ from torch.export.graph_signature import (
 )
 
 from .compile_spec_schema import CompileSpec
+from .copying import copy_graph
 
 __all__ = [
     "LoweredBackendModule",
@@ -83,14 +84,7 @@ class LoweredBackendModule(torch.nn.Module):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LoweredBackendModule:
         # The weights are shared (nothing mutates them); graph and signature are copied.
-        ep = self._original_exported_program
-        gm = copy.deepcopy(ep.graph_module, memo)
-        copied = ExportedProgram(
-            root=gm, graph=gm.graph, graph_signature=copy.deepcopy(ep.graph_signature, memo),
-            state_dict=ep.state_dict, range_constraints=copy.deepcopy(ep.range_constraints, memo),
-            module_call_graph=copy.deepcopy(ep.module_call_graph, memo),
-            constants=ep.constants, verifiers=[ep.verifier])
-        res = LoweredBackendModule(copied, self._backend_id, self._processed_bytes,
+        res = LoweredBackendModule(copy_graph(self._original_exported_program), self._backend_id, self._processed_bytes,
                                    self._compile_specs, self._named_data_store_output)
         res.meta = copy.copy(self.meta)
         return res

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.utils._pytree import treespec_dumps
@@ -48,6 +49,18 @@ class ProgramState:
     mutable_buffers: list[bytes] = field(default_factory=lambda: [b""])
     # External constants (.ptd files): tag -> {fully qualified name: (bytes, spec)}.
     external: dict[str, dict[str, tuple[bytes, TensorSpec]]] = field(default_factory=dict)
+
+    _delegate_index: dict[bytes, int] = field(default_factory=dict)
+
+    def add_delegate_blob(self, data: bytes) -> int:
+        """Index of ``data`` in ``Program.backend_delegate_data`` (identical blobs shared)."""
+        key = hashlib.sha256(data).digest()
+        idx = self._delegate_index.get(key)
+        if idx is None:
+            idx = len(self.delegate_blobs)
+            self.delegate_blobs.append(data)
+            self._delegate_index[key] = idx
+        return idx
 
     def add_mutable(self, data: bytes) -> int:
         self.mutable_buffers.append(data)
@@ -316,6 +329,27 @@ class MethodEmitter:
         self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar", args + [ret])
         return ret
 
+    def _emit_delegate(self, node: torch.fx.Node) -> list[int]:
+        """``DelegateCall`` with args ``[inputs..., outputs...]``, as ExecuTorch emits it; the
+        outputs are planned tensors (one per ``getitem``). Every call gets its own
+        ``BackendDelegate`` entry; identical blobs share one ``backend_delegate_data`` entry."""
+        lowered = getattr(node.graph.owning_module, node.args[0].target)
+        index = self.state.add_delegate_blob(lowered.processed_bytes)
+        args = [self._arg(a, None) for a in node.args[1:]]
+        specs = node.meta["spec"]
+        specs = list(specs) if isinstance(specs, (tuple, list)) else [specs]
+        outs = [self._tensor(s) if isinstance(s, TensorSpec) else self._add(S.Int(0))
+                for s in specs]
+        self.delegates.append(S.BackendDelegate(
+            id=lowered.backend_id,
+            processed=S.BackendDelegateDataReference(S.DataLocation.INLINE, index),
+            compile_specs=[S.CompileSpec(cs.key, bytes(cs.value)) for cs in lowered.compile_specs],
+        ))
+        self.instructions.append(S.Instruction(S.DelegateCall(len(self.delegates) - 1, args + outs)))
+        if self.emit_stacktrace:
+            self.stacktrace.append(_frames(node))
+        return outs
+
     # ---- graph walk --------------------------------------------------------------------
 
     def emit(self) -> S.ExecutionPlan:
@@ -371,6 +405,8 @@ class MethodEmitter:
             return self._emit_sym(node)
         if is_cond(node):
             return self._emit_cond(node)
+        if target is executorch_call_delegate:
+            return self._emit_delegate(node)
         if isinstance(target, OpOverload):
             return self._emit_op(node)
         raise ExportError(f"the emitter cannot handle call to {target}\n  {describe_node(node)}")
