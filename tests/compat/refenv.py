@@ -131,6 +131,25 @@ def ref_stats(pte_path: str | os.PathLike) -> dict:
         return json.loads(json_out.read_text())
 
 
+REF_FEATURES = Path(__file__).with_name("ref_features.py")
+
+
+def ref_feature_export(feature: str, outdir: str | os.PathLike) -> Path:
+    """ExecuTorch's ``.pte`` (and ``.ptd`` files) for a feature of ``feature_models``."""
+    _run_tool(["export", feature, str(outdir)], EXPORT_TIMEOUT_S, REF_FEATURES)
+    return Path(outdir) / f"{feature}.pte"
+
+
+def ref_feature_run(feature: str, pte: str | os.PathLike, ptd: str | os.PathLike | None = None
+                    ) -> list[np.ndarray]:
+    """Run a feature's scenario in ExecuTorch's runtime; outputs in call order."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        out = Path(tmp) / "out.npz"
+        extra = ["--ptd", str(ptd)] if ptd else []
+        _run_tool(["run", feature, str(pte), str(out), *extra], RUN_TIMEOUT_S, REF_FEATURES)
+        return load_npz(out)
+
+
 def load_npz(path: str | os.PathLike) -> list[np.ndarray]:
     """Load positional arrays ``arr_0, arr_1, ...`` from an npz, in numeric order."""
     with np.load(path, allow_pickle=False) as data:
@@ -145,14 +164,14 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _run_tool(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+def _run_tool(args: list[str], timeout: float, tool: Path | None = None) -> subprocess.CompletedProcess:
     python = ref_python()
     if not ref_available():
         raise RefToolError(
             f"reference python {python} is missing or lacks executorch; "
             f"run scripts/setup_ref_env.sh or set {ENV_VAR}"
         )
-    cmd = [str(python), str(REF_TOOL), *args]
+    cmd = [str(python), str(tool or REF_TOOL), *args]
     try:
         result = subprocess.run(
             cmd, env=_clean_env(), capture_output=True, text=True, timeout=timeout
