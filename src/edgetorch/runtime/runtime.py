@@ -7,7 +7,7 @@ import mmap
 import os
 from typing import Any, BinaryIO
 
-from ..errors import FormatError
+from ..errors import ErrorCode, FormatError
 from ..kernels import registry as _kernels
 from ..schema.pte import PteFile
 from .backends import BackendRegistry
@@ -45,7 +45,7 @@ def _read(data: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO) -
                     raise FormatError(f"{path}: file is empty; expected a .pte program")
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path
         except OSError as e:
-            raise FormatError(f"cannot read program {path!r}: {e}") from e
+            raise FormatError(f"cannot read program {path!r}: {e}", code=ErrorCode.AccessFailed) from e
     if isinstance(data, (bytes, bytearray, memoryview)):
         return memoryview(data), "<bytes>"
     if hasattr(data, "read"):
