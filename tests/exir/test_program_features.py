@@ -137,3 +137,25 @@ def test_backend_registry_is_listed():
     reg = Runtime.get().backend_registry
     assert isinstance(reg.registered_backend_names, list)
     assert reg.is_available("NoSuchBackend") is False
+
+
+def test_multi_method_through_to_edge_transform_and_lower(tmp_path):
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    feature = FEATURES["multi_method"]()
+    et = to_edge_transform_and_lower(feature.programs).to_executorch()
+    program = Runtime.get().load_program(et.buffer)
+    assert program.method_names == {"encode", "decode"}
+    _check(feature, run_scenario(feature, program.load_method))
+
+
+@pytest.mark.parametrize("names", [True, False])
+def test_emit_mutable_buffer_names_is_honoured(names):
+    feature = FEATURES["mutable_state"]()
+    et = to_edge(feature.programs).to_executorch(
+        ExecutorchBackendConfig(emit_mutable_buffer_names=names))
+    values = et.executorch_program.execution_plan[0].values
+    fqns = {v.val.extra_tensor_info.fully_qualified_name for v in values
+            if hasattr(v.val, "extra_tensor_info") and v.val.extra_tensor_info is not None}
+    assert fqns == ({"count", "cache"} if names else set())
+    _check(feature, run_scenario(feature, Runtime.get().load_program(et.buffer).load_method))
