@@ -329,15 +329,16 @@ class MethodEmitter:
         self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar", args + [ret])
         return ret
 
-    def _emit_delegate(self, node: torch.fx.Node) -> list[int]:
+    def _emit_delegate(self, node: torch.fx.Node) -> int | list[int]:
         """``DelegateCall`` with args ``[inputs..., outputs...]``, as ExecuTorch emits it; the
-        outputs are planned tensors (one per ``getitem``). Every call gets its own
-        ``BackendDelegate`` entry; identical blobs share one ``backend_delegate_data`` entry."""
+        outputs are planned tensors (a list read by ``getitem``, or one tensor when the
+        delegate returns one). Every call gets its own ``BackendDelegate`` entry; identical
+        blobs share one ``backend_delegate_data`` entry."""
         lowered = getattr(node.graph.owning_module, node.args[0].target)
         index = self.state.add_delegate_blob(lowered.processed_bytes)
         args = [self._arg(a, None) for a in node.args[1:]]
-        specs = node.meta["spec"]
-        specs = list(specs) if isinstance(specs, (tuple, list)) else [specs]
+        spec = node.meta["spec"]
+        specs = list(spec) if isinstance(spec, (tuple, list)) else [spec]
         outs = [self._tensor(s) if isinstance(s, TensorSpec) else self._add(S.Int(0))
                 for s in specs]
         self.delegates.append(S.BackendDelegate(
@@ -348,7 +349,7 @@ class MethodEmitter:
         self.instructions.append(S.Instruction(S.DelegateCall(len(self.delegates) - 1, args + outs)))
         if self.emit_stacktrace:
             self.stacktrace.append(_frames(node))
-        return outs
+        return outs if isinstance(spec, (tuple, list)) else outs[0]
 
     # ---- graph walk --------------------------------------------------------------------
 

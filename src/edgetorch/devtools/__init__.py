@@ -1,0 +1,1 @@
+"""Developer tools (``executorch.devtools``): delegation reports in ``backend_debug``."""
