@@ -34,7 +34,8 @@ def test_registry_lists_the_portable_ops():
     for name in CORE_OPS:
         assert name in names
     assert len(names) > 150
-    assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::")) for n in names)
+    assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::", "et_copy::"))
+               for n in names)
 
 
 def test_unknown_operator_suggests_near_names():

@@ -10,6 +10,11 @@ from . import indexing  # noqa: F401
 from . import inplace  # noqa: F401
 from . import linalg  # noqa: F401
 from . import nn  # noqa: F401
+from . import padding  # noqa: F401
+from . import pooling  # noqa: F401
 from . import prim  # noqa: F401
+from . import rand  # noqa: F401
 from . import reduction  # noqa: F401
+from . import resample  # noqa: F401
 from . import shape  # noqa: F401
+from . import sort  # noqa: F401

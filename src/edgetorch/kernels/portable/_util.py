@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from ...errors import ErrorCode, KernelError
 from ...schema.scalar_type import to_numpy_dtype
@@ -211,3 +212,14 @@ def expand_param(values: Sequence[int] | int, n: int, name: str) -> list[int]:
     if len(values) != n:
         raise invalid(f"{name} must have 1 or {n} elements, got {values}")
     return values
+
+
+def windows(x: np.ndarray, kernel_size, stride, dilation, out_size) -> np.ndarray:
+    """View (N, C, *out_size, *kernel_size) of ``x`` (N, C, *spatial), no copy."""
+    nsp = len(kernel_size)
+    extent = [d * (k - 1) + 1 for k, d in zip(kernel_size, dilation)]
+    v = sliding_window_view(x, extent, axis=tuple(range(2, 2 + nsp)))
+    sl = (slice(None), slice(None))
+    sl += tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out_size, stride))
+    sl += tuple(slice(None, None, d) for d in dilation)
+    return v[sl]

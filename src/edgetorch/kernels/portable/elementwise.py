@@ -204,6 +204,8 @@ def relu_out(self, out):
 
 @kernel("aten::hardtanh.out")
 def hardtanh_out(self, min_val, max_val, out):
+    if self.dtype.kind == "u" and (min_val < 0 or max_val < 0):
+        raise invalid("hardtanh: an unsigned tensor cannot be clamped to negative limits")
     x = _same_dtype_unary(self)
     lo, hi = scalar(min_val, x.dtype), scalar(max_val, x.dtype)
     return finish(np.minimum(np.maximum(x, lo), hi), out)
@@ -292,9 +294,7 @@ def _operands(*xs):
 
 
 def _alpha(alpha, ct):
-    if is_bool(ct) and alpha not in (True, 1):
-        raise invalid("for bool tensors alpha must be True")
-    if is_int(ct) and isinstance(alpha, float) and not alpha.is_integer():
+    if (is_int(ct) or is_bool(ct)) and isinstance(alpha, float) and not alpha.is_integer():
         raise invalid(f"alpha {alpha} must be an integer for integer tensors")
     return scalar(alpha, ct)
 
@@ -486,6 +486,40 @@ def _bitwise(name_t: str, name_s: str, fn) -> None:
 _bitwise("aten::bitwise_and.Tensor_out", "aten::bitwise_and.Scalar_out", np.bitwise_and)
 _bitwise("aten::bitwise_or.Tensor_out", "aten::bitwise_or.Scalar_out", np.bitwise_or)
 _bitwise("aten::bitwise_xor.Tensor_out", "aten::bitwise_xor.Scalar_out", np.bitwise_xor)
+
+
+def _shift(a, b, left: bool, out):
+    """torch's shifts: a shift by a negative amount or by the bit width or more gives 0 (left),
+    or the sign fill (right), instead of C's undefined behaviour."""
+    rt, a, b = _operands(a, b)
+    if not is_int(rt):
+        raise invalid(f"bitwise shifts are only defined for integer tensors, got {rt}")
+    bits = rt.itemsize * 8
+    a, b = np.broadcast_arrays(a, b)
+    bad = (b < 0) | (b >= bits)
+    amount = np.where(bad, 0, b).astype(rt, copy=False)
+    if left:
+        r = np.where(bad, 0, np.left_shift(a, amount))
+    else:
+        r = np.where(bad, np.right_shift(a, bits - 1) if rt.kind == "i" else 0,
+                     np.right_shift(a, amount))
+    return finish(r.astype(rt, copy=False), out)
+
+
+@kernel("aten::bitwise_left_shift.Tensor_out", "aten::bitwise_left_shift.Tensor_Scalar_out")
+def bitwise_left_shift_out(self, other, out):
+    return _shift(self, other, True, out)
+
+
+@kernel("aten::bitwise_right_shift.Tensor_out", "aten::bitwise_right_shift.Tensor_Scalar_out")
+def bitwise_right_shift_out(self, other, out):
+    return _shift(self, other, False, out)
+
+
+@kernel("aten::_conj_physical.out")
+def conj_physical_out(self, out):
+    """The complex conjugate (a copy for real tensors)."""
+    return finish(np.conj(self) if self.dtype.kind == "c" else self, out)
 
 
 # ---- comparisons and logical ops ------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Indexing kernels: embedding, index_select, index, gather, scatter, index_put, masked ops."""
+"""Indexing kernels: embedding, index_select, index, gather, scatter, index_put, masked ops,
+repeat_interleave."""
 
 from __future__ import annotations
 
@@ -72,8 +73,17 @@ def index_tensor_out(self, indices, out):
 
 @kernel("aten::index_put.out")
 def index_put_out(self, indices, values, accumulate, out):
-    r = self.copy()
-    key = _index_key(self, indices, "index_put", bool_as_ints=True)
+    return finish(_index_put(self.copy(), indices, values, accumulate), out)
+
+
+@kernel("aten::index_put_")
+def index_put_(self, indices, values, accumulate):
+    """In place: writes into ``self`` and returns it."""
+    return _index_put(self, indices, values, accumulate)
+
+
+def _index_put(r, indices, values, accumulate):
+    key = _index_key(r, indices, "index_put", bool_as_ints=True)
     try:
         if accumulate:
             np.add.at(r, key, values.astype(r.dtype, copy=False))
@@ -81,7 +91,7 @@ def index_put_out(self, indices, values, accumulate, out):
             r[key] = values
     except (IndexError, ValueError) as e:
         raise invalid(f"index_put: {e}") from None
-    return finish(r, out)
+    return r
 
 
 def _gather_like(self, dim, index, op):
@@ -167,3 +177,35 @@ def masked_select_out(self, mask, out):
 @kernel("aten::nonzero.out")
 def nonzero_out(self, out):
     return finish(np.argwhere(self).astype(INT64, copy=False), out)
+
+
+@kernel("aten::masked_scatter.out")
+def masked_scatter_out(self, mask, source, out):
+    """Copy consecutive elements of ``source`` into the positions where ``mask`` (broadcast
+    with ``self``) is True, in row-major order."""
+    if not (is_bool(mask.dtype) or mask.dtype == np.uint8):
+        raise invalid(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}")
+    shape = np.broadcast_shapes(self.shape, mask.shape)
+    m = np.broadcast_to(mask.astype(BOOL, copy=False), shape)
+    n = int(np.count_nonzero(m))
+    if n > source.size:
+        raise invalid(f"masked_scatter: mask selects {n} elements but source has {source.size}")
+    r = np.array(np.broadcast_to(self, shape))
+    r[m] = source.reshape(-1)[:n]
+    return finish(r, out)
+
+
+@kernel("aten::repeat_interleave.Tensor_out")
+def repeat_interleave_tensor_out(repeats, output_size, out):
+    """``[0] * repeats[0] + [1] * repeats[1] + ...``: the index form of repeat_interleave."""
+    if repeats.ndim != 1 or is_float(repeats.dtype) or is_bool(repeats.dtype):
+        raise invalid(f"repeat_interleave: repeats must be a 1-D integer tensor, got "
+                      f"{repeats.dtype}{list(repeats.shape)}")
+    reps = repeats.astype(INT64, copy=False)
+    if reps.size and reps.min() < 0:
+        raise invalid("repeat_interleave: repeats cannot be negative")
+    r = np.repeat(np.arange(reps.size, dtype=INT64), reps)
+    if output_size is not None and output_size != r.size:
+        raise invalid(f"repeat_interleave: output_size {output_size} does not match the sum of "
+                      f"repeats {r.size}")
+    return finish(r, out)

@@ -1,11 +1,13 @@
-"""Matrix products: mm, bmm, addmm, linear (BLAS through np.matmul)."""
+"""Matrix products (mm, bmm, addmm, linear: BLAS through np.matmul) and pairwise distances."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..registry import kernel
-from ._util import cast, finish, invalid, opmath, result_type, scalar
+from ._util import cast, finish, invalid, is_float, opmath, result_type, scalar
 
 
 def _mat_operands(*xs):
@@ -51,3 +53,61 @@ def linear_out(input, weight, bias, out):  # noqa: A002
     if b is not None:
         r = r + b
     return finish(r, out)
+
+
+# ---- distances -------------------------------------------------------------------------
+
+
+def _p_norm(diff: np.ndarray, p: float) -> np.ndarray:
+    """The p-norm over the last axis of the differences, with torch's special cases."""
+    a = np.abs(diff)
+    if p == 0:
+        return np.count_nonzero(a, axis=-1).astype(diff.dtype)
+    if p == 1:
+        return a.sum(axis=-1)
+    if p == 2:
+        return np.sqrt((a * a).sum(axis=-1))
+    if math.isinf(p):
+        return a.max(axis=-1, initial=0)
+    return (a ** p).sum(axis=-1) ** (1 / p)
+
+
+@kernel("aten::_cdist_forward.out")
+def cdist_forward_out(x1, x2, p, compute_mode, out):
+    """Pairwise p-distances of the rows of ``x1`` (..., P, M) and ``x2`` (..., R, M).
+
+    For p = 2 torch switches to the matrix-product form (|a|^2 + |b|^2 - 2ab, through BLAS)
+    when P or R exceeds 25 (compute_mode None/0) or always (1); so do we.
+    """
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise invalid(f"cdist: x1 {list(x1.shape)} and x2 {list(x2.shape)} must be (..., P, M) "
+                      "and (..., R, M)")
+    if p < 0:
+        raise invalid(f"cdist: p must be non-negative, got {p}")
+    if not (is_float(x1.dtype) and is_float(x2.dtype)):
+        raise invalid(f"cdist only supports floating point tensors, got {x1.dtype}")
+    ct = opmath(result_type(x1, x2))
+    a, b = x1.astype(ct, copy=False), x2.astype(ct, copy=False)
+    P, R = a.shape[-2], b.shape[-2]
+    use_mm = p == 2 and (compute_mode == 1 or (not compute_mode and (P > 25 or R > 25)))
+    with np.errstate(all="ignore"):
+        if use_mm:
+            aa = (a * a).sum(axis=-1)[..., :, None]
+            bb = (b * b).sum(axis=-1)[..., None, :]
+            r = np.sqrt(np.maximum(aa + bb - 2 * np.matmul(a, np.swapaxes(b, -1, -2)), 0))
+        else:
+            r = _p_norm(a[..., :, None, :] - b[..., None, :, :], p)
+    return finish(r, out)
+
+
+@kernel("aten::_pdist_forward.out")
+def pdist_forward_out(self, p, out):
+    """p-distances between the rows of ``self`` (N, M), pairs i < j in row-major order."""
+    if self.ndim != 2:
+        raise invalid(f"pdist expects a 2-D input, got shape {list(self.shape)}")
+    if p < 0:
+        raise invalid(f"pdist: p must be non-negative, got {p}")
+    x = self.astype(opmath(self.dtype), copy=False)
+    i, j = np.triu_indices(x.shape[0], k=1)
+    with np.errstate(all="ignore"):
+        return finish(_p_norm(x[i] - x[j], p), out)

@@ -45,6 +45,23 @@ def et_view(self, size):
     return r
 
 
+@kernel("executorch_prim::et_copy_index.tensor")
+def et_copy_index(copy_to, copy_from, index):
+    """Write ``copy_from`` into row ``index`` of ``copy_to`` (loops over ``map``), which grows
+    to ``index + 1`` rows. ExecuTorch emits this call without a return slot; the kernel writes
+    in place and returns the grown view of ``copy_to`` (its first ``index + 1`` rows)."""
+    if index < 0:
+        raise invalid(f"et_copy_index: index must be non-negative, got {index}")
+    if copy_to.ndim != copy_from.ndim + 1 or copy_to.shape[1:] != copy_from.shape:
+        raise invalid(f"et_copy_index: copy_to {list(copy_to.shape)} must be copy_from "
+                      f"{list(copy_from.shape)} with one leading dim")
+    if index >= copy_to.shape[0]:
+        raise invalid(f"et_copy_index: index {index} is beyond the {copy_to.shape[0]} rows "
+                      "copy_to has room for")
+    copy_to[index] = copy_from
+    return copy_to[: index + 1]
+
+
 @kernel("aten::sym_size.int")
 def sym_size_int(self, dim):
     if not -self.ndim <= dim < max(self.ndim, 1) or self.ndim == 0:

@@ -1,5 +1,4 @@
-"""Reductions: sum, mean, prod, amax/amin, max/min, argmax/argmin, any, var/std, softmax, cumsum,
-topk."""
+"""Reductions: sum, mean, prod, amax/amin, max/min, argmax/argmin, any, var/std, softmax, cumsum."""
 
 from __future__ import annotations
 
@@ -264,22 +263,3 @@ def cumsum_out(self, dim, dtype, out):
     if self.ndim == 0:
         return finish(self.astype(dt), out)
     return finish(np.cumsum(self, axis=d, dtype=acc).astype(dt, copy=False), out)
-
-
-@kernel("aten::topk.values")
-def topk_values(self, k, dim, largest, sorted, values, indices):
-    d = wrap_dim(dim, self.ndim)
-    x = self.reshape(1) if self.ndim == 0 else self
-    n = x.shape[d]
-    if not 0 <= k <= n:
-        raise invalid(f"topk: k={k} is out of range for dimension {dim} of size {n}")
-    # Stable sorts: ties keep the lower index first; NaN counts as the largest, as in torch.
-    if largest:
-        order = n - 1 - np.flip(np.argsort(np.flip(x, axis=d), axis=d, kind="stable"), axis=d)
-    else:
-        order = np.argsort(x, axis=d, kind="stable")
-    idx = np.take(order, np.arange(k), axis=d)
-    vals = np.take_along_axis(x, idx, axis=d)
-    if self.ndim == 0:
-        vals, idx = vals.reshape(()), idx.reshape(())
-    return finish(vals, values), finish(idx.astype(INT64, copy=False), indices)

@@ -325,3 +325,58 @@ def slice_scatter_out(self, src, dim, start, end, step, out):
     sl[d] = slice(start, end, step)
     r[tuple(sl)] = src
     return finish(r, out)
+
+
+# ---- strided views as copies -----------------------------------------------------------
+
+
+@kernel("aten::as_strided_copy.out")
+def as_strided_copy_out(self, size, stride, storage_offset, out):
+    """A view of ``self``'s storage (its elements in memory order) with the given sizes and
+    element strides, copied."""
+    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise invalid(f"as_strided: size {list(size)} and stride {list(stride)} must be "
+                      "non-negative and of equal length")
+    storage = np.ravel(self, order="K")
+    offset = storage_offset or 0
+    if 0 not in size:
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if offset < 0 or last >= storage.size:
+            raise invalid(f"as_strided: size {list(size)}, stride {list(stride)} and offset "
+                          f"{offset} reach element {last} of a {storage.size}-element storage")
+    else:
+        offset = 0
+    base = np.ascontiguousarray(storage[offset:]) if storage.size else storage
+    r = np.lib.stride_tricks.as_strided(base, shape=tuple(size),
+                                        strides=tuple(s * base.itemsize for s in stride))
+    return finish(r.copy(), out)
+
+
+@kernel("aten::unfold_copy.out")
+def unfold_copy_out(self, dimension, size, step, out):
+    """Windows of ``size`` every ``step`` along ``dimension``; the window is a new last dim."""
+    x = self.reshape(1) if self.ndim == 0 else self
+    d = wrap_dim(dimension, self.ndim)
+    n = x.shape[d]
+    if size > n or step <= 0 or size < 0:
+        raise invalid(f"unfold: size {size} and step {step} do not fit dimension {dimension} "
+                      f"of size {n}")
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=d)
+    sl = [slice(None)] * w.ndim
+    sl[d] = slice(None, None, step)
+    r = w[tuple(sl)]
+    return finish(r.reshape(size) if self.ndim == 0 else r, out)
+
+
+@kernel("aten::view_as_real_copy.out")
+def view_as_real_copy_out(self, out):
+    """A complex tensor as (..., 2) real pairs."""
+    if self.dtype.kind != "c":
+        raise invalid(f"view_as_real is only supported for complex tensors, got {self.dtype}")
+    return finish(np.stack([self.real, self.imag], axis=-1), out)
+
+
+@kernel("et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out")
+def host_device_copy_out(self, out):
+    """ExecuTorch's host/device transfers: the runtime has host memory only, so a copy."""
+    return finish(self, out)

@@ -1,0 +1,173 @@
+"""Which dtypes each portable kernel supports: the one table that the kernel tests run, the
+operator documentation prints, and the exporter enforces (``edgetorch.exir.dtype_support``).
+
+An entry describes the dtype of one argument of the operator, its *key* argument: the first
+tensor argument of its schema (``self``, ``input``, ``weight``, the list of ``cat``...), or
+``out`` for creation ops that take no tensor. ``arg`` names it where that rule would pick the
+wrong one. The sets follow what torch itself accepts on CPU for that argument (for example,
+``gelu`` is floating point only, ``add`` takes every dtype, ``sub`` every dtype but bool); the
+kernel tests run every listed dtype against torch and check that torch rejects the others.
+
+torch-free on purpose: the runtime imports this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema.scalar_type import ScalarType as S
+
+FLOAT = frozenset({S.FLOAT, S.DOUBLE, S.HALF, S.BFLOAT16})
+INT = frozenset({S.BYTE, S.CHAR, S.SHORT, S.INT, S.LONG})
+REAL = FLOAT | INT
+ALL = REAL | {S.BOOL}
+INT_BOOL = INT | {S.BOOL}
+INDEX = frozenset({S.INT, S.LONG})
+NONE: frozenset[S] = frozenset()
+
+# The dtypes the kernel library is tested on, in the order the documentation prints them.
+DTYPES = (S.FLOAT, S.DOUBLE, S.HALF, S.BFLOAT16, S.CHAR, S.SHORT, S.INT, S.LONG, S.BYTE, S.BOOL)
+
+
+@dataclass(frozen=True)
+class DtypeSupport:
+    """The dtypes an operator's kernel accepts for its key argument."""
+
+    dtypes: frozenset[S]
+    arg: str | None = None  # None: the first tensor argument of the schema ("out" if none)
+    note: str = ""
+
+
+SUPPORT: dict[str, DtypeSupport] = {}
+
+
+def _add(dtypes: frozenset[S], *names: str, arg: str | None = None, note: str = "") -> None:
+    for name in names:
+        if name in SUPPORT:
+            raise ValueError(f"{name} is declared twice")
+        SUPPORT[name] = DtypeSupport(frozenset(dtypes), arg, note)
+
+
+def _aten(*names: str) -> list[str]:
+    return [f"aten::{n}" for n in names]
+
+
+# ---- elementwise -----------------------------------------------------------------------
+
+_add(ALL, *_aten(
+    "exp.out", "expm1.out", "log.out", "log1p.out", "log2.out", "log10.out", "sqrt.out",
+    "rsqrt.out", "reciprocal.out", "sigmoid.out", "tanh.out", "erf.out", "sin.out", "cos.out",
+    "tan.out", "asin.out", "acos.out", "atan.out", "sinh.out", "cosh.out", "asinh.out",
+    "acosh.out", "atanh.out", "logit.out",
+), note="integer and bool inputs compute in float32")
+_add(REAL, *_aten("abs.out", "neg.out", "floor.out", "ceil.out", "round.out", "trunc.out",
+                  "relu.out", "hardtanh.out"))
+_add(ALL, *_aten("sign.out", "logical_not.out", "isnan.out", "isinf.out"))
+_add(INT_BOOL, *_aten("bitwise_not.out"))
+_add(FLOAT, *_aten("gelu.out", "silu.out", "hardswish.out", "hardsigmoid.out", "leaky_relu.out",
+                   "elu.out", "glu.out"))
+
+_add(ALL, *_aten("add.out", "add.Scalar_out", "mul.out", "mul.Scalar_out", "div.out",
+                 "div.Scalar_out", "minimum.out", "maximum.out", "atan2.out"))
+_add(REAL, *_aten("sub.out", "sub.Scalar_out", "rsub.Scalar_out"), note="bool: use logical_xor")
+_add(REAL, *_aten("floor_divide.out", "remainder.Tensor_out", "fmod.Tensor_out",
+                  "pow.Tensor_Tensor_out"))
+_add(ALL, *_aten("div.out_mode", "div.Scalar_mode_out"),
+     note="bool only with rounding_mode=None (as torch)")
+_add(ALL, *_aten("remainder.Scalar_out", "fmod.Scalar_out", "pow.Tensor_Scalar_out",
+                 "pow.Scalar_out"))
+_add(INT_BOOL, *_aten("bitwise_and.Tensor_out", "bitwise_and.Scalar_out", "bitwise_or.Tensor_out",
+                      "bitwise_or.Scalar_out", "bitwise_xor.Tensor_out", "bitwise_xor.Scalar_out"))
+_add(INT, *_aten("bitwise_left_shift.Tensor_out", "bitwise_right_shift.Tensor_out"))
+_add(INT_BOOL, *_aten("bitwise_left_shift.Tensor_Scalar_out", "bitwise_right_shift.Tensor_Scalar_out"),
+     note="bool shifted by an int promotes to int64")
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _add(ALL, f"aten::{_op}.Tensor_out", f"aten::{_op}.Scalar_out")
+_add(ALL, *_aten("logical_and.out", "logical_or.out", "logical_xor.out", "clamp.out",
+                 "clamp.Tensor_out"))
+_add(ALL, "aten::where.self_out", arg="self")
+
+# ---- reductions --------------------------------------------------------------------------
+
+_add(ALL, *_aten("sum.IntList_out", "prod.int_out", "prod.out", "amax.out", "amin.out",
+                 "max.dim_max", "max.unary_out", "min.dim_min", "min.unary_out", "any.out",
+                 "any.dims_out", "any.all_out", "cumsum.out"))
+_add(ALL, *_aten("mean.out", "mean.dtype_out"),
+     note="integer and bool inputs need a floating dtype= (as torch)")
+_add(REAL, *_aten("argmax.out", "argmin.out", "topk.values"))
+_add(ALL, *_aten("sort.values", "sort.values_stable"))
+_add(FLOAT, *_aten("var.correction_out", "std.correction_out", "var_mean.correction_out",
+                   "var.out", "_softmax.out", "_log_softmax.out"))
+
+# ---- linear algebra and neural networks --------------------------------------------------
+
+_add(REAL, *_aten("mm.out", "bmm.out", "addmm.out", "linear.out"),
+     note="floats through BLAS; integers exact, wrapping on overflow")
+_add(REAL, "aten::convolution.out",
+     note="integers: torch runs only some configurations (no dilation for int8-int32, uint8)")
+_add(FLOAT | {S.LONG}, "aten::convolution_backward.out",
+     note="int64: torch computes only some configurations (dilated)")
+_add(FLOAT, *_aten("_native_batch_norm_legit_no_training.out",
+                   "_native_batch_norm_legit.out", "_native_batch_norm_legit.no_stats_out",
+                   "native_layer_norm.out", "native_group_norm.out", "_adaptive_avg_pool2d.out",
+                   "max_pool2d_with_indices_backward.grad_input", "grid_sampler_2d.out"))
+_add(FLOAT - {S.HALF, S.BFLOAT16}, "aten::_pdist_forward.out")
+_add(FLOAT, "aten::_cdist_forward.out",
+     note="half/bfloat16 only where torch takes the matrix-product path (p=2, > 25 rows)")
+_add(REAL, "aten::max_pool2d_with_indices.out")
+_add(FLOAT | {S.LONG}, "aten::avg_pool2d.out")
+_add(FLOAT | {S.BYTE}, *_aten("upsample_nearest2d.vec_out", "upsample_bilinear2d.vec_out"),
+     note="uint8 bilinear rounds to nearest; torch's two CPU paths may differ by 1")
+_add({S.FLOAT, S.DOUBLE, S.BYTE}, "aten::_upsample_bilinear2d_aa.out",
+     note="uint8 rounds to nearest; torch's fixed-point path may differ by 1")
+_add(ALL, "aten::constant_pad_nd.out")
+_add(REAL, *_aten("reflection_pad1d.out", "reflection_pad2d.out", "reflection_pad3d.out",
+                  "replication_pad1d.out", "replication_pad2d.out", "replication_pad3d.out"))
+_add(ALL, "aten::native_dropout.out",
+     note="random: a fresh mask per call; integer and bool only with train=False (as torch)")
+
+# ---- indexing ----------------------------------------------------------------------------
+
+_add(ALL, *_aten("embedding.out", "index_select.out", "index.Tensor_out", "index_put.out",
+                 "index_put_", "gather.out", "scatter.src_out", "scatter.value_out",
+                 "scatter_add.out", "masked_fill.Scalar_out", "masked_select.out",
+                 "masked_scatter.out", "nonzero.out"))
+_add(INDEX, "aten::repeat_interleave.Tensor_out")
+
+# ---- shape and copies --------------------------------------------------------------------
+
+_add(ALL, *_aten(
+    "clone.out", "alias_copy.out", "detach_copy.out", "lift_fresh_copy.out", "_to_copy.out",
+    "copy.out", "copy_", "view_copy.out", "permute_copy.out", "expand_copy.out", "t_copy.out",
+    "transpose_copy.int_out", "unsqueeze_copy.out", "squeeze_copy.dim_out",
+    "squeeze_copy.dims_out", "squeeze_copy.out", "slice_copy.Tensor_out", "select_copy.int_out",
+    "narrow_copy.out", "diagonal_copy.out", "as_strided_copy.out", "unfold_copy.out", "cat.out",
+    "stack.out", "split_with_sizes_copy.out", "split_copy.Tensor_out", "unbind_copy.int_out",
+    "flip.out", "roll.out", "repeat.out", "tril.out", "triu.out", "pixel_shuffle.out",
+    "pixel_unshuffle.out", "select_scatter.out", "slice_scatter.out", "_conj_physical.out",
+))
+_add(NONE, "aten::view_as_real_copy.out",
+     note="complex inputs only; a .pte cannot hold complex tensors (scalar_type.fbs)")
+_add(ALL, "et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out", note="host memory: a copy")
+
+# ---- creation ----------------------------------------------------------------------------
+
+_add(ALL, *_aten("full.out", "full_like.out", "fill.Scalar_out", "fill.Tensor_out", "zeros.out",
+                 "ones.out", "empty.out", "scalar_tensor.out", "arange.start_out", "arange.out"))
+_add(FLOAT, *_aten("rand.out", "randn.out"), note="random: NumPy's generator, not torch's stream")
+
+# ---- ExecuTorch's own operators ----------------------------------------------------------
+
+_add(ALL, "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_order.out",
+     "dim_order_ops::_empty_dim_order.out", "executorch_prim::et_view.default",
+     "executorch_prim::et_copy_index.tensor")
+_add(ALL, *_aten("sym_size.int", "sym_numel", "_local_scalar_dense"))
+
+# ExecuTorch 1.5's portable operators (kernels/portable/functions.yaml) that have no kernel
+# here, with the reason. Kept next to the table so the documentation prints both.
+LEFT_OUT: dict[str, str] = {}
+
+
+def supported(name: str) -> DtypeSupport | None:
+    """The declared dtype support of operator ``name`` (None: not declared, e.g. user ops)."""
+    return SUPPORT.get(name)
