@@ -1,0 +1,222 @@
+"""NumPy kernels with XNNPACK's semantics: NHWC layouts, XNNPACK's weight layouts and padding.
+
+Pure functions of arrays and attributes; ``lowering.py`` binds them to graph nodes. Layouts
+(``xnnpack.h``):
+
+* convolution: input ``[N, H, W, G*Cg]``, filter ``[G*Og, KH, KW, Cg]``, output
+  ``[N, OH, OW, G*Og]``;
+* depthwise convolution: filter ``[1, KH, KW, C*M]``, output channel ``c*M + m`` reads input
+  channel ``c``;
+* deconvolution (transposed): filter ``[G*Og, KH, KW, Cg]``; output size
+  ``(H-1)*stride + dilation*(KH-1) + 1 - pad_top - pad_bottom + adjustment``;
+* pooling works on ``[N, H, W, C]``; padded cells never win a max and are not counted by an
+  average (XNNPACK's average excludes padding).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Window:
+    """Kernel window geometry of a 2-D convolution or pooling."""
+
+    kh: int
+    kw: int
+    sh: int = 1
+    sw: int = 1
+    dh: int = 1
+    dw: int = 1
+    pad_top: int = 0
+    pad_right: int = 0
+    pad_bottom: int = 0
+    pad_left: int = 0
+
+    def out_size(self, h: int, w: int) -> tuple[int, int]:
+        eh = self.dh * (self.kh - 1) + 1
+        ew = self.dw * (self.kw - 1) + 1
+        oh = (h + self.pad_top + self.pad_bottom - eh) // self.sh + 1
+        ow = (w + self.pad_left + self.pad_right - ew) // self.sw + 1
+        return oh, ow
+
+    def same_padded(self, h: int, w: int) -> Window:
+        """This window with TensorFlow SAME padding for an ``h`` x ``w`` input."""
+
+        def split(n: int, k: int, s: int, d: int) -> tuple[int, int]:
+            total = max((math.ceil(n / s) - 1) * s + d * (k - 1) + 1 - n, 0)
+            return total // 2, total - total // 2
+
+        top, bottom = split(h, self.kh, self.sh, self.dh)
+        left, right = split(w, self.kw, self.sw, self.dw)
+        return Window(self.kh, self.kw, self.sh, self.sw, self.dh, self.dw,
+                      top, right, bottom, left)
+
+
+def _pad_hw(x: np.ndarray, win: Window, value: float = 0.0) -> np.ndarray:
+    if not (win.pad_top or win.pad_bottom or win.pad_left or win.pad_right):
+        return x
+    return np.pad(x, ((0, 0), (win.pad_top, win.pad_bottom), (win.pad_left, win.pad_right),
+                      (0, 0)), constant_values=value)
+
+
+def _taps(xp: np.ndarray, win: Window, oh: int, ow: int):
+    """Yield ``(i, j, view [N, OH, OW, C])`` for each kernel tap of the padded input."""
+    for i in range(win.kh):
+        r0 = i * win.dh
+        rows = slice(r0, r0 + (oh - 1) * win.sh + 1, win.sh)
+        for j in range(win.kw):
+            c0 = j * win.dw
+            yield i, j, xp[:, rows, c0 : c0 + (ow - 1) * win.sw + 1 : win.sw, :]
+
+
+def _check_out(oh: int, ow: int, what: str, shape) -> None:
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"{what}: output size {oh}x{ow} is empty for input {list(shape)}")
+
+
+def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window,
+           groups: int) -> np.ndarray:
+    """Convolution. ``wmat`` is the filter prepared by :func:`conv_filter_matrix`."""
+    n, h, w, c = x.shape
+    oh, ow = win.out_size(h, w)
+    _check_out(oh, ow, "convolution", x.shape)
+    xp = _pad_hw(x, win)
+    if win.kh == win.kw == 1:
+        cols = xp[:, : (oh - 1) * win.sh + 1 : win.sh, : (ow - 1) * win.sw + 1 : win.sw, :]
+        cols = cols.reshape(n * oh * ow, c)
+    else:
+        cols = np.concatenate([t for _, _, t in _taps(xp, win, oh, ow)], axis=-1)
+        cols = cols.reshape(n * oh * ow, win.kh * win.kw * c)
+    if groups == 1:
+        out = cols @ wmat  # (M, O)
+    else:
+        cg = c // groups
+        cols = cols.reshape(n * oh * ow, win.kh * win.kw, groups, cg).transpose(2, 0, 1, 3)
+        cols = cols.reshape(groups, n * oh * ow, win.kh * win.kw * cg)
+        out = np.matmul(cols, wmat)  # (G, M, Og)
+        out = out.transpose(1, 0, 2).reshape(n * oh * ow, -1)
+    if bias is not None:
+        out += bias
+    return out.reshape(n, oh, ow, -1)
+
+
+def conv_filter_matrix(filt: np.ndarray, groups: int) -> np.ndarray:
+    """``[G*Og, KH, KW, Cg]`` -> ``(KH*KW*Cg, O)`` (or ``(G, KH*KW*Cg, Og)`` when grouped)."""
+    o = filt.shape[0]
+    k = math.prod(filt.shape[1:])
+    if groups == 1:
+        return np.ascontiguousarray(filt.reshape(o, k).T)
+    return np.ascontiguousarray(filt.reshape(groups, o // groups, k).transpose(0, 2, 1))
+
+
+def depthwise_conv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, win: Window,
+                     multiplier: int) -> np.ndarray:
+    """Depthwise convolution with a ``[1, KH, KW, C*M]`` filter, one tap at a time."""
+    n, h, w, c = x.shape
+    oh, ow = win.out_size(h, w)
+    _check_out(oh, ow, "depthwise convolution", x.shape)
+    xp = _pad_hw(x, win)
+    if multiplier != 1:
+        xp = np.repeat(xp, multiplier, axis=-1)
+    acc = np.zeros((n, oh, ow, c * multiplier), dtype=np.result_type(x, filt))
+    for i, j, tap in _taps(xp, win, oh, ow):
+        acc += tap * filt[0, i, j]
+    if bias is not None:
+        acc += bias
+    return acc
+
+
+def deconv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, win: Window,
+             groups: int, adj_h: int, adj_w: int) -> np.ndarray:
+    """Transposed convolution: multiply, then scatter every tap into the output (col2im)."""
+    n, h, w, c = x.shape
+    o, kh, kw, cg = filt.shape
+    og = o // groups
+    full_h = (h - 1) * win.sh + win.dh * (kh - 1) + 1 + adj_h
+    full_w = (w - 1) * win.sw + win.dw * (kw - 1) + 1 + adj_w
+    oh = full_h - win.pad_top - win.pad_bottom
+    ow = full_w - win.pad_left - win.pad_right
+    _check_out(oh, ow, "deconvolution", x.shape)
+    xm = x.reshape(n * h * w, groups, cg).transpose(1, 0, 2)  # (G, M, Cg)
+    wm = filt.reshape(groups, og, kh * kw, cg).transpose(0, 3, 2, 1).reshape(groups, cg, -1)
+    cols = np.matmul(xm, wm).reshape(groups, n, h, w, kh, kw, og)
+    buf = np.zeros((n, full_h, full_w, groups, og), dtype=cols.dtype)
+    for i in range(kh):
+        r0 = i * win.dh
+        rows = slice(r0, r0 + (h - 1) * win.sh + 1, win.sh)
+        for j in range(kw):
+            c0 = j * win.dw
+            buf[:, rows, c0 : c0 + (w - 1) * win.sw + 1 : win.sw] += (
+                cols[:, :, :, :, i, j].transpose(1, 2, 3, 0, 4))
+    out = buf[:, win.pad_top : win.pad_top + oh, win.pad_left : win.pad_left + ow]
+    out = out.reshape(n, oh, ow, o)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def max_pool2d(x: np.ndarray, win: Window) -> np.ndarray:
+    n, h, w, c = x.shape
+    oh, ow = win.out_size(h, w)
+    _check_out(oh, ow, "max pooling", x.shape)
+    xp = _pad_hw(x, win, -np.inf)
+    out = None
+    for _, _, tap in _taps(xp, win, oh, ow):
+        out = tap.copy() if out is None else np.maximum(out, tap, out=out)
+    assert out is not None
+    return out
+
+
+def avg_pool2d(x: np.ndarray, win: Window) -> np.ndarray:
+    """Average over the window's cells inside the input (padding is not counted)."""
+    n, h, w, c = x.shape
+    oh, ow = win.out_size(h, w)
+    _check_out(oh, ow, "average pooling", x.shape)
+    xp = _pad_hw(x, win)
+    acc = np.zeros((n, oh, ow, c), dtype=x.dtype)
+    for _, _, tap in _taps(xp, win, oh, ow):
+        acc += tap
+    if win.pad_top or win.pad_bottom or win.pad_left or win.pad_right:
+        ones = _pad_hw(np.ones((1, h, w, 1), dtype=x.dtype), win)
+        count = sum(t for _, _, t in _taps(ones, win, oh, ow))
+        return acc / count
+    return acc / np.asarray(win.kh * win.kw, dtype=x.dtype)
+
+
+def argmax_pool2d(x: np.ndarray, win: Window) -> tuple[np.ndarray, np.ndarray]:
+    """Max over non-overlapping windows (stride = window) and its index inside the window."""
+    n, h, w, c = x.shape
+    xp = _pad_hw(x, win, -np.inf)
+    oh, ow = xp.shape[1] // win.kh, xp.shape[2] // win.kw
+    _check_out(oh, ow, "argmax pooling", x.shape)
+    v = xp[:, : oh * win.kh, : ow * win.kw].reshape(n, oh, win.kh, ow, win.kw, c)
+    v = v.transpose(0, 1, 3, 5, 2, 4).reshape(n, oh, ow, c, win.kh * win.kw)
+    idx = np.argmax(v, axis=-1)
+    return np.take_along_axis(v, idx[..., None], -1)[..., 0], idx
+
+
+def _bilinear_axis(n: int, o: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray,
+                                                                  np.ndarray]:
+    """XNNPACK's source rows (top, bottom) and bottom weight for one resized axis."""
+    scale = (n - 1) / (o - 1) if align_corners and o > 1 else n / o
+    pos = np.arange(o, dtype=np.float32) * np.float32(scale)
+    if not align_corners:  # half-pixel centres, clamped to the input
+        pos = np.clip(pos + np.float32(0.5 * scale - 0.5), 0, n - 1)
+    top = pos.astype(np.int64)
+    bottom = np.minimum(top + 1, n - 1)
+    return top, bottom, (pos - top).astype(np.float32)
+
+
+def resize_bilinear2d(x: np.ndarray, oh: int, ow: int, align_corners: bool) -> np.ndarray:
+    n, h, w, c = x.shape
+    t, b, ay = _bilinear_axis(h, oh, align_corners)
+    lft, rgt, ax = _bilinear_axis(w, ow, align_corners)
+    ay = ay.astype(x.dtype)[:, None, None]
+    ax = ax.astype(x.dtype)[:, None]
+    rows = x[:, t] + (x[:, b] - x[:, t]) * ay
+    return rows[:, :, lft] + (rows[:, :, rgt] - rows[:, :, lft]) * ax
+

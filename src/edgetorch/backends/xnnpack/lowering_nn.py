@@ -1,0 +1,206 @@
+"""Rules for XNNPACK's GEMM, convolution, pooling and resize nodes (see ``lowering.py``).
+
+Constant filters are rearranged once, at load, into the matrix the kernel multiplies by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import kernels as K
+from . import schema as x
+from .lowering import Compute, Ctx, rule
+
+
+def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
+    return None if value_id == x.XNN_INVALID_VALUE_ID else ctx.slot(value_id, what)
+
+
+def _prepared(ctx: Ctx, slot: int, prepare: Callable[[np.ndarray], Any]) -> Callable[[], Any]:
+    """``prepare(value)``: computed once for a constant, on every call otherwise."""
+    const = ctx.const(slot)
+    env = ctx.env
+    if const is not None:
+        ready = prepare(const)
+        return lambda: ready
+    return lambda: prepare(env[slot])
+
+
+def _bias(ctx: Ctx, bias_id: int) -> Callable[[], Any]:
+    b = _optional(ctx, bias_id, "bias")
+    if b is None:
+        return lambda: None
+    return _prepared(ctx, b, lambda v: v.reshape(-1))
+
+
+@rule(x.XNNFullyConnected)
+def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
+    """``out[..., o] = sum_k in[..., k] * filter[o, k] + bias[o]``.
+
+    The filter is ``[O, K]``, or ``[K, O]`` with XNN_FLAG_TRANSPOSE_WEIGHTS;
+    XNN_FLAG_TENSORFLOW_RESHAPE_2D flattens the input to ``[-1, K]`` first.
+    """
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f = ctx.slot(n.filter_id, "filter")
+    if len(ctx.dims(f)) != 2:
+        raise ctx.fail(f"filter must be 2-D, its dims are {list(ctx.dims(f))}")
+    transposed = bool(n.flags & x.XNN_FLAG_TRANSPOSE_WEIGHTS)
+    weights = _prepared(ctx, f, (lambda v: v) if transposed
+                        else (lambda v: np.ascontiguousarray(v.T)))
+    bias = _bias(ctx, n.bias_id)
+    flatten = bool(n.flags & x.XNN_FLAG_TENSORFLOW_RESHAPE_2D)
+
+    def compute():
+        w = weights()
+        v = env[i]
+        if flatten:
+            v = v.reshape(-1, w.shape[0])
+        out = v @ w
+        b = bias()
+        if b is not None:
+            out += b
+        return out
+    return compute, ctx.slot(n.output_id, "output")
+
+
+@rule(x.XNNBatchMatrixMultiply)
+def _bmm(n: x.XNNBatchMatrixMultiply, ctx: Ctx) -> tuple[Compute, int]:
+    """``[..., M, K] @ [..., K, N]`` (input2 is ``[..., N, K]`` with XNN_FLAG_TRANSPOSE_B)."""
+    env = ctx.env
+    a, b = ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2")
+    rhs = _prepared(ctx, b, (lambda v: np.swapaxes(v, -1, -2))
+                    if n.flags & x.XNN_FLAG_TRANSPOSE_B else (lambda v: v))
+    return (lambda: np.matmul(env[a], rhs())), ctx.slot(n.output_id, "output")
+
+
+def _window(n: Any, ctx: Ctx, i: int, kh: int, kw: int, sh: int, sw: int, dh: int,
+            dw: int) -> K.Window:
+    win = K.Window(kh, kw, max(sh, 1), max(sw, 1), max(dh, 1), max(dw, 1),
+                   n.padding_top, n.padding_right, n.padding_bottom, n.padding_left)
+    dims = ctx.dims(i)
+    if len(dims) != 4:
+        raise ctx.fail(f"input must be 4-D NHWC, its dims are {list(dims)}")
+    if kh <= 0 or kw <= 0:
+        raise ctx.fail(f"window {kh}x{kw} is empty")
+    if n.flags & x.XNN_FLAG_TENSORFLOW_SAME_PADDING:
+        win = win.same_padded(dims[1], dims[2])
+    return win
+
+
+def _conv_window(n: x.XNNNodeConv, ctx: Ctx, i: int) -> K.Window:
+    return _window(n, ctx, i, n.kernel_height, n.kernel_width, n.subsampling_height,
+                   n.subsampling_width, n.dilation_height, n.dilation_width)
+
+
+def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
+    if ctx.dims(f) != want:
+        raise ctx.fail(f"filter dims {list(ctx.dims(f))} do not match the node's "
+                       f"{list(want)}")
+
+
+@rule(x.XNNConv2d)
+def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f = ctx.slot(n.filter_id, "filter")
+    win = _conv_window(n, ctx, i)
+    g = max(n.groups, 1)
+    _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
+                           n.group_input_channels))
+    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
+    bias = _bias(ctx, n.bias_id)
+    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g)), ctx.slot(n.output_id, "output")
+
+
+@rule(x.XNNDepthwiseConv2d)
+def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
+    """``groups`` input channels, ``group_output_channels / group_input_channels`` each."""
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f = ctx.slot(n.filter_id, "filter")
+    win = _conv_window(n, ctx, i)
+    if n.group_input_channels == 0 or n.group_output_channels % n.group_input_channels:
+        raise ctx.fail(f"group channels {n.group_input_channels} -> "
+                       f"{n.group_output_channels} do not give a depth multiplier")
+    mult = n.group_output_channels // n.group_input_channels
+    _check_filter(ctx, f, (1, win.kh, win.kw, n.groups * mult))
+    filt = _prepared(ctx, f, lambda v: v)
+    bias = _bias(ctx, n.bias_id)
+    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult)),
+            ctx.slot(n.output_id, "output"))
+
+
+@rule(x.XNNConvTranspose2d)
+def _deconv2d(n: x.XNNConvTranspose2d, ctx: Ctx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f = ctx.slot(n.filter_id, "filter")
+    win = _conv_window(n, ctx, i)
+    g = max(n.groups, 1)
+    _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
+                           n.group_input_channels))
+    filt = _prepared(ctx, f, lambda v: v)
+    bias = _bias(ctx, n.bias_id)
+    ah, aw = n.adjustment_height, n.adjustment_width
+    return ((lambda: K.deconv2d(env[i], filt(), bias(), win, g, ah, aw)),
+            ctx.slot(n.output_id, "output"))
+
+
+def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> K.Window:
+    return _window(n, ctx, i, n.pooling_height, n.pooling_width, n.stride_height,
+                   n.stride_width, n.dilation_height, n.dilation_width)
+
+
+@rule(x.XNNMaxPooling2d)
+def _max_pool2d(n: x.XNNMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input_id, "input")
+    win = _pool_window(n, ctx, i)
+    return (lambda: K.max_pool2d(env[i], win)), ctx.slot(n.output_id, "output")
+
+
+@rule(x.XNNAvgPooling2d)
+def _avg_pool2d(n: x.XNNAvgPooling2d, ctx: Ctx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input_id, "input")
+    win = _pool_window(n, ctx, i)
+    return (lambda: K.avg_pool2d(env[i], win)), ctx.slot(n.output_id, "output")
+
+
+@rule(x.XNNGlobalAvgPooling2d)
+def _global_avg_pool2d(n: x.XNNGlobalAvgPooling2d, ctx: Ctx) -> tuple[Compute, int]:
+    """Mean over H and W of ``[N, H, W, C]``; XNN_FLAG_KEEP_DIMS keeps them as 1s."""
+    env, i = ctx.env, ctx.slot(n.input_id, "input")
+    rank = len(ctx.dims(i))
+    if rank < 3:
+        raise ctx.fail(f"input must be at least 3-D, its dims are {list(ctx.dims(i))}")
+    axes = tuple(range(1, rank - 1))
+    keep = bool(n.flags & x.XNN_FLAG_KEEP_DIMS)
+    return (lambda: np.mean(env[i], axis=axes, keepdims=keep)), ctx.slot(n.output_id, "output")
+
+
+@rule(x.XNNStaticResizeBilinear2D)
+def _resize_bilinear(n: x.XNNStaticResizeBilinear2D, ctx: Ctx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input_id, "input")
+    if len(ctx.dims(i)) != 4:
+        raise ctx.fail(f"input must be 4-D NHWC, its dims are {list(ctx.dims(i))}")
+    if n.new_height == 0 or n.new_width == 0:
+        raise ctx.fail(f"new size {n.new_height}x{n.new_width} is empty")
+    if n.flags & ~x.XNN_FLAG_ALIGN_CORNERS:
+        raise ctx.fail(f"flags {n.flags:#x} are not supported (only XNN_FLAG_ALIGN_CORNERS)")
+    h, w, corners = n.new_height, n.new_width, bool(n.flags & x.XNN_FLAG_ALIGN_CORNERS)
+    return ((lambda: K.resize_bilinear2d(env[i], h, w, corners)),
+            ctx.slot(n.output_id, "output"))
+
+
+@rule(x.XNNArgMaxPooling2d)
+def _argmax_pool2d(n: x.XNNArgMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
+    """Writes the index output itself and returns the values (its ``output_value_id``)."""
+    env, i = ctx.env, ctx.slot(n.input_id, "input")
+    win = _window(n, ctx, i, n.pooling_height, n.pooling_width, n.pooling_height,
+                  n.pooling_width, 1, 1)
+    idx_slot = ctx.slot(n.output_index_id, "index output")
+
+    def compute():
+        values, index = K.argmax_pool2d(env[i], win)
+        env[idx_slot] = index
+        return values
+    return compute, ctx.slot(n.output_value_id, "value output")
