@@ -153,6 +153,18 @@ def test_lowered_module_alone_as_a_program():
         "BackendWithCompilerDemo"]
 
 
+def test_executorch_demo_import_paths():
+    from edgetorch.exir.backend.backend_api import to_backend as api_to_backend
+    from edgetorch.exir.backend.test.backend_with_compiler_demo import (
+        BackendWithCompilerDemo as Demo,
+    )
+    from edgetorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo
+
+    assert Demo is BackendWithCompilerDemo and api_to_backend is to_backend
+    spec = AddMulPartitionerDemo().delegation_spec
+    assert spec == DelegationSpec("BackendWithCompilerDemo", [CompileSpec("max_value", b"\x04")])
+
+
 def test_unknown_backend_id_at_export_lists_registered_ones():
     edge = to_edge(torch.export.export(SinMul(), _inputs((2, 3))))
     with pytest.raises(ExportError, match="BackendWithCompilerDem0.*BackendWithCompilerDemo"):
@@ -581,17 +593,12 @@ def test_delegate_emission_matches_executorch(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     theirs = json.loads((tmp_path / "et.json").read_text())
 
-    spec = [CompileSpec("max_value", bytes([4]))]
-
-    class AddMm(_OnlyOps):
-        def partition(self, ep):
-            result = super().partition(ep)
-            return PartitionResult(ep, {t: DelegationSpec("BackendWithCompilerDemo", spec)
-                                        for t in result.partition_tags})
-
     model, inputs = AddMmModel(), example_inputs()
-    partitioner = AddMm(torch.ops.aten.add.Tensor, torch.ops.aten.mm.default)
-    et = to_edge(torch.export.export(model, inputs)).to_backend(partitioner).to_executorch()
+    # The same script as ExecuTorch's side, imports renamed.
+    from edgetorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo
+
+    edge = to_edge(torch.export.export(model, inputs)).to_backend(AddMulPartitionerDemo())
+    et = edge.to_executorch()
     ours = summarize(et.executorch_program)
 
     def roles(summary):

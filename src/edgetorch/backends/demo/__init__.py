@@ -11,11 +11,13 @@ Importing this package registers the runtime half; the compiler half (``BackendW
 from . import runtime
 from .runtime import BACKEND_ID
 
-__all__ = ["BACKEND_ID", "BackendWithCompilerDemo", "DemoPartitioner", "runtime"]
+_COMPILER = ("AddMulPartitionerDemo", "BackendWithCompilerDemo", "DemoPartitioner",
+             "SUPPORTED_OPS")
+__all__ = ["BACKEND_ID", *_COMPILER, "runtime"]
 
 
 def __getattr__(name: str):
-    if name in ("BackendWithCompilerDemo", "DemoPartitioner", "SUPPORTED_OPS"):
+    if name in _COMPILER:
         from . import compiler
 
         return getattr(compiler, name)

@@ -86,16 +86,18 @@ class _Support(OperatorSupportBase):
         self.partitioner = partitioner
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        reason = _unsupported(node)
+        reason = _unsupported(node, self.partitioner.ops)
         if reason is not None:
             self.partitioner.reject(node, reason)
         return reason is None
 
 
-def _unsupported(node: torch.fx.Node) -> str | None:
+def _unsupported(node: torch.fx.Node, ops: set) -> str | None:
     if node.op != "call_function":
         return "not an operator call"
-    if node.target not in SUPPORTED_OPS:
+    if node.target not in ops:
+        if node.target in SUPPORTED_OPS:
+            return "the partitioner was told not to take this operator"
         return f"{BACKEND_ID} does not implement {node.target}"
     vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
     for v in vals:
@@ -109,16 +111,22 @@ def _unsupported(node: torch.fx.Node) -> str | None:
 class DemoPartitioner(Partitioner):
     """Tags every maximal group of supported nodes; weights they alone use go with them.
 
+    ``ops`` narrows what it takes (default: everything the backend runs).
     ``ops_to_not_decompose`` keeps ``aten.linear`` whole under ``to_edge_transform_and_lower``
     (the backend runs it as one op instead of ``permute_copy`` + ``addmm``).
     """
 
-    def __init__(self, compile_specs: list[CompileSpec] | None = None) -> None:
+    def __init__(self, compile_specs: list[CompileSpec] | None = None,
+                 ops: set[torch._ops.OpOverload] | None = None) -> None:
         super().__init__()
         self.delegation_spec = DelegationSpec(BACKEND_ID, list(compile_specs or []))
+        self.ops = set(SUPPORTED_OPS if ops is None else ops)
+        unknown = self.ops - SUPPORTED_OPS
+        if unknown:
+            raise ValueError(f"{BACKEND_ID} cannot run {sorted(map(str, unknown))}")
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
-        return ([aten.linear.default], None)
+        return ([aten.linear.default] if aten.linear.default in self.ops else [], None)
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
@@ -134,3 +142,12 @@ class DemoPartitioner(Partitioner):
             tags[tag] = self.delegation_spec
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
+
+
+class AddMulPartitionerDemo(DemoPartitioner):
+    """ExecuTorch's test partitioner of the same name: ``add.Tensor`` and ``mm`` only, with
+    the compile spec ``max_value=4``."""
+
+    def __init__(self) -> None:
+        super().__init__([CompileSpec("max_value", bytes([4]))],
+                         ops={aten.add.Tensor, aten.mm.default})
