@@ -221,3 +221,63 @@ def test_batch_norm_inference_stats_outputs():
                      np.empty((2,), np.float32), np.empty((2,), np.float32))
     np.testing.assert_allclose(m, mean)
     np.testing.assert_allclose(s, [0.5, 1.0])
+
+
+def test_executorch_portable_library_is_covered():
+    from edgetorch.kernels.support import EXECUTORCH_PORTABLE, EXECUTORCH_PRIM, LEFT_OUT
+
+    names = set(operator_names())
+    missing = sorted((EXECUTORCH_PORTABLE | EXECUTORCH_PRIM) - names - set(LEFT_OUT))
+    assert not missing, missing
+
+
+def test_every_tensor_kernel_declares_its_dtypes():
+    from edgetorch.kernels.support import SUPPORT
+
+    names = set(operator_names())
+    assert not sorted(set(SUPPORT) - names), "declared but not registered"
+    tensor_prims = {"executorch_prim::et_view.default", "executorch_prim::et_copy_index.tensor"}
+    scalar_ops = {n for n in names if n.startswith("executorch_prim::")} - tensor_prims
+    undeclared = sorted(names - scalar_ops - set(SUPPORT))
+    assert not undeclared, f"tensor kernels without a dtype declaration: {undeclared}"
+
+
+def test_sort_and_topk():
+    x = np.array([[3.0, np.nan, 1.0, 3.0]], np.float32)
+    vals, idx = call("aten::sort.values_stable", x, True, -1, True,
+                     np.empty((1, 4), np.float32), np.empty((1, 4), np.int64))
+    np.testing.assert_array_equal(idx, [[1, 0, 3, 2]])  # nan first, ties in input order
+    vals, idx = call("aten::topk.values", np.array([5, 1, 9, 7], np.int32), 2, 0, True, True,
+                     np.empty(2, np.int32), np.empty(2, np.int64))
+    np.testing.assert_array_equal(vals, [9, 7])
+    np.testing.assert_array_equal(idx, [2, 3])
+
+
+def test_shifts_past_the_bit_width():
+    a = np.array([-8, 8, 1], np.int8)
+    b = np.array([9, 1, -1], np.int8)
+    r = call("aten::bitwise_right_shift.Tensor_out", a, b, np.empty(3, np.int8))
+    np.testing.assert_array_equal(r, [-1, 4, 0])  # sign fill, plain shift, negative -> 0
+    r = call("aten::bitwise_left_shift.Tensor_Scalar_out", a, 8, np.empty(3, np.int8))
+    np.testing.assert_array_equal(r, [0, 0, 0])
+
+
+def test_repeat_interleave_and_masked_scatter():
+    r = call("aten::repeat_interleave.Tensor_out", np.array([2, 0, 1]), None,
+             np.empty(3, np.int64))
+    np.testing.assert_array_equal(r, [0, 0, 2])
+    x = np.zeros((2, 2), np.float32)
+    r = call("aten::masked_scatter.out", x, np.array([True, False]),
+             np.array([1.0, 2.0, 3.0], np.float32), np.empty((2, 2), np.float32))
+    np.testing.assert_array_equal(r, [[1, 0], [2, 0]])
+
+
+def test_bfloat16_computes_in_float32():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a = np.array([1.0, 256.0], bf16)
+    r = call("aten::add.out", a, np.array([1 / 256, 1.0], bf16), 1, np.empty(2, bf16))
+    assert r.dtype == bf16
+    np.testing.assert_array_equal(r.astype(np.float32), [1.0, 256.0])  # rounded once, to even
+    r = call("aten::sum.IntList_out", np.ones(1000, bf16), [0], False, None, np.empty((), bf16))
+    assert float(r) == 1000.0  # a bfloat16 accumulator would stop at 256

@@ -25,11 +25,17 @@ from kernel_harness import (  # noqa: E402
     ALL_DTYPES,
     F32,
     F64,
+    NUMPY_OF,
     OPS,
     A,
+    Case,
+    call_kernel,
     cases_for,
+    compare,
     describe,
     run_record,
+    run_tensor_case,
+    to_numpy,
     to_torch,
     torch_expected,
 )
@@ -142,6 +148,57 @@ def test_executorch_op_signatures():
 def channels_last(x: np.ndarray) -> np.ndarray:
     """The same logical tensor, stored NHWC (a non-contiguous NCHW view)."""
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+_TENSOR_RECORDS = sorted(n for n, r in RECORDS.items() if r.kind in ("tensor", "list_out"))
+
+
+def _channels_last_args(args):
+    def conv(a):
+        if isinstance(a, np.ndarray) and a.ndim == 4 and a.size:
+            return channels_last(a)
+        if isinstance(a, list):
+            return [conv(x) for x in a]
+        return a
+
+    return [conv(a) for a in args]
+
+
+@pytest.mark.parametrize("name", _TENSOR_RECORDS)
+def test_channels_last_inputs(name):
+    """Every kernel reads 4-D inputs stored NHWC (ExecuTorch's channels-last dim order, a
+    strided view here) exactly as it reads contiguous ones."""
+    rec = RECORDS[name]
+    dt = rec.dtypes[0]
+    n = 0
+    for case in cases_for(rec, dt):
+        args = _channels_last_args(case.args)
+        if all(a is b for a, b in zip(args, case.args)):
+            continue
+        run_tensor_case(rec, Case(args, case.out_dtype), dt)
+        n += 1
+
+
+@pytest.mark.parametrize("name", _TENSOR_RECORDS)
+def test_dynamic_shape_outputs(name):
+    """Dynamic shapes: the program plans ``out`` at an upper bound; the kernel must return
+    the result at its real shape (the runtime then resizes ``out`` to it), not write into the
+    bound's shape."""
+    rec = RECORDS[name]
+    dt = rec.dtypes[0]
+    for case in cases_for(rec, dt):
+        expected = torch_expected(rec, case, dt)
+        if any(t.ndim == 0 for t in expected):
+            continue
+        # (outputs planned empty, like batch norm's unused statistics, stay empty)
+        outs = [np.zeros(tuple(d + 1 for d in t.shape) if t.numel() else t.shape,
+                         NUMPY_OF[t.dtype]) for t in expected]
+        ctx = f"{name} {describe(case.args)}"
+        got = call_kernel(rec, case.args, outs, ctx)
+        for g, e in zip(got, expected):
+            assert g.shape == tuple(e.shape), f"{ctx}: returned {g.shape}, want {tuple(e.shape)}"
+            want = to_numpy(e)
+            compare(np.asarray(g).astype(want.dtype), want, rec.tolerance(want.dtype), ctx)
 
 
 @pytest.mark.parametrize("groups", [1, 2, 4])

@@ -163,9 +163,103 @@ _add(ALL, "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_or
      "executorch_prim::et_copy_index.tensor")
 _add(ALL, *_aten("sym_size.int", "sym_numel", "_local_scalar_dense"))
 
-# ExecuTorch 1.5's portable operators (kernels/portable/functions.yaml) that have no kernel
-# here, with the reason. Kept next to the table so the documentation prints both.
+# ---- what ExecuTorch ships ---------------------------------------------------------------
+
+# The operators of ExecuTorch 1.5's portable kernel library, as the .pte names them:
+# kernels/portable/functions.yaml (identical at 1.5.1 and the mirror's HEAD) plus the prim ops
+# of kernels/prim_ops/register_prim_ops.cpp and et_copy_index.
+EXECUTORCH_PORTABLE = frozenset({
+    "aten::_adaptive_avg_pool2d.out", "aten::_cdist_forward.out", "aten::_conj_physical.out",
+    "aten::_log_softmax.out", "aten::_native_batch_norm_legit.no_stats_out",
+    "aten::_native_batch_norm_legit.out", "aten::_native_batch_norm_legit_no_training.out",
+    "aten::_pdist_forward.out", "aten::_softmax.out", "aten::_to_copy.out",
+    "aten::_upsample_bilinear2d_aa.out", "aten::abs.out", "aten::acos.out", "aten::acosh.out",
+    "aten::add.Scalar_out", "aten::add.out", "aten::addmm.out", "aten::alias_copy.out",
+    "aten::amax.out", "aten::amin.out", "aten::any.all_out", "aten::any.dims_out",
+    "aten::any.out", "aten::arange.out", "aten::arange.start_out", "aten::argmax.out",
+    "aten::argmin.out", "aten::as_strided_copy.out", "aten::asin.out", "aten::asinh.out",
+    "aten::atan.out", "aten::atan2.out", "aten::atanh.out", "aten::avg_pool2d.out",
+    "aten::bitwise_and.Scalar_out", "aten::bitwise_and.Tensor_out",
+    "aten::bitwise_left_shift.Tensor_Scalar_out", "aten::bitwise_left_shift.Tensor_out",
+    "aten::bitwise_not.out", "aten::bitwise_or.Scalar_out", "aten::bitwise_or.Tensor_out",
+    "aten::bitwise_right_shift.Tensor_Scalar_out", "aten::bitwise_right_shift.Tensor_out",
+    "aten::bitwise_xor.Scalar_out", "aten::bitwise_xor.Tensor_out", "aten::bmm.out",
+    "aten::cat.out", "aten::ceil.out", "aten::clamp.Tensor_out", "aten::clamp.out",
+    "aten::clone.out", "aten::constant_pad_nd.out", "aten::convolution.out",
+    "aten::convolution_backward.out", "aten::copy.out", "aten::copy_", "aten::cos.out",
+    "aten::cosh.out", "aten::cumsum.out", "aten::detach_copy.out", "aten::diagonal_copy.out",
+    "aten::div.Scalar_mode_out", "aten::div.Scalar_out", "aten::div.out", "aten::div.out_mode",
+    "aten::elu.out", "aten::embedding.out", "aten::empty.out", "aten::eq.Scalar_out",
+    "aten::eq.Tensor_out", "aten::erf.out", "aten::exp.out", "aten::expand_copy.out",
+    "aten::expm1.out", "aten::fill.Scalar_out", "aten::fill.Tensor_out", "aten::flip.out",
+    "aten::floor.out", "aten::floor_divide.out", "aten::fmod.Scalar_out", "aten::fmod.Tensor_out",
+    "aten::full.out", "aten::full_like.out", "aten::gather.out", "aten::ge.Scalar_out",
+    "aten::ge.Tensor_out", "aten::gelu.out", "aten::glu.out", "aten::grid_sampler_2d.out",
+    "aten::gt.Scalar_out", "aten::gt.Tensor_out", "aten::hardtanh.out", "aten::index.Tensor_out",
+    "aten::index_put.out", "aten::index_put_", "aten::index_select.out", "aten::isinf.out",
+    "aten::isnan.out", "aten::le.Scalar_out", "aten::le.Tensor_out", "aten::leaky_relu.out",
+    "aten::lift_fresh_copy.out", "aten::log.out", "aten::log10.out", "aten::log1p.out",
+    "aten::log2.out", "aten::logical_and.out", "aten::logical_not.out", "aten::logical_or.out",
+    "aten::logical_xor.out", "aten::logit.out", "aten::lt.Scalar_out", "aten::lt.Tensor_out",
+    "aten::masked_fill.Scalar_out", "aten::masked_scatter.out", "aten::masked_select.out",
+    "aten::max.dim_max", "aten::max.unary_out", "aten::max_pool2d_with_indices.out",
+    "aten::max_pool2d_with_indices_backward.grad_input", "aten::maximum.out",
+    "aten::mean.dtype_out", "aten::mean.out", "aten::min.dim_min", "aten::min.unary_out",
+    "aten::minimum.out", "aten::mm.out", "aten::mul.Scalar_out", "aten::mul.out",
+    "aten::narrow_copy.out", "aten::native_dropout.out", "aten::native_group_norm.out",
+    "aten::native_layer_norm.out", "aten::ne.Scalar_out", "aten::ne.Tensor_out", "aten::neg.out",
+    "aten::nonzero.out", "aten::ones.out", "aten::permute_copy.out", "aten::pixel_shuffle.out",
+    "aten::pixel_unshuffle.out", "aten::pow.Scalar_out", "aten::pow.Tensor_Scalar_out",
+    "aten::pow.Tensor_Tensor_out", "aten::prod.int_out", "aten::prod.out", "aten::rand.out",
+    "aten::randn.out", "aten::reciprocal.out", "aten::reflection_pad1d.out",
+    "aten::reflection_pad2d.out", "aten::reflection_pad3d.out", "aten::relu.out",
+    "aten::remainder.Scalar_out", "aten::remainder.Tensor_out", "aten::repeat.out",
+    "aten::repeat_interleave.Tensor_out", "aten::replication_pad1d.out",
+    "aten::replication_pad2d.out", "aten::replication_pad3d.out", "aten::roll.out",
+    "aten::round.out", "aten::rsqrt.out", "aten::rsub.Scalar_out", "aten::scalar_tensor.out",
+    "aten::scatter.src_out", "aten::scatter.value_out", "aten::scatter_add.out",
+    "aten::select_copy.int_out", "aten::select_scatter.out", "aten::sigmoid.out",
+    "aten::sign.out", "aten::sin.out", "aten::sinh.out", "aten::slice_copy.Tensor_out",
+    "aten::slice_scatter.out", "aten::split_copy.Tensor_out", "aten::split_with_sizes_copy.out",
+    "aten::sqrt.out", "aten::squeeze_copy.dim_out", "aten::squeeze_copy.dims_out",
+    "aten::stack.out", "aten::sub.Scalar_out", "aten::sub.out", "aten::sum.IntList_out",
+    "aten::t_copy.out", "aten::tan.out", "aten::tanh.out", "aten::topk.values",
+    "aten::transpose_copy.int_out", "aten::tril.out", "aten::trunc.out",
+    "aten::unbind_copy.int_out", "aten::unfold_copy.out", "aten::unsqueeze_copy.out",
+    "aten::upsample_bilinear2d.vec_out", "aten::upsample_nearest2d.vec_out",
+    "aten::var.correction_out", "aten::var.out", "aten::var_mean.correction_out",
+    "aten::view_as_real_copy.out", "aten::view_copy.out", "aten::where.self_out",
+    "aten::zeros.out", "dim_order_ops::_clone_dim_order.out",
+    "dim_order_ops::_empty_dim_order.out", "dim_order_ops::_to_dim_order_copy.out",
+    "et_copy::_d2h_copy.out", "et_copy::_h2d_copy.out",
+})
+EXECUTORCH_PRIM = frozenset({
+    "aten::_local_scalar_dense", "aten::sym_numel", "aten::sym_size.int",
+    "executorch_prim::add.Scalar", "executorch_prim::ceil.Scalar", "executorch_prim::eq.Scalar",
+    "executorch_prim::et_copy_index.tensor", "executorch_prim::et_view.default",
+    "executorch_prim::floordiv.Scalar", "executorch_prim::floordiv.int",
+    "executorch_prim::ge.Scalar", "executorch_prim::gt.Scalar", "executorch_prim::le.Scalar",
+    "executorch_prim::lt.Scalar", "executorch_prim::mod.Scalar", "executorch_prim::mod.int",
+    "executorch_prim::mul.Scalar", "executorch_prim::neg.Scalar", "executorch_prim::round.Scalar",
+    "executorch_prim::sub.Scalar", "executorch_prim::sym_float.Scalar",
+    "executorch_prim::sym_int.Scalar", "executorch_prim::sym_ite.Scalar",
+    "executorch_prim::sym_max.Scalar", "executorch_prim::sym_min.Scalar",
+    "executorch_prim::sym_not.Scalar", "executorch_prim::truediv.Scalar",
+    "executorch_prim::trunc.Scalar",
+})
+
+# Operators of those lists with no kernel here, and why (the documentation prints them).
 LEFT_OUT: dict[str, str] = {}
+
+# What the kernel library deliberately does not cover, beyond single operators.
+NOT_COVERED: dict[str, str] = {
+    "complex dtypes": "a .pte cannot hold complex tensors (scalar_type.fbs leaves COMPLEX* "
+    "unimplemented); _conj_physical and view_as_real_copy still accept complex NumPy arrays",
+    "uint16/uint32/uint64, float8, quantized dtypes": "torch has almost no CPU kernels for "
+    "them; only copies and conversions see them",
+    "aten::_fft_r2c.out, aten::_fft_c2r.out": "registered by ExecuTorch 1.5.1's optimized "
+    "library, not the portable one; complex outputs",
+}
 
 
 def supported(name: str) -> DtypeSupport | None:
