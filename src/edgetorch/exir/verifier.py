@@ -15,6 +15,7 @@ from torch.export import ExportedProgram
 
 from ..errors import UnsupportedOperatorError
 from ..kernels import KERNELS
+from .dtype_support import check_dtypes
 from .ops import describe_node, graph_modules, out_variant, qualified_name
 
 # Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
@@ -67,6 +68,7 @@ def verify_edge_program(ep: ExportedProgram, method: str = "forward",
         if reason is not None:
             problems.append((node, reason))
     if not problems:
+        check_dtypes(nodes, method, extra_ok)  # and each operator's dtype has a kernel
         return
     node, reason = problems[0]
     target = node.target

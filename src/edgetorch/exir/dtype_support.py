@@ -1,0 +1,131 @@
+"""Export-time dtype check: every operator must be used with a dtype its kernel supports.
+
+The supported dtypes are the kernel library's own declaration (``edgetorch.kernels.support``,
+the table the kernel tests run against torch), so a model that would fail on the device because
+of a dtype fails here instead, at ``to_edge``, naming the operator, the dtype, the node, the
+user's source line and what to try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch._ops import OpOverload
+
+from ..errors import UnsupportedOperatorError
+from ..kernels.support import FLOAT, SUPPORT, DtypeSupport
+from ..schema.scalar_type import ScalarType
+from .ops import describe_node, out_variant, qualified_name
+from .tensor import scalar_type_of
+
+
+def _runtime_name(op: OpOverload) -> str | None:
+    out = op if op is torch.ops.aten.sym_size.int else out_variant(op)
+    return qualified_name(out) if out is not None else None
+
+
+def key_argument(op: OpOverload, support: DtypeSupport) -> str:
+    """The argument ``support`` describes: declared, else the first tensor argument."""
+    if support.arg:
+        return support.arg
+    for a in op._schema.arguments:
+        if "Tensor" in str(a.type) and not a.is_out:
+            return a.name
+    return "out"
+
+
+def _dtype_of(value: object) -> torch.dtype | None:
+    if isinstance(value, torch.fx.Node):
+        val = value.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            val = val[0] if val else None
+        return val.dtype if isinstance(val, torch.Tensor) else None
+    if isinstance(value, (tuple, list)):  # Tensor[] (cat, stack) or Tensor?[] (index)
+        for v in value:
+            dt = _dtype_of(v)
+            if dt is not None:
+                return dt
+    return None
+
+
+def argument_dtype(node: torch.fx.Node, arg: str) -> torch.dtype | None:
+    """The dtype of argument ``arg`` of ``node`` (``out``: of its first result)."""
+    if arg == "out":
+        return _dtype_of(node)
+    names = [a.name for a in node.target._schema.arguments]
+    if arg in node.kwargs:
+        return _dtype_of(node.kwargs[arg])
+    if arg in names and names.index(arg) < len(node.args):
+        return _dtype_of(node.args[names.index(arg)])
+    return None
+
+
+def dtype_problem(node: torch.fx.Node) -> tuple[str, str, ScalarType, DtypeSupport] | None:
+    """``(operator, argument, dtype, support)`` when ``node`` uses an unsupported dtype."""
+    if node.op != "call_function" or not isinstance(node.target, OpOverload):
+        return None
+    name = _runtime_name(node.target)
+    support = SUPPORT.get(name) if name else None
+    if support is None:  # not a portable kernel (a user's kernel): nothing declared to check
+        return None
+    arg = key_argument(node.target, support)
+    dtype = argument_dtype(node, arg)
+    if dtype is None:
+        return None
+    try:
+        st = scalar_type_of(dtype)
+    except TypeError:
+        return name, arg, dtype, support
+    return None if st in support.dtypes else (name, arg, st, support)
+
+
+_TORCH_NAMES = {
+    ScalarType.FLOAT: "float32", ScalarType.DOUBLE: "float64", ScalarType.HALF: "float16",
+    ScalarType.BFLOAT16: "bfloat16", ScalarType.CHAR: "int8", ScalarType.SHORT: "int16",
+    ScalarType.INT: "int32", ScalarType.LONG: "int64", ScalarType.BYTE: "uint8",
+    ScalarType.BOOL: "bool",
+}
+
+
+def dtype_name(st: object) -> str:
+    """torch's name for a ScalarType (``int64``, not ``LONG``)."""
+    if isinstance(st, ScalarType):
+        return _TORCH_NAMES.get(st, st.name.lower())
+    return str(st).removeprefix("torch.")
+
+
+def _names(dtypes: Iterable[ScalarType]) -> str:
+    order = list(_TORCH_NAMES)
+    ranked = sorted(dtypes, key=lambda st: order.index(st) if st in order else len(order))
+    return ", ".join(dtype_name(st) for st in ranked) or "none"
+
+
+def _hint(st: object, support: DtypeSupport) -> str:
+    if isinstance(st, ScalarType) and support.dtypes & FLOAT and st not in FLOAT:
+        return "cast that input to a floating dtype first (x.float()), and back after if needed"
+    if support.dtypes & {ScalarType.FLOAT}:
+        return "compute that op in float32 (x.float(), then .to(dtype) on its result)"
+    return f"cast that input to one of: {_names(support.dtypes)}"
+
+
+def check_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
+                 skip: set[object] = frozenset()) -> None:
+    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks."""
+    problems = [(n, p) for n in nodes if n.target not in skip and (p := dtype_problem(n))]
+    if not problems:
+        return
+    node, (name, arg, st, support) = problems[0]
+    dtype = dtype_name(st)
+    others = sorted({f"{p[0]} ({dtype_name(p[2])})" for _, p in problems[1:]})
+    more = f"\n  ({len(problems) - 1} more: {', '.join(others)})" if others else ""
+    raise UnsupportedOperatorError(
+        f"method {method!r}: operator {name} has no kernel for {dtype} {arg!r} tensors "
+        f"(its kernel supports {_names(support.dtypes)}"
+        f"{'; ' + support.note if support.note else ''}).\n"
+        f"  {describe_node(node)}{more}\n"
+        f"  Try: {_hint(st, support)}; or lower it to a backend that supports {dtype} with "
+        "to_edge_transform_and_lower(..., partitioner=[...]); or register your own kernel with "
+        f"edgetorch.kernels.register({name!r}, fn, override=True). docs/operators.md lists "
+        "every operator's dtypes."
+    )
