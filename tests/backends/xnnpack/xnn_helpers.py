@@ -37,6 +37,7 @@ class GraphBuilder:
         self.named: dict[str, bytes] = {}
         self._inputs: list[int] = []
         self._outputs: list[int] = []
+        self.output_dtypes: list[np.dtype] = []
 
     def _value(self, dims, **kw) -> int:
         vid = len(self.values)
@@ -49,9 +50,11 @@ class GraphBuilder:
         self._inputs.append(vid)
         return vid
 
-    def output(self, *dims: int) -> int:
+    def output(self, *dims: int, dtype=np.float32) -> int:
+        """An external output; ``dtype`` is the method's tensor (XNNPACK's value is fp32)."""
         vid = self._value(dims, flags=x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
         self._outputs.append(vid)
+        self.output_dtypes.append(np.dtype(dtype))
         return vid
 
     def tensor(self, *dims: int) -> int:
@@ -167,16 +170,22 @@ def executorch_json(graph: x.XNNGraph) -> str:
     return json.dumps(enc(graph))
 
 
-def program_calling(blob: bytes, named: dict[str, bytes], input_dims, output_dims) -> bytes:
+_SCALAR = {np.dtype(np.float32): ScalarType.FLOAT, np.dtype(np.int64): ScalarType.LONG}
+
+
+def program_calling(blob: bytes, named: dict[str, bytes], input_dims, output_dims,
+                    output_dtypes=None) -> bytes:
     """A .pte whose ``forward`` is one DelegateCall to ``blob`` (inputs, then outputs)."""
     values, offset = [], 0
-    for dims in list(input_dims) + list(output_dims):
+    dtypes = [np.dtype(np.float32)] * len(input_dims) + list(
+        output_dtypes or [np.dtype(np.float32)] * len(output_dims))
+    for dims, dtype in zip(list(input_dims) + list(output_dims), dtypes):
         values.append(s.EValue(s.Tensor(
-            scalar_type=ScalarType.FLOAT, storage_offset=0, sizes=list(dims),
+            scalar_type=_SCALAR[dtype], storage_offset=0, sizes=list(dims),
             dim_order=list(range(len(dims))), requires_grad=False, data_buffer_idx=0,
             allocation_info=s.AllocationDetails.of(1, offset), layout=0,
             shape_dynamism=s.TensorShapeDynamism.STATIC, extra_tensor_info=None)))
-        offset += -(-4 * math.prod(dims) // 16) * 16
+        offset += -(-dtype.itemsize * math.prod(dims) // 16) * 16
     n_in = len(input_dims)
     ids = list(range(len(values)))
     plan = s.ExecutionPlan(
@@ -199,4 +208,4 @@ def program_calling(blob: bytes, named: dict[str, bytes], input_dims, output_dim
 
 def graph_program(b: GraphBuilder) -> bytes:
     return program_calling(serialize_xnnpack_binary(b.build()), b.named, b.input_dims,
-                           b.output_dims)
+                           b.output_dims, b.output_dtypes)

@@ -188,13 +188,16 @@ def avg_pool2d(x: np.ndarray, win: Window) -> np.ndarray:
 
 
 def argmax_pool2d(x: np.ndarray, win: Window) -> tuple[np.ndarray, np.ndarray]:
-    """Max over non-overlapping windows (stride = window) and its index inside the window."""
+    """Max over non-overlapping windows (stride = window) and where in the window it is.
+
+    XNNPACK numbers a window's cells column by column: cell (i, j) is ``j * KH + i``.
+    """
     n, h, w, c = x.shape
     xp = _pad_hw(x, win, -np.inf)
     oh, ow = xp.shape[1] // win.kh, xp.shape[2] // win.kw
     _check_out(oh, ow, "argmax pooling", x.shape)
     v = xp[:, : oh * win.kh, : ow * win.kw].reshape(n, oh, win.kh, ow, win.kw, c)
-    v = v.transpose(0, 1, 3, 5, 2, 4).reshape(n, oh, ow, c, win.kh * win.kw)
+    v = v.transpose(0, 1, 3, 5, 4, 2).reshape(n, oh, ow, c, win.kh * win.kw)
     idx = np.argmax(v, axis=-1)
     return np.take_along_axis(v, idx[..., None], -1)[..., 0], idx
 

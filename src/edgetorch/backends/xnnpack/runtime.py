@@ -205,8 +205,8 @@ def _constant_bytes(blob: XnnpackBlob, idx: int, named_data: NamedData | None,
             "program with a runtime that passes it", code=ErrorCode.NotFound)
     try:
         return memoryview(named_data(entry.named_key)).cast("B")
-    except EdgeTorchError as e:
-        raise InvalidProgramError(f"{where}: named data {entry.named_key!r}: {e}",
+    except (EdgeTorchError, KeyError) as e:
+        raise InvalidProgramError(f"{where}: named data {entry.named_key!r} is missing: {e}",
                                   code=ErrorCode.NotFound) from e
 
 
