@@ -102,7 +102,12 @@ def _call_spec(node: torch.fx.Node, val: object):
         parent = node.args[0].meta.get("spec")
         return parent[node.args[1]] if isinstance(parent, (tuple, list)) else None
     if isinstance(target, OpOverload) and is_out_variant(target):
-        outs = [node.kwargs[name].meta["spec"] for name in out_arg_names(target)]
+        outs = []
+        for name in out_arg_names(target):
+            arg = node.kwargs[name]
+            if isinstance(arg, (list, tuple)):  # a Tensor[] out: a spec per element
+                return tuple(a.meta["spec"] for a in arg)
+            outs.append(arg.meta["spec"])
         return outs[0] if len(outs) == 1 else tuple(outs)
     if isinstance(target, OpOverload) and target._schema.is_mutable:
         i = next((i for i, a in enumerate(target._schema.arguments)

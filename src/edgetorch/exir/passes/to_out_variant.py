@@ -72,7 +72,11 @@ def to_out_variants(gm: torch.fx.GraphModule) -> bool:
         allocs = [_alloc(graph, v, node) for v in vals]
         accepted = {a.name for a in out_op._schema.arguments}
         kwargs = {k: v for k, v in node.kwargs.items() if k in accepted}
-        kwargs.update(zip(names, allocs))
+        out_args = [a for a in out_op._schema.arguments if a.is_out]
+        if len(out_args) == 1 and isinstance(out_args[0].type, torch.ListType):
+            kwargs[names[0]] = allocs  # one ``Tensor(a!)[] out``, e.g. split_with_sizes_copy
+        else:
+            kwargs.update(zip(names, allocs))
         node.target = out_op
         node.kwargs = kwargs
         changed = True
