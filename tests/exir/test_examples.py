@@ -11,6 +11,16 @@ from edgetorch.runtime import Runtime  # noqa: E402
 
 ATOL = 1e-5
 
+# Known compiler gaps (xfail strict: the day they are fixed, drop the entry).
+KNOWN_FAILURES = {
+    "shape_ops": "to_out_variants gives split_with_sizes_copy.out one alloc for its Tensor[] out",
+}
+
+
+def _examples():
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[n]))
+            if n in KNOWN_FAILURES else n for n in sorted(EXAMPLES)]
+
 
 @pytest.fixture(scope="module")
 def exported():
@@ -27,7 +37,7 @@ def exported():
     return get
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("name", _examples())
 def test_example_matches_eager(name, exported):
     model, inputs, et = exported(name)
     method = Runtime.get().load_program(et.buffer).load_method("forward")
@@ -42,8 +52,7 @@ def test_example_matches_eager(name, exported):
         err = (got - want).abs().max().item()
         assert err <= ATOL, f"{name}: max |error| {err:.3g} > {ATOL}"
     # A second run with other inputs reuses the planned memory and still matches.
-    gen = torch.Generator().manual_seed(123)
-    other = [torch.randn(x.shape, generator=gen) for x in inputs]
+    other = get_example(name).example_inputs(seed=123)
     got = method.execute(other)[0]
     with torch.no_grad():
         want = model(*other)

@@ -18,10 +18,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .bert import bert_encoder, bert_inputs
 from .classifiers import mlp, simple_model, tiny_classifier
 from .cnn import cnn
+from .llama import llama_decoder, token_inputs
 from .mobilenet_v2 import mobilenet_v2
 from .resnet import resnet18
+from .shape_ops import shape_ops
 from .transformer import transformer_encoder
 
 __all__ = [
@@ -39,7 +42,8 @@ class ExampleSpec:
     """A named example model: how to build it and what it is called with.
 
     ``factory`` builds a fresh eval-mode module with the same weights every call;
-    ``input_shapes`` gives one float32 shape per positional input.
+    ``input_shapes`` gives one shape per positional input: standard-normal float32, unless
+    ``make_inputs(generator)`` builds the inputs (token ids, masks...) itself.
     """
 
     name: str
@@ -47,10 +51,14 @@ class ExampleSpec:
     input_shapes: tuple[tuple[int, ...], ...]
     description: str
     seed: int = 0
+    make_inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]] | None = None
 
-    def example_inputs(self) -> tuple[torch.Tensor, ...]:
-        """Standard-normal float32 inputs, identical on every call (own generator, not global)."""
-        gen = torch.Generator().manual_seed(self.seed)
+    def example_inputs(self, seed: int | None = None) -> tuple[torch.Tensor, ...]:
+        """The inputs, identical on every call (own generator, not global); ``seed`` draws
+        another set of the same shapes and dtypes."""
+        gen = torch.Generator().manual_seed(self.seed if seed is None else seed)
+        if self.make_inputs is not None:
+            return tuple(self.make_inputs(gen))
         return tuple(torch.randn(shape, generator=gen) for shape in self.input_shapes)
 
     def build(self) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
@@ -58,8 +66,8 @@ class ExampleSpec:
         return self.factory(), self.example_inputs()
 
 
-def _spec(name, factory, shapes, description) -> tuple[str, ExampleSpec]:
-    return name, ExampleSpec(name, factory, shapes, description)
+def _spec(name, factory, shapes, description, make_inputs=None) -> tuple[str, ExampleSpec]:
+    return name, ExampleSpec(name, factory, shapes, description, make_inputs=make_inputs)
 
 
 EXAMPLES: dict[str, ExampleSpec] = dict(
@@ -90,6 +98,30 @@ EXAMPLES: dict[str, ExampleSpec] = dict(
             resnet18,
             ((1, 3, 224, 224),),
             "ResNet-18 with BasicBlocks, 1000 classes",
+        ),
+        _spec(
+            "llama_decoder",
+            llama_decoder,
+            ((1, 16),),
+            "Llama-style decoder: dim 64, 2 layers, 4 heads, RMSNorm, RoPE, causal SDPA, "
+            "SwiGLU; int64 token ids in, logits over 256 tokens out",
+            token_inputs,
+        ),
+        _spec(
+            "bert_encoder",
+            bert_encoder,
+            ((2, 16), (2, 16)),
+            "BERT-style encoder: embeddings + 2 layers (dim 64, 4 heads, GELU FFN 128); "
+            "int64 input_ids and attention_mask (second sequence padded)",
+            bert_inputs,
+        ),
+        _spec(
+            "shape_ops",
+            shape_ops,
+            ((2, 4, 8, 8),),
+            "Shape and indexing ops: cat, split, gather, index, index_select, where, cumsum, "
+            "pad, nearest/bilinear upsampling, topk, sort, repeat, flip, roll, masked_fill, "
+            "clamp, pow, argmin/argmax, var/std",
         ),
     ]
 )
