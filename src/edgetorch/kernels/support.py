@@ -118,7 +118,7 @@ _add(REAL, "aten::max_pool2d_with_indices.out")
 _add(FLOAT | {S.LONG}, "aten::avg_pool2d.out")
 _add(FLOAT | {S.BYTE}, *_aten("upsample_nearest2d.vec_out", "upsample_bilinear2d.vec_out"),
      note="uint8 bilinear rounds to nearest; torch's two CPU paths may differ by 1")
-_add({S.FLOAT, S.DOUBLE, S.BYTE}, "aten::_upsample_bilinear2d_aa.out",
+_add(frozenset({S.FLOAT, S.DOUBLE, S.BYTE}), "aten::_upsample_bilinear2d_aa.out",
      note="uint8 rounds to nearest; torch's fixed-point path may differ by 1")
 _add(ALL, "aten::constant_pad_nd.out")
 _add(REAL, *_aten("reflection_pad1d.out", "reflection_pad2d.out", "reflection_pad3d.out",
