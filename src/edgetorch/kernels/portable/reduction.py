@@ -86,7 +86,8 @@ def prod_out(self, dtype, out):
 def _minmax(x, dim, keepdim, fn, op):
     axes = reduce_axes(x.ndim, dim)
     _check_nonempty(x, axes, op)
-    return fn(x, axis=axes, keepdims=keepdim)
+    with np.errstate(invalid="ignore"):  # NaN propagates, as in torch
+        return fn(x, axis=axes, keepdims=keepdim)
 
 
 @kernel("aten::amax.out")
