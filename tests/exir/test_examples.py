@@ -11,10 +11,8 @@ from edgetorch.runtime import Runtime  # noqa: E402
 
 ATOL = 1e-5
 
-# Known compiler gaps (xfail strict: the day they are fixed, drop the entry).
-KNOWN_FAILURES = {
-    "shape_ops": "to_out_variants gives split_with_sizes_copy.out one alloc for its Tensor[] out",
-}
+# Known gaps (xfail strict: the day they are fixed, drop the entry).
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _examples():
