@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from refenv import _clean_env, ref_available, ref_python
 from xnn_helpers import INVALID, MODELS, GraphBuilder
 
 from edgetorch.backends.xnnpack import BACKEND_ID, XnnpackBackend
@@ -19,6 +20,7 @@ from edgetorch.backends.xnnpack import schema as x
 from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
 from edgetorch.errors import ErrorCode, InvalidArgumentError, InvalidProgramError, KernelError
 from edgetorch.runtime import Runtime
+from edgetorch.runtime import backends as runtime_backends
 from edgetorch.runtime.backends import BACKENDS
 from edgetorch.schema.pte import PteFile
 
@@ -46,15 +48,20 @@ class WithNamedData:
     def init(self, blob, compile_specs, context=None):
         return self.backend.init(blob, compile_specs, context or self.context)
 
-    def execute(self, handle, values, args):
-        self.backend.execute(handle, values, args)
+    def execute(self, handle, values, args, context=None):
+        self.backend.execute(handle, values, args, context)
 
     def destroy(self, handle):
         self.backend.destroy(handle)
 
 
+# Whether the runtime passes named data to Backend.init (the hook this backend needs).
+RUNTIME_HAS_HOOK = hasattr(runtime_backends, "BackendInitContext")
+
+
 def run_method(pte_bytes: bytes, inputs, monkeypatch) -> list[np.ndarray]:
-    monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
+    if not RUNTIME_HAS_HOOK:
+        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
     method = Runtime.get().load_program(pte_bytes).load_method("forward")
     return method.execute(inputs)
 
@@ -86,7 +93,7 @@ def test_program_end_to_end_with_named_data(tiny_pte, tiny_io, monkeypatch):
     np.testing.assert_allclose(out, expected, atol=ATOL, rtol=0)
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidProgramError,
+@pytest.mark.xfail(not RUNTIME_HAS_HOOK, strict=True, raises=InvalidProgramError,
                    reason="the runtime does not pass named data to Backend.init yet (needs the "
                           "BackendInitContext hook in runtime/method.py)")
 def test_program_end_to_end_through_the_plain_runtime(tiny_pte, tiny_io):
@@ -221,6 +228,28 @@ def test_unsupported_nodes_and_values_fail_at_load():
         XnnpackBackend().init(serialize_xnnpack_binary(graph), {})
 
 
+def test_dynamic_output_sizes_go_through_the_resize_hook():
+    b = GraphBuilder()
+    i, o = b.input(10, 4), b.output(10, 2, 2)  # upper bounds
+    b.node(x.XNNStaticReshape(3, [0, 2, 2], i, o))
+    planned = np.zeros((10, 2, 2), np.float32)
+    values = [np.arange(12, dtype=np.float32).reshape(3, 4), planned]
+    calls = []
+
+    class Exec:
+        @staticmethod
+        def resize(index, sizes):
+            calls.append((index, sizes))
+            values[index] = planned.reshape(-1)[: int(np.prod(sizes))].reshape(sizes)
+            return values[index]
+
+    backend = XnnpackBackend()
+    handle = backend.init(serialize_xnnpack_binary(b.build()), {})
+    backend.execute(handle, values, [0, 1], Exec())
+    assert calls == [(1, (3, 2, 2))]
+    np.testing.assert_array_equal(values[1], np.arange(12).reshape(3, 2, 2))
+
+
 # ---- compat: ExecuTorch-lowered examples, end to end ------------------------------------
 
 
@@ -236,3 +265,57 @@ def test_executorch_xnnpack_program_matches_eager(name, xnnpack_exports, monkeyp
     assert len(outs) == len(expected)
     for got, want in zip(outs, expected):
         np.testing.assert_allclose(got, want, atol=ATOL, rtol=0, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def dynamic_export(tmp_path_factory):
+    """ExecuTorch's XNNPACK lowering of a model with a dynamic batch (1..10), with inputs and
+    ExecuTorch's outputs for batches 1, 3 and 10."""
+    if not ref_available():
+        pytest.skip("reference ExecuTorch env not available")
+    d = tmp_path_factory.mktemp("xnnpack-dynamic")
+    subprocess.run([str(ref_python()), str(Path(__file__).with_name("xnn_ref.py")), "dynamic",
+                    str(d)], env=_clean_env(), check=True, capture_output=True, timeout=900)
+    cases = []
+    for batch in (1, 3, 10):
+        with np.load(d / f"dynamic.b{batch}.npz") as f:
+            cases.append((f["arr_0"], f["arr_1"]))
+    return (d / "dynamic.pte").read_bytes(), cases
+
+
+@pytest.mark.compat
+def test_executorch_dynamic_batch_blob(dynamic_export):
+    """Dims are upper bounds and reshape infers (0); outputs are resized through the hook."""
+    data, cases = dynamic_export
+    pte = PteFile.parse(data)
+    plan = pte.program.execution_plan[0]
+    args = [int(a) for a in plan.chains[0].instructions[0].instr_args.args]
+    backend = XnnpackBackend()
+    handle = backend.init(pte.delegate_bytes(plan.delegates[0]), {},
+                          InitContext("forward", pte.named_data))
+    arena = np.zeros(10 * 2 * 2, np.float32)  # the planned output at its upper bound
+
+    class Exec:
+        @staticmethod
+        def resize(index, sizes):
+            values[index] = arena[: int(np.prod(sizes))].reshape(sizes)
+            return values[index]
+
+    for inp, want in cases:
+        values = [inp, arena.reshape(10, 2, 2)]
+        backend.execute(handle, values, args, Exec())
+        np.testing.assert_allclose(values[1], want, atol=ATOL, rtol=0)
+
+
+@pytest.mark.compat
+@pytest.mark.xfail(not RUNTIME_HAS_HOOK, strict=True, raises=KernelError,
+                   reason="the runtime does not pass BackendExecutionContext.resize to "
+                          "Backend.execute yet")
+def test_executorch_dynamic_batch_program(dynamic_export, monkeypatch):
+    data, cases = dynamic_export
+    if not RUNTIME_HAS_HOOK:
+        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(data)))
+    method = Runtime.get().load_program(data).load_method("forward")
+    for inp, want in cases:
+        (out,) = method.execute([inp])
+        np.testing.assert_allclose(out, want, atol=ATOL, rtol=0)

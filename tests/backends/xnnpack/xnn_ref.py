@@ -3,6 +3,9 @@
     python xnn_ref.py serialize GRAPH.json OUT.bin
         ExecuTorch's own serialize_xnnpack_binary on the XNNGraph described by the JSON
         (ExecuTorch's dataclass JSON: fields in order, unions with ``<field>_type``).
+    python xnn_ref.py dynamic DIR
+        Lower a Linear-ReLU-reshape model with a dynamic batch (1..10) to XNNPACK: DIR/dynamic.pte,
+        and DIR/dynamic.b<N>.npz (input, ExecuTorch's output) for batches 1, 3 and 10.
     python xnn_ref.py run DIR
         For every DIR/NAME.pte with DIR/NAME.in.npz (arr_0, arr_1, ...), run ``forward`` in
         ExecuTorch's runtime (real XNNPACK) and write DIR/NAME.out.npz, or DIR/NAME.err.txt.
@@ -49,6 +52,33 @@ def run(directory: str) -> None:
             Path(f"{stem}.err.txt").write_text(traceback.format_exc())
 
 
+def dynamic(directory: str) -> None:
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return torch.relu(self.linear(x)).reshape(-1, 2, 2)
+
+    torch.manual_seed(0)
+    model = Model().eval()
+    batch = torch.export.Dim("batch", min=1, max=10)
+    ep = torch.export.export(model, (torch.randn(3, 8),), dynamic_shapes=({0: batch},))
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    pte = Path(directory) / "dynamic.pte"
+    pte.write_bytes(program.buffer)
+    method = Runtime.get().load_program(pte).load_method("forward")
+    for b in (1, 3, 10):
+        x = torch.randn(b, 8)
+        np.savez(Path(directory) / f"dynamic.b{b}.npz", x.numpy(), method.execute([x])[0].numpy())
+
+
 if __name__ == "__main__":
     cmd, *rest = sys.argv[1:]
-    {"serialize": serialize, "run": run}[cmd](*rest)
+    {"serialize": serialize, "run": run, "dynamic": dynamic}[cmd](*rest)

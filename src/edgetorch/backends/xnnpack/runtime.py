@@ -89,8 +89,11 @@ class XnnpackBackend:
         named_data = getattr(context, "named_data", None) if context is not None else None
         return compile_blob(deserialize_xnnpack_binary(blob), named_data)
 
-    def execute(self, handle: CompiledGraph, values: list[Any], args: Sequence[int]) -> None:
-        run(handle, values, args)
+    def execute(self, handle: CompiledGraph, values: list[Any], args: Sequence[int],
+                context: Any = None) -> None:
+        """Run the delegate. ``context.resize(value_index, sizes)``, when given, re-views an
+        output tensor at new (dynamic) sizes and returns it."""
+        run(handle, values, args, getattr(context, "resize", None))
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
@@ -213,15 +216,24 @@ def _constant_bytes(blob: XnnpackBlob, idx: int, named_data: NamedData | None,
 # ---- running --------------------------------------------------------------------------
 
 
+def _memory_order(a: np.ndarray) -> list[int] | None:
+    """The dim order of ``a`` from its strides; None for the default (contiguous) order."""
+    if a.ndim < 2 or a.flags.c_contiguous:
+        return None
+    return sorted(range(a.ndim), key=lambda d: -a.strides[d])
+
+
 def _physical(a: np.ndarray) -> np.ndarray:
     """``a`` with its dimensions in memory order (a channels-last NCHW tensor -> NHWC)."""
-    if a.ndim < 2 or a.flags.c_contiguous:
-        return a
-    order = sorted(range(a.ndim), key=lambda d: -a.strides[d])
-    return a.transpose(order)
+    order = _memory_order(a)
+    return a if order is None else a.transpose(order)
 
 
-def run(g: CompiledGraph, values: list[Any], args: Sequence[int]) -> None:
+Resize = Callable[[int, tuple[int, ...]], np.ndarray]
+
+
+def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
+        resize: Resize | None = None) -> None:
     if len(args) < g.num_args:
         raise InvalidArgumentError(
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
@@ -244,21 +256,33 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int]) -> None:
     except Exception as e:
         raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: {e}") from e
     for ext, slot in g.outputs:
-        _store(values[args[ext]], env[slot], ext, args[ext])
+        _store(values[args[ext]], env[slot], ext, args[ext], resize)
     env[:] = g.initial  # drop intermediates; constants stay
 
 
-def _store(out: Any, res: np.ndarray, ext: int, index: int) -> None:
+def _store(out: Any, res: np.ndarray, ext: int, index: int, resize: Resize | None) -> None:
     if not isinstance(out, np.ndarray):
         raise InvalidArgumentError(f"XNNPACK delegate argument {ext} (value {index}) must be "
                                    f"an output tensor, got {type(out).__name__}")
-    target = _physical(out)
+    order = _memory_order(out)
+    target = out.transpose(order) if order else out
     if target.shape != res.shape:
-        squeezed = tuple(d for d in res.shape if d != 1)
-        if squeezed != tuple(d for d in target.shape if d != 1):
+        if _squeezed(target.shape) == _squeezed(res.shape) and target.size == res.size:
+            res = res.reshape(target.shape)  # e.g. a 0-d tensor that XNNPACK sees as [1]
+        elif resize is not None and len(res.shape) == out.ndim:
+            # XNNExecutor::resize_outputs: logical size of dim order[j] is XNNPACK's dim j.
+            sizes = [0] * out.ndim
+            for j, d in enumerate(order or range(out.ndim)):
+                sizes[d] = res.shape[j]
+            out = resize(index, tuple(sizes))
+            target = out.transpose(order) if order else out
+        else:
             raise KernelError(
                 f"XNNPACK delegate output {ext} (value {index}) has sizes {list(res.shape)}, "
-                f"the method planned {list(target.shape)}; dynamic output sizes are not "
-                "supported by this backend yet")
-        res = res.reshape(target.shape)
+                f"the method planned {list(target.shape)}; resizing outputs needs a runtime "
+                "that passes an execution context with resize()")
     np.copyto(target, res, casting="unsafe")
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
