@@ -209,6 +209,15 @@ def test_output_size_mismatch_is_an_error():
         _run(b, [np.zeros((2, 3), np.float32)], [np.zeros((2, 3), np.float32)])
 
 
+def test_an_output_no_node_writes():
+    b = GraphBuilder()
+    i = b.input(2)
+    b.output(2)
+    b.node(x.XNNAbs(i, b.tensor(2)))
+    with pytest.raises(KernelError, match="never computed"):
+        _run(b, [np.zeros(2, np.float32)], [np.zeros(2, np.float32)])
+
+
 def test_unsupported_nodes_and_values_fail_at_load():
     b = GraphBuilder()
     q, k, v, s, o = b.input(1, 2, 4), b.input(1, 2, 4), b.input(1, 2, 4), b.input(4), b.output(

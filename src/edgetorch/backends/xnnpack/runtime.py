@@ -260,10 +260,14 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
     env[:] = g.initial  # drop intermediates; constants stay
 
 
-def _store(out: Any, res: np.ndarray, ext: int, index: int, resize: Resize | None) -> None:
+def _store(out: Any, res: np.ndarray | None, ext: int, index: int,
+           resize: Resize | None) -> None:
     if not isinstance(out, np.ndarray):
         raise InvalidArgumentError(f"XNNPACK delegate argument {ext} (value {index}) must be "
                                    f"an output tensor, got {type(out).__name__}")
+    if res is None:
+        raise KernelError(f"XNNPACK delegate output {ext} (value {index}) is never computed: "
+                          "no node of the graph writes it")
     order = _memory_order(out)
     target = out.transpose(order) if order else out
     if target.shape != res.shape:
