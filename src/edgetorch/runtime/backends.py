@@ -8,15 +8,43 @@ indices ``args``), ``destroy(handle)`` and ``is_available()``. Register one with
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import BackendNotFoundError, RegistrationError
 
 
-class Backend(Protocol):
-    def init(self, blob: memoryview, compile_specs: dict[str, bytes]) -> Any: ...
+@dataclass(frozen=True)
+class BackendInitContext:
+    """What ``Backend.init`` gets besides the blob (ExecuTorch's ``BackendInitContext``).
 
-    def execute(self, handle: Any, values: list[Any], args: list[int]) -> None: ...
+    ``named_data(key)`` returns the bytes stored under ``key`` in the program's named data
+    (the .pte's ``Program.named_data``, then the .ptd files given to ``load_program``): the
+    weights a backend such as XNNPACK keeps outside its blob. A missing key raises.
+    """
+
+    method_name: str
+    named_data: Callable[[str], memoryview]
+
+
+@dataclass(frozen=True)
+class BackendExecutionContext:
+    """What ``Backend.execute`` gets besides its arguments (ExecuTorch's
+    ``BackendExecutionContext``). ``resize(value_index, sizes)`` re-views an output tensor at
+    new sizes within its planned upper bound, stores it in ``values[value_index]`` and
+    returns it (ExecuTorch's ``resize_tensor``)."""
+
+    method_name: str
+    resize: Callable[[int, tuple[int, ...]], Any]
+
+
+class Backend(Protocol):
+    def init(self, blob: memoryview, compile_specs: dict[str, bytes],
+             context: BackendInitContext) -> Any: ...
+
+    def execute(self, handle: Any, values: list[Any], args: list[int],
+                context: BackendExecutionContext) -> None: ...
 
     def destroy(self, handle: Any) -> None: ...
 

@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..kernels.registry import get_kernel
 from ..schema import program as S
-from .backends import get_backend
+from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
@@ -303,17 +303,29 @@ class Method:
         backend = get_backend(delegate.id)
         blob = self._program._delegate_data(delegate, self.name)
         specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
-        handle = backend.init(blob, specs)
+        handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
         self._delegate_handles.append((backend, handle))
         args = [int(x) for x in call.args]
         for x in args:
             self._arg_getter(x, where)
         vals = self._vals
+        context = BackendExecutionContext(self.name, self._resize_delegate_output)
 
         def run() -> int:
-            backend.execute(handle, vals, args)
+            backend.execute(handle, vals, args, context)
             return pc + 1
         return run, f"delegate {delegate.id}({', '.join(map(str, args))})"
+
+    def _resize_delegate_output(self, idx: int, sizes: tuple[int, ...]) -> np.ndarray:
+        slot = self._slots.get(idx)
+        if slot is None:
+            raise KernelError(f"method {self.name!r}: a delegate asked to resize value {idx}, "
+                              "which is not a tensor of this method")
+        sizes = tuple(int(s) for s in sizes)
+        slot.check_resize(sizes, f"delegate output (value {idx})")
+        view = slot.view(sizes)
+        self._vals[idx] = view
+        return view
 
     def _compile_move(self, pc: int, call: S.MoveCall, where: str) -> tuple[Instr, str]:
         src, dst = int(call.move_from), int(call.move_to)

@@ -18,6 +18,7 @@ class Program:
         self._pte = pte
         self._source = source
         self._data_map = data_map
+        self._named_keys = {nd.key for nd in pte.program.named_data or []}
         self._plans = {p.name: p for p in pte.program.execution_plan}
         if len(self._plans) != len(pte.program.execution_plan):
             raise InvalidProgramError(f"{source}: two execution plans share a name")
@@ -78,6 +79,17 @@ class Program:
             return self._pte.mutable_bytes(idx, seg, nbytes)
         except FormatError as e:
             raise InvalidProgramError(f"method {method!r}: initial state of a buffer: {e}") from e
+
+    def named_data(self, key: str) -> memoryview:
+        """The bytes under ``key`` in the program's named data, else in the .ptd data map(s)
+        (ExecuTorch merges both into the NamedDataMap a backend sees)."""
+        if key in self._named_keys:
+            return self._pte.named_data(key)
+        if self._data_map is not None:
+            return self._data_map.tensor_bytes(key)
+        raise ExternalDataError(
+            f"{self._source} has no named data {key!r}; if its weights were saved to a .ptd "
+            "file, pass load_program(pte, data_path='model.ptd')")
 
     def _delegate_data(self, delegate: S.BackendDelegate, method: str) -> memoryview:
         try:

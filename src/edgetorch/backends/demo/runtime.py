@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidProgramError
-from ...runtime.backends import backend
+from ...runtime.backends import BackendExecutionContext, BackendInitContext, backend
 
 BACKEND_ID = "BackendWithCompilerDemo"
 VERSION = 1
@@ -63,7 +63,8 @@ class DemoBackend:
     def is_available(self) -> bool:
         return True
 
-    def init(self, blob: memoryview, compile_specs: dict[str, bytes]) -> DemoProgram:
+    def init(self, blob: memoryview, compile_specs: dict[str, bytes],
+             context: BackendInitContext | None = None) -> DemoProgram:
         try:
             doc = json.loads(bytes(blob).decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
@@ -83,7 +84,8 @@ class DemoBackend:
         return DemoProgram(doc["inputs"], doc["outputs"], constants, doc["instructions"],
                            dict(compile_specs))
 
-    def execute(self, handle: DemoProgram, values: list[Any], args: list[int]) -> None:
+    def execute(self, handle: DemoProgram, values: list[Any], args: list[int],
+                context: BackendExecutionContext | None = None) -> None:
         n_in = len(handle.inputs)
         if len(args) != n_in + len(handle.outputs):
             raise InvalidProgramError(
@@ -100,6 +102,8 @@ class DemoBackend:
             result, slot = env[name], values[idx]
             if isinstance(slot, np.ndarray) and slot.shape == result.shape:
                 np.copyto(slot, result)  # into the planned output memory
+            elif context is not None and isinstance(slot, np.ndarray):
+                np.copyto(context.resize(idx, result.shape), result)  # dynamic shapes
             else:
                 values[idx] = result
 
