@@ -25,8 +25,6 @@ ATOL = 1e-5
 
 # Known failures, per direction (xfail strict: drop the entry the day it passes).
 OURS_IN_EXECUTORCH = {
-    "bert_encoder": "edgetorch emits aten::sub.out with a Double `self` for `1.0 - mask`; "
-    "ExecuTorch's kernel needs a Tensor there (toTensor: EValue is not a Tensor)",
     "shape_ops": "ExecuTorch 1.5.1 has no aten::sort.values kernel (it cannot load its own "
     ".pte of this model either: OperatorMissing)",
 }

@@ -127,6 +127,34 @@ EDGE_PASSES: list[GraphRewrite] = [
 ]
 
 
+def scalars_to_tensors(ep: ExportedProgram) -> bool:
+    """A Python number left in a Tensor argument (``1.0 - x`` exports as
+    ``sub.Tensor(1.0, x)``) becomes a 0-d constant tensor, as ExecuTorch's ScalarToTensorPass
+    does: kernels (ours and ExecuTorch's) read a Tensor there."""
+    from .passes.constant_fold import add_constant
+
+    changed = False
+    for node in list(_op_nodes(ep.graph_module)):
+        schema = node.target._schema
+        args = list(node.args)
+        before = list(args)
+        for i, arg in enumerate(args):
+            if i >= len(schema.arguments) or isinstance(arg, bool):
+                continue
+            if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(arg, (int, float)):
+                val = node.meta.get("val")
+                dtype = val.dtype if isinstance(val, torch.Tensor) and isinstance(arg, float) \
+                    and val.dtype.is_floating_point else (torch.float32 if isinstance(arg, float) else torch.int64)
+                value = torch.tensor(arg, dtype=dtype)
+                args[i] = add_constant(ep, f"_scalar_{node.name}_{i}", value, value)
+                changed = True
+        if args != before:
+            node.args = tuple(args)
+    if changed:
+        ep.graph_module.recompile()
+    return changed
+
+
 def _decomposition_table(config: EdgeCompileConfig, keep: list[OpOverload]):
     table = torch.export.default_decompositions()
     for op in list(config.preserve_ops) + list(keep):
@@ -146,6 +174,8 @@ def to_edge_dialect(
     for mod in list(_ops.graph_modules(gm)):
         for rewrite in rewrites:
             rewrite(mod)
+    scalars_to_tensors(ep)
+    for mod in list(_ops.graph_modules(gm)):
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
         mod.graph.lint()
         mod.recompile()

@@ -47,7 +47,7 @@ def fold_constants(ep: ExportedProgram) -> bool:
             continue
         value = value.contiguous() if not value.is_contiguous() else value
         name = _fresh_name(ep, f"_folded_{node.name}")
-        placeholder = _add_constant(ep, name, value, node)
+        placeholder = add_constant(ep, name, value, node.meta["val"], node.meta.get("stack_trace"))
         node.replace_all_uses_with(placeholder)
         graph.erase_node(node)
         consts[placeholder] = value
@@ -70,8 +70,10 @@ def _fresh_name(ep: ExportedProgram, base: str) -> str:
     return name
 
 
-def _add_constant(ep: ExportedProgram, name: str, value: torch.Tensor,
-                  like: torch.fx.Node) -> torch.fx.Node:
+def add_constant(ep: ExportedProgram, name: str, value: torch.Tensor, val: object,
+                 stack_trace: str | None = None) -> torch.fx.Node:
+    """A new lifted-constant placeholder holding ``value`` (``val`` is its meta value)."""
+    name = _fresh_name(ep, name)
     graph = ep.graph
     specs = ep.graph_signature.input_specs
     first_user = next(
@@ -85,8 +87,8 @@ def _add_constant(ep: ExportedProgram, name: str, value: torch.Tensor,
     else:
         with graph.inserting_after(placeholders[-1] if placeholders else None):
             node = graph.placeholder(name)
-    node.meta["val"] = like.meta["val"]
-    node.meta["stack_trace"] = like.meta.get("stack_trace")
+    node.meta["val"] = val
+    node.meta["stack_trace"] = stack_trace
     specs.insert(first_user, InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), name))
     ep.constants[name] = value
     return node
