@@ -30,8 +30,47 @@ def naive(specs: list[TensorSpec], alignment: int = ALIGNMENT) -> int:
 
 
 def greedy(specs: list[TensorSpec], alignment: int = ALIGNMENT) -> int:
+    """The smaller of two greedy placements (by-offset best fit, shared objects); each is a
+    heuristic and neither wins on every graph. Returns the arena size."""
+    by_offset = _best_fit_offsets(specs, alignment)
+    offsets = [s.mem_offset for s in specs]
+    by_object = _shared_objects(specs, alignment)
+    if by_offset <= by_object:
+        for spec, off in zip(specs, offsets):
+            spec.mem_offset = off
+        return by_offset
+    return by_object
+
+
+def _shared_objects(specs: list[TensorSpec], alignment: int) -> int:
+    """Largest first, each tensor joins the best-sized buffer none of whose tensors is alive
+    at the same time (or opens a new one); buffers are then laid out one after another."""
+    objects: list[list[TensorSpec]] = []
+    sizes: list[int] = []
+    for spec in sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0])):
+        size = aligned(spec.allocated_memory, alignment)
+        free = [i for i, members in enumerate(objects)
+                if not any(_overlap(m, spec) for m in members)]
+        fits = [i for i in free if sizes[i] >= size]
+        pick = min(fits, key=lambda i: sizes[i]) if fits else (
+            max(free, key=lambda i: sizes[i]) if free else None)
+        if pick is None:
+            objects.append([spec])
+            sizes.append(size)
+        else:
+            objects[pick].append(spec)
+            sizes[pick] = max(sizes[pick], size)
+    offset = 0
+    for members, size in zip(objects, sizes):
+        for spec in members:
+            spec.mem_offset = offset
+        offset += size
+    return offset
+
+
+def _best_fit_offsets(specs: list[TensorSpec], alignment: int) -> int:
     """Largest first; each tensor takes the smallest gap that fits among the tensors whose
-    lifetimes overlap its own (or goes on top). Returns the arena size."""
+    lifetimes overlap its own (or goes on top)."""
     order = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0]))
     placed: list[TensorSpec] = []
     top = 0
