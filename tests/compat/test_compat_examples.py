@@ -24,10 +24,7 @@ pytestmark = [
 ATOL = 1e-5
 
 # Known failures, per direction (xfail strict: drop the entry the day it passes).
-OURS_IN_EXECUTORCH = {
-    "shape_ops": "ExecuTorch 1.5.1 has no aten::sort.values kernel (it cannot load its own "
-    ".pte of this model either: OperatorMissing)",
-}
+OURS_IN_EXECUTORCH: dict[str, str] = {}
 NO_LARGER = {
     "shape_ops": "edgetorch's memory plan is 28160 bytes, ExecuTorch's 26752 (the .pte itself "
     "is smaller)",

@@ -118,11 +118,39 @@ def remove_noops(gm: torch.fx.GraphModule) -> bool:
     return changed
 
 
+def sort_to_topk(gm: torch.fx.GraphModule) -> bool:
+    """``sort(x, dim, descending)`` -> ``topk(x, x.size(dim), dim, largest=descending)``.
+
+    ExecuTorch's portable library has ``topk`` but no ``sort``; a non-stable sort is a full
+    top-k (ties may come back in another order, which a non-stable sort allows), so programs
+    that sort also run on ExecuTorch's runtime. Stable sorts and symbolic sizes are left alone.
+    """
+    changed = False
+    for node in _op_nodes(gm):
+        if node.target is not torch.ops.aten.sort.default:
+            continue
+        x = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
+        descending = node.args[2] if len(node.args) > 2 else node.kwargs.get("descending", False)
+        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or val.dim() == 0:
+            continue
+        size = val.shape[dim]
+        if not isinstance(size, int):
+            continue
+        node.target = torch.ops.aten.topk.default
+        node.args = (x, size, dim, bool(descending), True)
+        node.kwargs = {}
+        changed = True
+    return changed
+
+
 EDGE_PASSES: list[GraphRewrite] = [
     remove_asserts,
     views_to_copies,
     scalars_to_scalar_overloads,
     layout_ops_to_dim_order_ops,
+    sort_to_topk,
     remove_noops,
 ]
 
