@@ -198,7 +198,7 @@ class ExecutorchProgramManager:
                 self._program,
                 constant_buffers=self._state.constant_buffers,
                 delegate_blobs=self._state.delegate_blobs,
-                named_data=None,
+                named_data=self._named_data(),
                 extract_delegate_segments=self._config.extract_delegate_segments,
                 segment_alignment=self._config.segment_alignment,
                 constant_tensor_alignment=self._config.constant_tensor_alignment or 16,
@@ -207,6 +207,13 @@ class ExecutorchProgramManager:
                                  if len(self._state.mutable_buffers) > 1 else None),
             )
         return self._buffer
+
+    def _named_data(self) -> dict[str, tuple[bytes, int]] | None:
+        store = self._state.named_data
+        if not store.pte_data:
+            return None
+        return {key: (store.buffers[e.buffer_index], e.alignment)
+                for key, e in store.pte_data.items()}
 
     @property
     def data_files(self) -> dict[str, bytes]:

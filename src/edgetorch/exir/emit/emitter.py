@@ -24,6 +24,7 @@ from torch.utils._pytree import treespec_dumps
 from ...errors import ExportError
 from ...schema import program as S
 from .. import memory
+from .._serialize._named_data_store import NamedDataStore
 from ..ops import describe_node, is_cond, is_out_variant, op_name_and_overload, user_frame
 from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
@@ -49,6 +50,8 @@ class ProgramState:
     mutable_buffers: list[bytes] = field(default_factory=lambda: [b""])
     # External constants (.ptd files): tag -> {fully qualified name: (bytes, spec)}.
     external: dict[str, dict[str, tuple[bytes, TensorSpec]]] = field(default_factory=dict)
+    # Named data the delegates' preprocess stored (PreprocessResult.data_store_output).
+    named_data: NamedDataStore = field(default_factory=NamedDataStore)
 
     _delegate_index: dict[bytes, int] = field(default_factory=dict)
 
@@ -336,6 +339,14 @@ class MethodEmitter:
         blobs share one ``backend_delegate_data`` entry."""
         lowered = getattr(node.graph.owning_module, node.args[0].target)
         index = self.state.add_delegate_blob(lowered.processed_bytes)
+        store_output = lowered.named_data_store_output
+        if store_output is not None:
+            if store_output.external_data:
+                raise ExportError(
+                    f"delegate {lowered.backend_id} of %{node.name} stores named data in "
+                    f"external files {sorted(store_output.external_data)}; only named data "
+                    "inside the .pte is supported. Drop the external tags.")
+            self.state.named_data.merge_named_data_store(store_output)
         args = [self._arg(a, None) for a in node.args[1:]]
         spec = node.meta["spec"]
         specs = list(spec) if isinstance(spec, (tuple, list)) else [spec]
