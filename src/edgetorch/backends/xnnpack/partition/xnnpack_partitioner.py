@@ -1,0 +1,123 @@
+"""``XnnpackPartitioner``: tags the float32 subgraphs XNNPACK runs (ExecuTorch's name and
+arguments).
+
+Every operator with an XNNPACK lowering whose checks pass is supported; the supported nodes
+are grouped into maximal subgraphs without cycles (``CapabilityBasedPartitioner``), one
+delegate each, and the weights that only a subgraph uses go into it. Each node left out is
+recorded with its reason (``Partitioner.reject``) and logged after partitioning.
+
+Under ``to_edge_transform_and_lower``, ``linear``, ``max_pool2d``, ``hardswish`` and
+``upsample_bilinear2d`` are kept from decomposition when XNNPACK can take them
+(``ops_to_not_decompose``), so they reach XNNPACK whole, as with ExecuTorch.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections.abc import Callable
+from enum import Enum
+
+import torch
+from torch._ops import OpOverload
+from torch.export import ExportedProgram
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from ....exir.backend import DelegationSpec, Partitioner, PartitionResult
+from ....exir.backend.partitioner import TAG
+from ....exir.backend.utils import tag_constant_data
+from .support import is_getitem_of, why_not
+
+aten = torch.ops.aten
+BACKEND_ID = "XnnpackBackend"
+
+# Operators the core-ATen decomposition would take apart but XNNPACK runs whole.
+KEEP_WHOLE: tuple[OpOverload, ...] = (
+    aten.linear.default,
+    aten.max_pool2d.default,
+    aten.hardswish.default,
+    aten.upsample_bilinear2d.vec,
+)
+
+
+class ConfigPrecisionType(Enum):
+    """The precisions ExecuTorch's partitioner configs know; edgetorch lowers FP32."""
+
+    FP32 = 1
+    STATIC_QUANT = 2
+    DYNAMIC_QUANT = 3
+
+
+class _Supported(OperatorSupportBase):
+    def __init__(self, nodes: set[torch.fx.Node]) -> None:
+        self.nodes = nodes
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return node in self.nodes or is_getitem_of(node, self.nodes)
+
+
+class XnnpackPartitioner(Partitioner):
+    """Delegates float32 subgraphs to ``XnnpackBackend``.
+
+    ``config_precisions``: the precisions to delegate (only ``FP32`` is implemented; without
+    it nothing is delegated). ``per_op_mode``: one delegate per operator instead of maximal
+    subgraphs. ``verbose``: log the operators left out (INFO on
+    ``edgetorch.exir.backend.partitioner``). ``configs`` and other keyword arguments of
+    ExecuTorch's partitioner are accepted and ignored.
+    """
+
+    def __init__(self, configs: object = None,
+                 config_precisions: ConfigPrecisionType | list[ConfigPrecisionType] | None = None,
+                 per_op_mode: bool = False, verbose: bool = False, **kwargs: object) -> None:
+        super().__init__()
+        self.delegation_spec = DelegationSpec(BACKEND_ID, [])
+        if isinstance(config_precisions, ConfigPrecisionType):
+            config_precisions = [config_precisions]
+        self.fp32 = config_precisions is None or ConfigPrecisionType.FP32 in config_precisions
+        self.per_op_mode = per_op_mode
+        if verbose:
+            logging.getLogger("edgetorch.exir.backend.partitioner").setLevel(logging.INFO)
+
+    def supported_nodes(self, ep: ExportedProgram) -> set[torch.fx.Node]:
+        """The operator calls XNNPACK can take (the others are rejected with a reason)."""
+        nodes = set()
+        for node in ep.graph.nodes:
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            why = why_not(node, ep) if self.fp32 else "FP32 is not among config_precisions"
+            if why is None:
+                nodes.add(node)
+            else:
+                self.reject(node, why)
+        return nodes
+
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> tuple[list[OpOverload], Callable[[torch.fx.Node], bool] | None]:
+        if not self.fp32:
+            return ([], None)
+        return (list(KEEP_WHOLE), lambda node: why_not(node, ep) is None)
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        gm = exported_program.graph_module
+        supported = self.supported_nodes(exported_program)
+        if self.per_op_mode:
+            partitions = [Partition(id=i, nodes=[n, *[u for u in n.users
+                                                      if is_getitem_of(u, {n})]])
+                          for i, n in enumerate(n for n in gm.graph.nodes if n in supported)]
+        else:
+            partitions = CapabilityBasedPartitioner(
+                gm, _Supported(supported), allows_single_node_partition=True,
+            ).propose_partitions()
+        position = {n: i for i, n in enumerate(gm.graph.nodes)}
+        partitions.sort(key=lambda p: min(position[n] for n in p.nodes))
+        tags = {}
+        for i, partition in enumerate(partitions):
+            tag = f"tag{i}"
+            for node in partition.nodes:
+                node.meta[TAG] = tag
+            tags[tag] = self.delegation_spec
+        tag_constant_data(exported_program)
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
+
