@@ -47,14 +47,20 @@ Check = Callable[[torch.fx.Node, ExportedProgram], "str | None"]
 Emit = Callable[["Builder", torch.fx.Node], None]
 
 
+Statics = Callable[[torch.fx.Node], "list[torch.fx.Node]"]
+
+
 @dataclass(frozen=True)
 class Rule:
     """How one ATen operator becomes XNNPACK nodes: ``check(node, ep)`` returns why the
     node cannot be lowered (None when it can; the common dtype/shape checks are separate),
-    ``emit(builder, node)`` writes the nodes."""
+    ``emit(builder, node)`` writes the nodes. ``statics(node)`` lists the weight
+    placeholders that must be constants of the delegate (so the partitioner keeps all their
+    users in one delegate)."""
 
     emit: Emit
     check: Check
+    statics: Statics
 
 
 RULES: dict[OpOverload, Rule] = {}
@@ -64,14 +70,19 @@ def _no_check(node: torch.fx.Node, ep: ExportedProgram) -> str | None:
     return None
 
 
-def rule(*ops: OpOverload, check: Check | None = None) -> Callable[[Emit], Emit]:
-    """Register the decorated emitter (and ``check``) for ``ops``."""
+def _no_statics(node: torch.fx.Node) -> list[torch.fx.Node]:
+    return []
+
+
+def rule(*ops: OpOverload, check: Check | None = None,
+         statics: Statics | None = None) -> Callable[[Emit], Emit]:
+    """Register the decorated emitter (with ``check`` and ``statics``) for ``ops``."""
 
     def deco(fn: Emit) -> Emit:
         for op in ops:
             if op in RULES:
                 raise RegistrationError(f"XNNPACK lowering of {op} is registered twice")
-            RULES[op] = Rule(fn, check or _no_check)
+            RULES[op] = Rule(fn, check or _no_check, statics or _no_statics)
         return fn
 
     return deco

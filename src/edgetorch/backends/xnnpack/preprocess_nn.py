@@ -47,10 +47,15 @@ def _owned(node: object, ep: ExportedProgram, what: str) -> str | None:
     """Why a weight cannot be baked into the delegate (None when it can)."""
     if static_tensor(ep, node) is None:
         return f"the {what} is not a constant (XNNPACK needs static {what}s here)"
-    assert isinstance(node, Node)
-    if len(node.users) != 1:
-        return f"the {what} %{node.name} is shared with other nodes"
     return None
+
+
+def _weights(*indices: int):
+    """``statics`` for a rule: the node arguments at ``indices`` that are given."""
+    def statics(node: Node) -> list[Node]:
+        return [node.args[i] for i in indices
+                if len(node.args) > i and isinstance(node.args[i], Node)]
+    return statics
 
 
 # ---- batch norm ---------------------------------------------------------------------------
@@ -101,7 +106,7 @@ def _following_batch_norm(g: Builder, node: Node) -> tuple[Node, Node] | None:
     return bn, item
 
 
-@rule(BATCH_NORM, check=_bn_reason)
+@rule(BATCH_NORM, check=_bn_reason, statics=_weights(1, 2, 3, 4))
 def _batch_norm(g: Builder, node: Node) -> None:
     inp = node.args[0]
     scale, shift = _bn_scale_shift(g, node)
@@ -150,7 +155,7 @@ def _conv_params(node: Node) -> dict:
                 transposed=bool(transposed), groups=int(groups), one_d=one_d)
 
 
-@rule(aten.convolution.default, check=_check_conv)
+@rule(aten.convolution.default, check=_check_conv, statics=_weights(1, 2))
 def _convolution(g: Builder, node: Node) -> None:
     p = _conv_params(node)
     weight = g.static(node.args[1]).detach()

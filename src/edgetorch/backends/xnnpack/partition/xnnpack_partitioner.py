@@ -27,6 +27,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from ....exir.backend import DelegationSpec, Partitioner, PartitionResult
 from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
+from ..preprocess_builder import RULES
 from .support import is_getitem_of, why_not
 
 aten = torch.ops.aten
@@ -99,17 +100,36 @@ class XnnpackPartitioner(Partitioner):
             return ([], None)
         return (list(KEEP_WHOLE), lambda node: why_not(node, ep) is None)
 
+    def _propose(self, gm: torch.fx.GraphModule,
+                 supported: set[torch.fx.Node]) -> list[Partition]:
+        if self.per_op_mode:
+            ops = [n for n in gm.graph.nodes if n in supported]
+            return [Partition(id=i, nodes=[n, *(u for u in n.users if is_getitem_of(u, {n}))])
+                    for i, n in enumerate(ops)]
+        return CapabilityBasedPartitioner(
+            gm, _Supported(supported), allows_single_node_partition=True).propose_partitions()
+
+    def _grouped(self, gm: torch.fx.GraphModule,
+                 supported: set[torch.fx.Node]) -> list[Partition]:
+        """The delegates' node groups; a node whose constant weights are also used outside its
+        group (so they could not become the delegate's constants) is left out, and the
+        grouping redone."""
+        while True:
+            partitions = self._propose(gm, supported)
+            group = {n: p.id for p in partitions for n in p.nodes}
+            shared = {(n, w) for n in supported for w in RULES[n.target].statics(n)
+                      if any(group.get(u) != group[n] for u in w.users)}
+            if not shared:
+                return partitions
+            for n, w in shared:
+                supported.discard(n)
+                self.reject(n, f"its weight %{w.name} is also used outside its delegate "
+                               "(XNNPACK needs it as a constant of one delegate)")
+
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
         supported = self.supported_nodes(exported_program)
-        if self.per_op_mode:
-            partitions = [Partition(id=i, nodes=[n, *[u for u in n.users
-                                                      if is_getitem_of(u, {n})]])
-                          for i, n in enumerate(n for n in gm.graph.nodes if n in supported)]
-        else:
-            partitions = CapabilityBasedPartitioner(
-                gm, _Supported(supported), allows_single_node_partition=True,
-            ).propose_partitions()
+        partitions = self._grouped(gm, supported)
         position = {n: i for i, n in enumerate(gm.graph.nodes)}
         partitions.sort(key=lambda p: min(position[n] for n in p.nodes))
         tags = {}
