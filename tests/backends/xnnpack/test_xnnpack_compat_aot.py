@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from refenv import _clean_env, ref_available, ref_python
-from xnn_aot_cases import CASES, IDS, eager, lower
+from xnn_aot_cases import CASES, IDS, dynamic_batch_programs, eager, lower
 
 from edgetorch.backends.xnnpack.serialization import deserialize_xnnpack_binary
 from edgetorch.examples import EXAMPLES
@@ -131,3 +131,46 @@ def test_xnnpack_graph_and_weights_equal_executorchs(name, ours, xnnpack_exports
     assert mine.named_data_keys() == theirs.named_data_keys()
     for key in mine.named_data_keys():
         assert bytes(mine.named_data(key)) == bytes(theirs.named_data(key))
+
+
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory):
+    """Our dynamic-batch programs run by ExecuTorch at each batch size, and ExecuTorch's own
+    lowering of the Linear-ReLU-reshape model (``xnn_ref.py dynamic``)."""
+    if not ref_available():
+        pytest.skip("reference ExecuTorch env not available")
+    d = tmp_path_factory.mktemp("xnnpack-aot-dynamic")
+    programs, wants = {}, {}
+    for name, model, et, batches in dynamic_batch_programs():
+        for inputs in batches:
+            key = f"{name}.b{inputs[0].shape[0]}"
+            programs[key] = (et.buffer, inputs)
+            wants[key] = eager(model, inputs)
+    _run_in_executorch(d, programs)
+    (d / "et").mkdir()
+    subprocess.run([str(ref_python()), str(REF_SCRIPT), "dynamic", str(d / "et")],
+                   env=_clean_env(), check=True, capture_output=True, timeout=900)
+    return d, wants
+
+
+def test_dynamic_batch_runs_in_executorch(dynamic):
+    d, wants = dynamic
+    for key, want in wants.items():
+        got = _executorch_outputs(d, key)
+        assert got[0].shape == want[0].shape, key
+        np.testing.assert_allclose(got[0], want[0], atol=1e-5, err_msg=key)
+
+
+def test_dynamic_blob_equals_executorchs(dynamic):
+    d, _ = dynamic
+    mine = PteFile.parse((d / "linear_relu_reshape.b1.pte").read_bytes())
+    theirs = PteFile.parse((d / "et" / "dynamic.pte").read_bytes())
+    graphs = []
+    for f in (mine, theirs):
+        graph = deserialize_xnnpack_binary(
+            f.delegate_bytes(f.program.execution_plan[0].delegates[0])).graph
+        for node in graph.xnodes:
+            node.debug_handle = 0
+        graphs.append(graph)
+    assert graphs[0] == graphs[1]
+    assert graphs[0].xvalues[-1].tensor.dims == [10, 2, 2]  # the upper bound

@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from xnn_aot_cases import CASES, IDS, Fn, eager, lower, program_summary, run_ours
+from xnn_aot_cases import (
+    CASES,
+    IDS,
+    Fn,
+    dynamic_batch_programs,
+    eager,
+    lower,
+    program_summary,
+    run_ours,
+)
 
 from edgetorch.backends.xnnpack import XnnpackPartitioner as ReExported
 from edgetorch.backends.xnnpack import schema as x
@@ -78,6 +87,19 @@ def test_example_model_matches_eager(name, num_delegates, portable):
     assert ops == portable
     for got, want in zip(run_ours(et.buffer, inputs), eager(model, inputs)):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_dynamic_batch_runs_at_every_size():
+    """Values are declared at the upper bound; a reshape leaves the batch for XNNPACK to
+    infer (new_shape 0). The CNN's flatten takes its size from sym_size, which stays
+    portable and splits it in two delegates."""
+    for name, model, et, batches in dynamic_batch_programs():
+        delegates, _ = program_summary(et)
+        assert len(delegates) == (1 if name == "linear_relu_reshape" else 2), name
+        for inputs in batches:
+            got, want = run_ours(et.buffer, inputs)[0], eager(model, inputs)[0]
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} {want.shape}")
 
 
 class _Middle(nn.Module):

@@ -116,6 +116,8 @@ CASES = [
          ((2, 5), (2, 5))),
     Case("add_relu_nhwc", lambda: Fn(lambda m, a: (m.c1(a) + m.c2(a)).relu() * m.c2.bias[0],
                                      c1=nn.Conv2d(4, 4, 1), c2=nn.Conv2d(4, 4, 1)), IMG),
+    Case("prelu", lambda: Fn(lambda m, a: m.p1(a) + m.p4(a), p1=nn.PReLU(), p4=nn.PReLU(4)),
+         IMG),
     Case("clamp_family", lambda: Fn(lambda m, a: F.hardtanh(a, -0.5, 0.5) + a.clamp(min=0.1)
                                     + a.clamp(-1, 1) + a.relu()), ((4, 6),)),
     Case("activations", lambda: Fn(lambda m, a: F.hardswish(a) + a.sigmoid() + a.tanh()
@@ -200,3 +202,34 @@ def program_summary(et) -> tuple[list[str], list[str]]:
     """(delegate ids, portable operator names) of the emitted ``forward``."""
     plan = et.executorch_program.execution_plan[0]
     return [d.id for d in plan.delegates], sorted({op.name for op in plan.operators})
+
+
+class LinearReluReshape(nn.Module):
+    """The dynamic-batch model of ``xnn_ref.py dynamic`` (same seed, same weights)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, a):
+        return torch.relu(self.linear(a)).reshape(-1, 2, 2)
+
+
+def dynamic_batch_programs():
+    """(name, model, lowered program, inputs at several batch sizes), batch dimension
+    dynamic."""
+    from edgetorch.examples import EXAMPLES
+
+    torch.manual_seed(0)
+    linear = LinearReluReshape().eval()
+    cnn, _ = EXAMPLES["cnn"].build()
+    gen = torch.Generator().manual_seed(2)
+    out = []
+    for name, model, shape, high, batches in (
+            ("linear_relu_reshape", linear, (8,), 10, (1, 3, 10)),
+            ("cnn", cnn, (3, 32, 32), 4, (1, 4))):
+        batch = torch.export.Dim("batch", min=1, max=high)
+        ep = torch.export.export(model, (torch.randn(2, *shape),), dynamic_shapes=({0: batch},))
+        et = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+        out.append((name, model, et, [(torch.randn(b, *shape, generator=gen),) for b in batches]))
+    return out

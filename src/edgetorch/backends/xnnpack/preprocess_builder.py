@@ -32,6 +32,7 @@ from torch.export.graph_signature import InputKind
 
 from ...errors import ExportError, RegistrationError
 from ...exir._serialize._named_data_store import NamedDataStore
+from ...exir.passes.spec_prop import upper_bound
 from ...exir.tensor import dim_order_of
 from . import schema as x
 
@@ -111,18 +112,40 @@ def static_tensor(ep: ExportedProgram, node: Any) -> torch.Tensor | None:
     return None
 
 
-def shape_of(node: torch.fx.Node) -> list[int]:
+def _val(node: torch.fx.Node) -> torch.Tensor:
     val = node.meta["val"]
-    if isinstance(val, (tuple, list)):
-        val = val[0]
-    return [int(d) for d in val.shape]
+    return val[0] if isinstance(val, (tuple, list)) else val
+
+
+def shape_of(node: torch.fx.Node) -> list[int]:
+    """The tensor's sizes, dynamic ones at their upper bound (what XNNPACK values declare)."""
+    return [upper_bound(d) for d in _val(node).shape]
+
+
+def dynamic_dims(node: torch.fx.Node) -> list[int]:
+    """The dimensions whose size is only known at run time."""
+    return [i for i, d in enumerate(_val(node).shape)
+            if not isinstance(d, int) and d.node.expr.free_symbols]
+
+
+def reshape_target(node: torch.fx.Node) -> list[int]:
+    """``node``'s shape as a static reshape's ``new_shape``: 0 marks the (one) dimension
+    XNNPACK infers at run time."""
+    dynamic = set(dynamic_dims(node))
+    return [0 if i in dynamic else d for i, d in enumerate(shape_of(node))]
+
+
+def dynamic_reason(*nodes: Any) -> str | None:
+    """Why an operator whose XNNPACK node needs fixed sizes cannot take ``nodes``."""
+    for node in nodes:
+        if isinstance(node, torch.fx.Node) and dynamic_dims(node):
+            return (f"%{node.name} has a dynamic shape {list(_val(node).shape)} (this lowering "
+                    "needs static sizes)")
+    return None
 
 
 def is_channels_last(node: torch.fx.Node) -> bool:
-    val = node.meta["val"]
-    if isinstance(val, (tuple, list)):
-        val = val[0]
-    return dim_order_of(val) == PERM_NCHW_TO_NHWC
+    return dim_order_of(_val(node)) == PERM_NCHW_TO_NHWC
 
 
 def permuted(dims: Iterable[int], nhwc: bool) -> list[int]:
@@ -265,9 +288,15 @@ class Builder:
         self.add(x.XNNStaticTranspose(len(perm), perm, vid, out), debug_handle=debug_handle)
         return out
 
-    def reshape(self, vid: int, shape: Iterable[int]) -> int:
-        shape = [int(d) for d in shape] or [1]
-        out = self.value(shape)
+    def reshape(self, vid: int, shape: Iterable[int] | torch.fx.Node) -> int:
+        """``vid`` reshaped to ``shape``, or to a node's shape (its one dynamic size, if any,
+        left for XNNPACK to infer)."""
+        if isinstance(shape, torch.fx.Node):
+            dims, shape = shape_of(shape), reshape_target(shape)
+        else:
+            dims = shape = [int(d) for d in shape]
+        out = self.value(dims)
+        shape = shape or [1]
         self.add(x.XNNStaticReshape(len(shape), shape, vid, out))
         return out
 

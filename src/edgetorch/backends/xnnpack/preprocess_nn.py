@@ -22,6 +22,7 @@ from .preprocess_builder import (
     NHWC,
     PERM_NCHW_TO_NHWC,
     Builder,
+    dynamic_reason,
     rule,
     shape_of,
     sole_user,
@@ -138,6 +139,8 @@ def _check_conv(node: Node, ep: ExportedProgram) -> str | None:
     why = _owned(node.args[1], ep, "filter")
     if why:
         return why
+    if rank == 3 and dynamic_reason(node.args[0]):
+        return dynamic_reason(node.args[0])
     if node.args[2] is not None:
         return _owned(node.args[2], ep, "bias")
     return None
@@ -250,6 +253,8 @@ def _check_max_pool(node: Node, ep: ExportedProgram) -> str | None:
     if node.target == aten.max_pool2d_with_indices.default and any(
             u.target is not _getitem or u.args[1] != 0 for u in node.users):
         return "the pooling indices are used (XNNPACK's max pooling does not compute them)"
+    if arg(node, 5, "ceil_mode", False) and dynamic_reason(node.args[0]):
+        return f"ceil_mode with {dynamic_reason(node.args[0])}"
     return _check_pool_common(node)
 
 
@@ -324,10 +329,12 @@ def _global_avg_pool(g: Builder, node: Node, keepdim: bool) -> None:
         return
     pooled = g.value((n, 1, 1, c))
     g.add(x.XNNGlobalAvgPooling2d(g.get(inp, NHWC), pooled, x.XNN_FLAG_KEEP_DIMS))
-    g.put(node, g.reshape(pooled, shape_of(node)), NCHW)
+    g.put(node, g.reshape(pooled, node), NCHW)
 
 
 def _check_adaptive(node: Node, ep: ExportedProgram) -> str | None:
+    if dynamic_reason(node.args[0]):
+        return dynamic_reason(node.args[0])
     _, _, h, w = shape_of(node.args[0])
     oh, ow = shape_of(node)[2:]
     if (oh, ow) != (1, 1) and (h % oh or w % ow):
@@ -351,6 +358,8 @@ def _adaptive_avg_pool(g: Builder, node: Node) -> None:
 
 
 def _check_upsample(node: Node, ep: ExportedProgram) -> str | None:
+    if dynamic_reason(node.args[0], node):
+        return dynamic_reason(node.args[0], node)
     in_h, in_w = shape_of(node.args[0])[2:]
     out_h, out_w = shape_of(node)[2:]
     scales = arg(node, 3, "scale_factors") if node.target == aten.upsample_bilinear2d.vec \
@@ -369,6 +378,28 @@ def _upsample_bilinear(g: Builder, node: Node) -> None:
     flags = x.XNN_FLAG_ALIGN_CORNERS if arg(node, 2, "align_corners", False) else 0
     g.add(x.XNNStaticResizeBilinear2D(out_h, out_w, g.get(node.args[0], NHWC),
                                       g.out(node, NHWC), flags))
+
+
+def _check_prelu(node: Node, ep: ExportedProgram) -> str | None:
+    shape = shape_of(node.args[0])
+    if len(shape) != 4:
+        return f"PReLU of a rank-{len(shape)} tensor (XNNPACK's slope runs over NHWC channels)"
+    weight = static_tensor(ep, node.args[1])
+    if weight is None:
+        return "the PReLU slope is not a constant"
+    if weight.numel() not in (1, shape[1]):
+        return f"a slope of {weight.numel()} values for {shape[1]} channels"
+    return None
+
+
+@rule(aten.prelu.default, check=_check_prelu, statics=_weights(1))
+def _prelu(g: Builder, node: Node) -> None:
+    """XNNPACK's slope is per channel: a single slope is repeated (ExecuTorch's
+    PReLUReshapePass)."""
+    inp = node.args[0]
+    channels = shape_of(inp)[1]
+    slope = g.static(node.args[1]).detach().reshape(-1).expand(channels)
+    g.add(x.XNNPReLU(g.get(inp, NHWC), g.constant(slope), g.out(node, NHWC)))
 
 
 # ---- matrix products ----------------------------------------------------------------------
@@ -410,6 +441,13 @@ def _check_addmm(node: Node, ep: ExportedProgram) -> str | None:
     for name, index in (("beta", 3), ("alpha", 4)):
         if arg(node, index, name, 1) != 1:
             return f"{name}={arg(node, index, name)} (XNNPACK computes bias + a @ b only)"
+    return _check_mm(node, ep)
+
+
+def _check_mm(node: Node, ep: ExportedProgram) -> str | None:
+    b = node.args[-1] if node.target == aten.mm.default else node.args[2]
+    if static_tensor(ep, b) is None:  # a batch matrix multiply between reshapes
+        return dynamic_reason(*node.all_input_nodes)
     return None
 
 
@@ -426,7 +464,7 @@ def _addmm(g: Builder, node: Node) -> None:
     g.add(x.XNNAdd(mid, g.get(bias_node, NCHW), g.out(node, NCHW)))
 
 
-@rule(aten.mm.default)
+@rule(aten.mm.default, check=_check_mm)
 def _mm(g: Builder, node: Node) -> None:
     a, b = node.args
     if g.static(b) is not None:

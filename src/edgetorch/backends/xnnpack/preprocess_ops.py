@@ -21,6 +21,8 @@ from .preprocess_builder import (
     NHWC,
     PERM_NHWC_TO_NCHW,
     Builder,
+    dynamic_dims,
+    dynamic_reason,
     permuted,
     rule,
     shape_of,
@@ -221,7 +223,7 @@ def _softmax(g: Builder, node: Node) -> None:
 
 def _check_same_shape(node: Node, ep: ExportedProgram) -> str | None:
     src = node.args[0]
-    if not isinstance(src, Node) or shape_of(src) != shape_of(node):
+    if not isinstance(src, Node) or list(src.meta["val"].shape) != list(node.meta["val"].shape):
         return "only an expand to the input's own shape (a no-op) is supported"
     val, src_val = node.meta["val"], src.meta["val"]
     if val.dtype != src_val.dtype:
@@ -241,10 +243,17 @@ def _identity(g: Builder, node: Node) -> None:
 # ---- reshapes -----------------------------------------------------------------------------
 
 
+def _check_reshape(node: Node, ep: ExportedProgram) -> str | None:
+    if len(dynamic_dims(node)) > 1:
+        return (f"a reshape to {list(node.meta['val'].shape)}: XNNPACK infers at most one "
+                "dynamic dimension")
+    return None
+
+
 @rule(aten.view_copy.default, aten.squeeze_copy.dim, aten.squeeze_copy.dims,
-      aten.squeeze_copy.default, aten.unsqueeze_copy.default)
+      aten.squeeze_copy.default, aten.unsqueeze_copy.default, check=_check_reshape)
 def _reshape(g: Builder, node: Node) -> None:
-    g.put(node, g.reshape(g.get(node.args[0], NCHW), shape_of(node)), NCHW)
+    g.put(node, g.reshape(g.get(node.args[0], NCHW), node), NCHW)
 
 
 @rule(aten.permute_copy.default)
@@ -282,7 +291,7 @@ def _check_slice(node: Node, ep: ExportedProgram) -> str | None:
     step = arg(node, 4, "step", 1)
     if step != 1:
         return f"step {step} (XNNPACK slices with step 1 only)"
-    return None
+    return dynamic_reason(node.args[0], node)
 
 
 @rule(aten.slice_copy.Tensor, check=_check_slice)
@@ -299,7 +308,7 @@ def _slice(g: Builder, node: Node) -> None:
     g.add(x.XNNStaticSlice(rank, offsets, sizes, g.get(inp, nhwc), g.out(node, nhwc)))
 
 
-@rule(aten.select_copy.int)
+@rule(aten.select_copy.int, check=_check_slice)
 def _select(g: Builder, node: Node) -> None:
     inp = node.args[0]
     in_shape = shape_of(inp)
@@ -310,7 +319,7 @@ def _select(g: Builder, node: Node) -> None:
     sizes[dim] = 1
     sliced = g.value(sizes)
     g.add(x.XNNStaticSlice(len(in_shape), offsets, sizes, g.get(inp, NCHW), sliced))
-    g.put(node, g.reshape(sliced, shape_of(node)), NCHW)
+    g.put(node, g.reshape(sliced, node), NCHW)
 
 
 _CONCAT = {2: x.XNNConcatenate2, 3: x.XNNConcatenate3, 4: x.XNNConcatenate4,

@@ -8,6 +8,7 @@ import operator
 import torch
 from torch.export import ExportedProgram
 
+from ....exir.passes.spec_prop import upper_bound
 from .. import xnnpack_preprocess  # noqa: F401  (registers the operator rules)
 from ..preprocess_builder import RULES
 
@@ -19,9 +20,11 @@ def _tensor_reason(val: object, what: str) -> str | None:
         return f"{what} is not a tensor"
     if val.dtype != torch.float32:
         return f"{what} is {val.dtype} (edgetorch lowers float32 to XNNPACK)"
-    if any(not isinstance(d, int) for d in val.shape):
-        return f"{what} has a dynamic shape {list(val.shape)} (not lowered yet)"
-    if val.numel() == 0:
+    try:
+        sizes = [upper_bound(d) for d in val.shape]
+    except ValueError:
+        return f"{what} has a dynamic shape {list(val.shape)} without an upper bound"
+    if 0 in sizes:
         return f"{what} is empty (XNNPACK has no empty tensors)"
     if val.dim() > MAX_DIMS:
         return f"{what} has {val.dim()} dimensions (XNNPACK allows {MAX_DIMS})"

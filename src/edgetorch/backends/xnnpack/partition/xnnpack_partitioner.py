@@ -6,8 +6,8 @@ are grouped into maximal subgraphs without cycles (``CapabilityBasedPartitioner`
 delegate each, and the weights that only a subgraph uses go into it. Each node left out is
 recorded with its reason (``Partitioner.reject``) and logged after partitioning.
 
-Under ``to_edge_transform_and_lower``, ``linear``, ``max_pool2d``, ``hardswish`` and
-``upsample_bilinear2d`` are kept from decomposition when XNNPACK can take them
+Under ``to_edge_transform_and_lower``, ``linear``, ``max_pool2d``, ``hardswish``,
+``upsample_bilinear2d`` and ``prelu`` are kept from decomposition when XNNPACK can take them
 (``ops_to_not_decompose``), so they reach XNNPACK whole, as with ExecuTorch.
 """
 
@@ -39,6 +39,7 @@ KEEP_WHOLE: tuple[OpOverload, ...] = (
     aten.max_pool2d.default,
     aten.hardswish.default,
     aten.upsample_bilinear2d.vec,
+    aten.prelu.default,
 )
 
 
