@@ -11,6 +11,7 @@ import pytest
 import torch
 from refenv import _clean_env, ref_available, ref_python
 from xnn_aot_cases import CASES, IDS, dynamic_batch_programs, eager, lower
+from xnn_helpers import MODELS as EXECUTORCH_LOWERED  # what conftest's xnnpack_exports has
 
 from edgetorch.backends.xnnpack.serialization import deserialize_xnnpack_binary
 from edgetorch.examples import EXAMPLES
@@ -19,8 +20,7 @@ from edgetorch.schema.pte import PteFile
 pytestmark = pytest.mark.compat
 
 REF_SCRIPT = Path(__file__).with_name("xnn_ref.py")
-EXAMPLE_MODELS = ["tiny_classifier", "cnn", "mlp", "transformer_encoder", "mobilenet_v2",
-                  "resnet18"]
+EXAMPLE_MODELS = sorted(EXAMPLES)
 
 
 def _ref_inputs(inputs: tuple) -> list[np.ndarray]:
@@ -102,7 +102,7 @@ def _delegates_and_kernels(pte: bytes) -> tuple[list[bytes], set[str]]:
     return [bytes(f.delegate_bytes(d)) for d in plan.delegates], {o.name for o in plan.operators}
 
 
-@pytest.mark.parametrize("name", EXAMPLE_MODELS)
+@pytest.mark.parametrize("name", EXECUTORCH_LOWERED)
 def test_we_delegate_at_least_what_executorch_delegates(name, ours, xnnpack_exports):
     """Never more delegates, never an operator that ExecuTorch delegated left portable."""
     mine, my_kernels = _delegates_and_kernels(ours[1][name][0])

@@ -102,6 +102,15 @@ def test_dynamic_batch_runs_at_every_size():
             np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} {want.shape}")
 
 
+@pytest.mark.parametrize("name", sorted(set(EXAMPLES) - {m[0] for m in MODELS}))
+def test_other_examples_match_eager(name):
+    model, inputs = EXAMPLES[name].build()
+    _, et = lower(model, inputs)
+    assert "XnnpackBackend" in program_summary(et)[0]
+    for got, want in zip(run_ours(et.buffer, inputs), eager(model, inputs)):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
 class _Middle(nn.Module):
     """conv -> (cumsum: no XNNPACK lowering) -> linear: two delegates around a kernel."""
 

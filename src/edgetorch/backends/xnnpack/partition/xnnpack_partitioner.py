@@ -78,8 +78,10 @@ class XnnpackPartitioner(Partitioner):
             config_precisions = [config_precisions]
         self.fp32 = config_precisions is None or ConfigPrecisionType.FP32 in config_precisions
         self.per_op_mode = per_op_mode
-        if verbose:
+        if verbose:  # print the report even when the application configured no logging
             logging.getLogger("edgetorch.exir.backend.partitioner").setLevel(logging.INFO)
+            if not logging.getLogger().handlers:
+                logging.basicConfig()
 
     def supported_nodes(self, ep: ExportedProgram) -> set[torch.fx.Node]:
         """The operator calls XNNPACK can take (the others are rejected with a reason)."""
@@ -99,7 +101,13 @@ class XnnpackPartitioner(Partitioner):
     ) -> tuple[list[OpOverload], Callable[[torch.fx.Node], bool] | None]:
         if not self.fp32:
             return ([], None)
-        return (list(KEEP_WHOLE), lambda node: why_not(node, ep) is None)
+
+        def keep(node: torch.fx.Node) -> bool:
+            # A kept node must be delegated later; one whose weight is shared might not be.
+            return why_not(node, ep) is None and all(
+                len(w.users) == 1 for w in RULES[node.target].statics(node))
+
+        return (list(KEEP_WHOLE), keep)
 
     def _propose(self, gm: torch.fx.GraphModule,
                  supported: set[torch.fx.Node]) -> list[Partition]:
@@ -118,7 +126,8 @@ class XnnpackPartitioner(Partitioner):
         while True:
             partitions = self._propose(gm, supported)
             group = {n: p.id for p in partitions for n in p.nodes}
-            shared = {(n, w) for n in supported for w in RULES[n.target].statics(n)
+            shared = {(n, w) for n in supported if n in group
+                      for w in RULES[n.target].statics(n)
                       if any(group.get(u) != group[n] for u in w.users)}
             if not shared:
                 return partitions
