@@ -134,6 +134,10 @@ CASES = [
     Case("max_pool", lambda: nn.MaxPool2d(3, 2, 1), IMG),
     Case("max_pool_ceil_dilated", lambda: Fn(lambda m, a: F.max_pool2d(a, 2, 2, ceil_mode=True)
                                              + 1), ((2, 4, 7, 7),)),
+    Case("spatial_max_min", lambda: Fn(lambda m, a: a.amax((2, 3), keepdim=True)
+                                       + a.amin(-1, keepdim=True) + a.max(2)[0].unsqueeze(2)
+                                       + a.min(3, keepdim=True)[0] + a.amax((2, 3)).sum()),
+         IMG, portable=("aten::sum",)),
     Case("avg_pool", lambda: nn.AvgPool2d(2), IMG),
     Case("avg_pool_padded", lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), IMG),
     Case("adaptive_avg_pool", lambda: Fn(lambda m, a: F.adaptive_avg_pool2d(a, 1)

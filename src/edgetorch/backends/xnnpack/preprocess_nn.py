@@ -21,6 +21,7 @@ from .preprocess_builder import (
     NCHW,
     NHWC,
     PERM_NCHW_TO_NHWC,
+    PERM_NHWC_TO_NCHW,
     Builder,
     dynamic_reason,
     rule,
@@ -279,6 +280,63 @@ def _max_pool(g: Builder, node: Node) -> None:
     g.add(x.XNNMaxPooling2d(padding[0], right, bottom, padding[1], kernel[0], kernel[1],
                             stride[0], stride[1], dilation[0], dilation[1], g.get(inp, NHWC),
                             g.out(node, NHWC), x.XNN_FLAG_KEEP_DIMS))
+
+
+_MIN_REDUCTIONS = (aten.amin.default, aten.min.dim)
+
+
+def _reduced_dims(node: Node) -> list[int]:
+    rank = len(shape_of(node.args[0]))
+    if node.target in (aten.max.dim, aten.min.dim):
+        dims = [node.args[1]]
+    else:
+        dims = list(arg(node, 1, "dim", []) or range(rank))
+    return sorted(d % rank for d in dims)
+
+
+def _check_spatial_max(node: Node, ep: ExportedProgram) -> str | None:
+    shape = shape_of(node.args[0])
+    if len(shape) != 4:
+        return f"a max/min over a rank-{len(shape)} tensor (XNNPACK pools 4-D tensors)"
+    dims = _reduced_dims(node)
+    if not set(dims) <= {2, 3}:
+        return f"a max/min over dims {dims} (XNNPACK max-pools over H and W only)"
+    if node.target in (aten.max.dim, aten.min.dim) and any(
+            u.target is not _getitem or u.args[1] != 0 for u in node.users):
+        return "the indices are used (lowered as max pooling, which does not compute them)"
+    if dynamic_reason(node.args[0]):
+        return dynamic_reason(node.args[0])
+    if math.prod(shape[d] for d in dims) <= 1:
+        return "a max/min over size-1 dimensions"
+    return None
+
+
+@rule(aten.amax.default, aten.amin.default, aten.max.dim, aten.min.dim,
+      check=_check_spatial_max)
+def _spatial_max(g: Builder, node: Node) -> None:
+    """A max over H and/or W is a max pooling with the reduced extent as its window (as
+    ExecuTorch lowers amax); a min is the same between two negations."""
+    inp = node.args[0]
+    n, c, h, w = shape_of(inp)
+    dims = _reduced_dims(node)
+    kh, kw = (h if 2 in dims else 1), (w if 3 in dims else 1)
+    src = g.get(inp, NHWC)
+    negate = node.target in _MIN_REDUCTIONS
+    if negate:
+        src_neg = g.value(g.dims(src))
+        g.add(x.XNNNegate(src, src_neg))
+        src = src_neg
+    pooled = g.value((n, h // kh, w // kw, c))
+    g.add(x.XNNMaxPooling2d(0, 0, 0, 0, kh, kw, kh, kw, 1, 1, src, pooled, 0))
+    if negate:
+        result = g.value(g.dims(pooled))
+        g.add(x.XNNNegate(pooled, result))
+        pooled = result
+    if arg(node, 2, "keepdim", False):
+        g.put(node, pooled, NHWC)
+    else:
+        nchw = pooled if dims == [2, 3] else g.transpose(pooled, PERM_NHWC_TO_NCHW)
+        g.put(node, g.reshape(nchw, node), NCHW)
 
 
 def _check_avg_pool(node: Node, ep: ExportedProgram) -> str | None:
