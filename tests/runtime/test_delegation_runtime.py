@@ -131,3 +131,19 @@ def test_compiled_delegated_fixture_matches_eager():
             [data[f"input_{i}"] for i in range(n_in)])
         for i, out in enumerate(outs):
             np.testing.assert_allclose(out, data[f"output_{i}"], atol=1e-5, rtol=0)
+
+
+def test_delegate_handles_are_destroyed_with_the_method(monkeypatch):
+    import gc
+
+    from edgetorch.runtime.backends import BACKENDS
+
+    destroyed = []
+    backend_impl = BACKENDS["BackendWithCompilerDemo"]
+    monkeypatch.setattr(backend_impl, "destroy", lambda handle: destroyed.append(handle),
+                        raising=False)
+    method = Runtime.get().load_program(_pte()).load_method("forward")
+    assert destroyed == []
+    del method
+    gc.collect()
+    assert len(destroyed) == 1

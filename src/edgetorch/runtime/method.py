@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from ..errors import (
 from ..kernels.registry import get_kernel
 from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
+from .buffers import BufferTable, MutableBuffer
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
@@ -53,7 +55,7 @@ class Method:
         self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
         self._vals: list[Any] = []
         self._slots: dict[int, TensorSlot] = {}
-        self._buffers: dict[str, tuple[int, Any]] = {}
+        self.buffers = BufferTable(plan.name)
         self._materialize_values()
         self._bound = {
             i for i, ev in enumerate(plan.values)
@@ -65,6 +67,8 @@ class Method:
         self._delegate_handles: list[Any] = []
         self._has_jumps = False
         self._compile()
+        # Backends get their handles back when the method goes away, as ExecuTorch's do.
+        weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
 
     # ---- loading ---------------------------------------------------------------------
@@ -158,51 +162,26 @@ class Method:
         initial = None
         if t.data_buffer_idx > 0:
             initial = self._program._mutable_initial(int(t.data_buffer_idx), t, nbytes, self.name)
-            view_bytes = np.frombuffer(initial, dtype=np.uint8, count=nbytes)
-            np.copyto(view, strided_view(view_bytes, 0, view.dtype, view.shape,
-                                         self._slots[i].dim_order))
         info = t.extra_tensor_info
         name = info.fully_qualified_name if info is not None and info.fully_qualified_name else f"value_{i}"
-        self._buffers[name] = (i, initial)
+        self.buffers.add(MutableBuffer(name, view, self._slots[i].dim_order, initial))
 
     @property
     def buffer_names(self) -> list[str]:
         """Names of the method's mutable buffers (fully qualified, e.g. ``layers.0.k_cache``)."""
-        return sorted(self._buffers)
-
-    def _buffer(self, name: str) -> tuple[int, Any]:
-        try:
-            return self._buffers[name]
-        except KeyError:
-            raise InvalidArgumentError(
-                f"method {self.name!r} has no mutable buffer {name!r}; its buffers are "
-                f"{self.buffer_names}") from None
+        return self.buffers.names
 
     def get_buffer(self, name: str) -> np.ndarray:
         """A copy of buffer ``name``'s current value."""
-        i, _ = self._buffer(name)
-        return np.array(self._vals[i], copy=True)
+        return self.buffers.get(name)
 
     def set_buffer(self, name: str, value: Any) -> None:
         """Overwrite buffer ``name`` (same shape; cast to its dtype)."""
-        i, _ = self._buffer(name)
-        value = np.asarray(to_numpy(value))
-        target = self._vals[i]
-        if value.shape != target.shape:
-            raise InvalidArgumentError(
-                f"buffer {name!r} has sizes {list(target.shape)}, got {list(value.shape)}")
-        np.copyto(target, value, casting="unsafe")
+        self.buffers.set(name, value)
 
     def reset_buffers(self) -> None:
         """Put every mutable buffer back to its initial state."""
-        for i, initial in self._buffers.values():
-            target = self._vals[i]
-            if initial is None:
-                target[...] = 0
-            else:
-                raw = np.frombuffer(initial, dtype=np.uint8, count=target.nbytes)
-                np.copyto(target, strided_view(raw, 0, target.dtype, target.shape,
-                                               self._slots[i].dim_order))
+        self.buffers.reset()
 
     def _written_slots(self) -> set[int]:
         written = set(int(i) for i in self._plan.inputs)
@@ -501,6 +480,13 @@ class Method:
         lines = [str(self._meta)]
         lines += [f"  {i:4d}  {d}" for i, d in enumerate(self._descriptions)]
         return "\n".join(lines)
+
+
+def _destroy_delegates(handles: list[tuple[Any, Any]]) -> None:
+    for backend, handle in handles:
+        destroy = getattr(backend, "destroy", None)
+        if destroy is not None:
+            destroy(handle)
 
 
 _SCALAR_FIELD = {S.Int: "int_val", S.Double: "double_val", S.Bool: "bool_val", S.String: "string_val"}
