@@ -55,3 +55,17 @@ def test_console_script_entry_point():
     proc = subprocess.run([sys.executable, "-m", "edgetorch.cli", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "export" in proc.stdout
+
+
+def test_save_pte_program(tmp_path):
+    import torch
+
+    from edgetorch.exir import to_edge
+    from edgetorch.extension.export_util.utils import save_pte_program
+    from edgetorch.runtime import Runtime
+
+    et = to_edge(torch.export.export(torch.nn.ReLU(), (torch.randn(3),))).to_executorch()
+    path = save_pte_program(et, "relu", str(tmp_path / "out"))
+    assert path.endswith("relu.pte")
+    out = Runtime.get().load_program(path).load_method("forward").execute([torch.tensor([-1.0, 0.0, 2.0])])
+    assert out[0].tolist() == [0.0, 0.0, 2.0]

@@ -1,0 +1,1 @@
+"""Extensions with ExecuTorch's module paths (``executorch.extension.*``)."""

@@ -1,0 +1,1 @@
+"""Export helpers (``executorch.extension.export_util``)."""
