@@ -15,32 +15,21 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
 from refenv import RefToolError, ref_available, ref_export, ref_time  # noqa: E402
+from timing import median_ms  # noqa: E402
 
 from edgetorch.examples import EXAMPLES, get_example  # noqa: E402
 from edgetorch.exir import to_edge  # noqa: E402
 from edgetorch.runtime import Runtime  # noqa: E402
-
-
-def _median_ms(fn, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
 
 
 def _planned(path: Path) -> int:
@@ -56,8 +45,8 @@ def bench(name: str, runs: int, tmp: Path, with_ref: bool) -> dict:
     method = Runtime.get().load_program(ours).load_method("forward")
     np_inputs = [x.numpy() for x in inputs]
     with torch.no_grad():
-        eager_ms = _median_ms(lambda: model(*inputs), runs)
-    ours_ms = _median_ms(lambda: method.execute(np_inputs), runs)
+        eager_ms = median_ms(lambda: model(*inputs), runs)
+    ours_ms = median_ms(lambda: method.execute(np_inputs), runs)
     row = {"model": name, "ours_bytes": ours.stat().st_size, "ours_planned": _planned(ours),
            "eager_ms": eager_ms, "ours_ms": ours_ms}
     if with_ref:

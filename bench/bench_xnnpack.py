@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -33,6 +32,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
 from refenv import RefToolError, ref_available, ref_export, ref_time  # noqa: E402
+from timing import median_ms  # noqa: E402
 
 import edgetorch.backends.xnnpack  # noqa: E402,F401  (registers the runtime backend)
 from edgetorch.backends.xnnpack import XnnpackPartitioner  # noqa: E402
@@ -45,19 +45,9 @@ COLUMNS = [("eager_ms", "eager"), ("portable_ms", "ours portable"),
            ("et_runs_ours_ms", "ET on our .pte")]
 
 
-def _median_ms(fn, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
-
-
 def _ours_ms(pte: bytes, inputs: list[np.ndarray], runs: int) -> float:
     method = Runtime.get().load_program(pte).load_method("forward")
-    return _median_ms(lambda: method.execute(inputs), runs)
+    return median_ms(lambda: method.execute(inputs), runs)
 
 
 def _ref_ms(pte: Path, inputs: list[np.ndarray], runs: int) -> float:
@@ -70,7 +60,7 @@ def bench(name: str, runs: int, tmp: Path, with_ref: bool) -> dict:
     model, inputs = ex.factory(), ex.example_inputs()
     np_inputs = [x.numpy() for x in inputs]
     with torch.no_grad():
-        eager_ms = _median_ms(lambda: model(*inputs), runs)
+        eager_ms = median_ms(lambda: model(*inputs), runs)
     portable = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
     xnnpack = to_edge_transform_and_lower(torch.export.export(model, inputs),
                                           partitioner=[XnnpackPartitioner()]).to_executorch()

@@ -1,8 +1,10 @@
-"""Shared test setup: make the compat helpers (refenv, feature_models) importable everywhere."""
+"""Shared test setup: make the helper modules (tests/compat, tests/support) importable."""
 
 import sys
 from pathlib import Path
 
-_COMPAT = str(Path(__file__).parent / "compat")
-if _COMPAT not in sys.path:
-    sys.path.insert(0, _COMPAT)
+for _dir in ("compat", "support"):
+    _path = str(Path(__file__).parent / _dir)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+

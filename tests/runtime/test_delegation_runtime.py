@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from torchless import run_without_torch
 
 import edgetorch.backends.demo  # noqa: F401  (registers BackendWithCompilerDemo)
 from edgetorch.errors import BackendNotFoundError, InvalidProgramError
@@ -99,12 +98,6 @@ def test_demo_backend_imports_and_runs_with_torch_blocked(tmp_path):
     path = tmp_path / "demo.pte"
     path.write_bytes(_pte())
     code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('torch is blocked')\n"
-        "sys.meta_path.insert(0, Block())\n"
         "import numpy as np\n"
         "import edgetorch.backends.demo\n"
         "from edgetorch.runtime import Runtime\n"
@@ -112,8 +105,7 @@ def test_demo_backend_imports_and_runs_with_torch_blocked(tmp_path):
         "x = np.ones((2, 3), np.float32)\n"
         "print(float(m.execute([x, x])[0][0, 0]))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    proc = run_without_torch(code)
     assert proc.returncode == 0, proc.stderr
     assert abs(float(proc.stdout) - (np.sin(1.0) + 2.0)) < 1e-6
 

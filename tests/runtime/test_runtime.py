@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from torchless import run_without_torch
 
 from edgetorch.errors import (
     ErrorCode,
@@ -156,17 +155,11 @@ def test_generated_example_programs_match_eager():
 
 def test_runtime_imports_and_runs_with_torch_blocked():
     code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('torch is blocked')\n"
-        "sys.meta_path.insert(0, Block())\n"
         "import numpy as np\n"
         "from edgetorch.runtime import Runtime\n"
         f"m = Runtime.get().load_program({str(ET_TINY)!r}).load_method('forward')\n"
         "print(m.execute([np.zeros((1, 20), np.float32)])[0].shape)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = run_without_torch(code)
     assert proc.returncode == 0, proc.stderr
     assert "(1, 4)" in proc.stdout
