@@ -82,12 +82,10 @@ def layout_ops_to_dim_order_ops(gm: torch.fx.GraphModule) -> bool:
         kwargs = dict(node.kwargs)
         fmt = kwargs.pop("memory_format", None)
         val = node.meta.get("val")
-        dim_order = None
-        if fmt not in (None, torch.preserve_format) and isinstance(val, torch.Tensor):
-            dim_order = list(dim_order_of(val))
-        elif isinstance(val, torch.Tensor) and val.dim() > 0:
-            dim_order = list(dim_order_of(val))
-        kwargs["dim_order"] = dim_order
+        # The output's layout (what memory_format asked for, or what it preserved).
+        explicit = fmt not in (None, torch.preserve_format)
+        has_layout = isinstance(val, torch.Tensor) and (explicit or val.dim() > 0)
+        kwargs["dim_order"] = list(dim_order_of(val)) if has_layout else None
         if node.target is torch.ops.aten._to_copy.default:
             node.target = torch.ops.dim_order_ops._to_dim_order_copy.default
         else:
@@ -155,6 +153,16 @@ EDGE_PASSES: list[GraphRewrite] = [
 ]
 
 
+def _wrapped_number_dtype(number: int | float, result: object) -> torch.dtype:
+    """A float joins a floating result in its dtype (torch's wrapped-number promotion);
+    otherwise floats are float32 and ints int64."""
+    if isinstance(number, float):
+        if isinstance(result, torch.Tensor) and result.dtype.is_floating_point:
+            return result.dtype
+        return torch.float32
+    return torch.int64
+
+
 def scalars_to_tensors(ep: ExportedProgram) -> bool:
     """A Python number left in a Tensor argument (``1.0 - x`` exports as
     ``sub.Tensor(1.0, x)``) becomes a 0-d constant tensor, as ExecuTorch's ScalarToTensorPass
@@ -170,10 +178,7 @@ def scalars_to_tensors(ep: ExportedProgram) -> bool:
             if i >= len(schema.arguments) or isinstance(arg, bool):
                 continue
             if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(arg, (int, float)):
-                val = node.meta.get("val")
-                dtype = val.dtype if isinstance(val, torch.Tensor) and isinstance(arg, float) \
-                    and val.dtype.is_floating_point else (torch.float32 if isinstance(arg, float) else torch.int64)
-                value = torch.tensor(arg, dtype=dtype)
+                value = torch.tensor(arg, dtype=_wrapped_number_dtype(arg, node.meta.get("val")))
                 args[i] = add_constant(ep, f"_scalar_{node.name}_{i}", value, value)
                 changed = True
         if args != before:
