@@ -4,7 +4,7 @@
 
 exports ``MODEL`` (an example name or ``file.py:factory``) with ExecuTorch's own ``to_edge``
 (or ``to_edge_transform_and_lower`` with XNNPACK) and writes, as JSON: every edge node's debug
-handle by graph and node name, and the emitter's ``debug_handle_map``, ``delegate_map`` and
+handle in walk order (see :func:`handle_sequence`), and the emitter's ``debug_handle_map``, ``delegate_map`` and
 ``instruction_id_to_num_outs_map``. :func:`summarize` is shared with the edgetorch side so the
 two summaries are built the same way.
 """
@@ -23,18 +23,30 @@ sys.path.insert(0, str(SRC))
 from edgetorch.examples import load_model_spec  # noqa: E402
 
 
-def node_handles(gm: torch.fx.GraphModule, prefix: str = "") -> dict[str, int | None]:
-    """``{"<submodule path>/<node name>": debug_handle}`` for every node but placeholders and
-    outputs, descending into control-flow submodules (cond branches)."""
-    out: dict[str, int | None] = {}
-    for node in gm.graph.nodes:
-        if node.op in ("placeholder", "output"):
-            continue
-        out[f"{prefix}{node.name}"] = node.meta.get("debug_handle")
-        if node.op == "get_attr":
-            sub = getattr(gm, node.target, None)
-            if isinstance(sub, torch.fx.GraphModule) and not node.target.startswith("lowered_module"):
-                out.update(node_handles(sub, f"{prefix}{node.target}/"))
+def _target(node: torch.fx.Node) -> str:
+    if node.op != "call_function":
+        return node.op
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        target = getattr(target, "_op", target)  # ExecuTorch's EdgeOpOverload wraps it
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__name__", str(target))
+
+
+def handle_sequence(gm: torch.fx.GraphModule) -> list[list]:
+    """``[[target, debug_handle], ...]`` for every node but placeholders and outputs, graph
+    by graph breadth first (the top graph, then the branches of its ``cond`` nodes) -- the
+    order both numberings walk. Node names differ between the two compilers; this does not."""
+    out, queue = [], [gm]
+    while queue:
+        current = queue.pop(0)
+        for node in current.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            out.append([_target(node), node.meta.get("debug_handle")])
+            if node.op == "call_function" and node.target is torch.ops.higher_order.cond:
+                queue += [current.get_submodule(node.args[i].target) for i in (1, 2)]
     return out
 
 
@@ -51,7 +63,7 @@ def _keys_to_str(d):
 
 def summarize(edge_gms: dict[str, torch.fx.GraphModule], et) -> dict:
     return {
-        "handles": {name: node_handles(gm) for name, gm in edge_gms.items()},
+        "handles": {name: handle_sequence(gm) for name, gm in edge_gms.items()},
         "debug_handle_map": _keys_to_str(et.debug_handle_map),
         "delegate_map": _keys_to_str(et.delegate_map),
         "instruction_id_to_num_outs_map": _keys_to_str(et.instruction_id_to_num_outs_map),
@@ -71,7 +83,7 @@ def main() -> int:
     else:
         edge = to_edge(ep)
     gms = {name: edge.exported_program(name).graph_module for name in edge.methods}
-    summary_before = {name: node_handles(gm) for name, gm in gms.items()}
+    summary_before = {name: handle_sequence(gm) for name, gm in gms.items()}
     et = edge.to_executorch()
     summary = summarize(gms, et)
     summary["handles"] = summary_before  # the emitter rewrites handles in place; keep edge's

@@ -258,6 +258,8 @@ class MethodEmitter:
         does: an operator's own handle; for a delegate call, the handles of every
         call_function node of the lowered subgraph, its number of outputs, and the backend's
         ``debug_handle_map`` (delegate debug identifier -> handles) under ``delegate_map``."""
+        if len(self._gm_stack) > 1:
+            return  # inside a cond branch: ExecuTorch's sub-emitters' maps are not kept
         if lowered is None:
             handle = node.meta.get("debug_handle")
             if handle is not None:
