@@ -112,7 +112,7 @@ def render_html(graph: ViewGraph) -> str:
     """The page: a legend, the graph and each delegate's lowered subgraph."""
     groups: dict[str, str] = {}
     sections = [f"<h1>{html.escape(graph.title)}</h1>", "", _svg(graph, groups)]
-    for node_id, sub in graph.subgraphs.items():
+    for sub in graph.subgraphs.values():
         sections.append(f"<h2>{html.escape(sub.title)}</h2>")
         sections.append(_svg(sub, groups))
     ops = sum(n.kind == "op" for n in graph.nodes)
