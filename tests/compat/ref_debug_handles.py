@@ -1,9 +1,10 @@
 """ExecuTorch side of the provenance compat test. Runs INSIDE the reference venv.
 
-    python ref_debug_handles.py MODEL OUT.json [--xnnpack]
+    python ref_debug_handles.py MODEL OUT.json [--xnnpack | --demo]
 
 exports ``MODEL`` (an example name or ``file.py:factory``) with ExecuTorch's own ``to_edge``
-(or ``to_edge_transform_and_lower`` with XNNPACK) and writes, as JSON: every edge node's debug
+(or ``to_edge_transform_and_lower`` with XNNPACK, or ``to_backend`` with
+ExecuTorch's ``AddMulPartitionerDemo``) and writes, as JSON: every edge node's debug
 handle in walk order (see :func:`handle_sequence`), and the emitter's ``debug_handle_map``, ``delegate_map`` and
 ``instruction_id_to_num_outs_map``. :func:`summarize` is shared with the edgetorch side so the
 two summaries are built the same way.
@@ -76,7 +77,11 @@ def main() -> int:
     model, inputs = load_model_spec(sys.argv[1])
     out = Path(sys.argv[2])
     ep = torch.export.export(model.eval(), inputs)
-    if "--xnnpack" in sys.argv[3:]:
+    if "--demo" in sys.argv[3:]:
+        from executorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo
+
+        edge = to_edge(ep).to_backend(AddMulPartitionerDemo())
+    elif "--xnnpack" in sys.argv[3:]:
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
         edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])

@@ -25,33 +25,39 @@ pytestmark = pytest.mark.compat
 HERE = Path(__file__).parent
 MODELS = HERE / "debug_handle_models.py"
 CASES = [
-    ("cnn", False),
-    ("mlp", False),
-    (f"{MODELS}:conv_relu_linear", False),
-    (f"{MODELS}:branchy", False),  # nested cond: handles continue inside the branches
-    (f"{MODELS}:conv_relu_linear", True),
-    ("cnn", True),
+    ("cnn", ""),
+    ("mlp", ""),
+    (f"{MODELS}:conv_relu_linear", ""),
+    (f"{MODELS}:branchy", ""),  # nested cond: handles continue inside the branches
+    (f"{MODELS}:conv_relu_linear", "xnnpack"),
+    ("cnn", "xnnpack"),
+    # Two delegates whose backend returns a debug_handle_map of its own (-> delegate_map).
+    (f"{HERE / 'ref_delegation.py'}:AddMmModel", "demo"),
 ]
-IDS = [f"{spec.rpartition(':')[2]}{'-xnnpack' if x else ''}" for spec, x in CASES]
+IDS = [f"{spec.rpartition(':')[2]}{'-' + how if how else ''}" for spec, how in CASES]
 
 
-def _theirs(spec: str, xnnpack: bool, tmp: Path) -> dict:
+def _theirs(spec: str, how: str, tmp: Path) -> dict:
     if not ref_available():
         pytest.skip("reference ExecuTorch env not available")
     out = tmp / "ref.json"
     cmd = [str(ref_python()), str(HERE / "ref_debug_handles.py"), spec, str(out)]
-    subprocess.run(cmd + (["--xnnpack"] if xnnpack else []), env=_clean_env(), check=True,
+    subprocess.run(cmd + ([f"--{how}"] if how else []), env=_clean_env(), check=True,
                    capture_output=True, timeout=EXPORT_TIMEOUT_S)
     return json.loads(out.read_text())
 
 
-def _edge(spec: str, xnnpack: bool):
+def _edge(spec: str, how: str):
     model, inputs = load_model_spec(spec)
     ep = torch.export.export(model, inputs)
-    if xnnpack:
+    if how == "xnnpack":
         from edgetorch.backends.xnnpack import XnnpackPartitioner
 
         return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    if how == "demo":
+        from edgetorch.backends.demo.compiler import AddMulPartitionerDemo
+
+        return to_edge(ep).to_backend(AddMulPartitionerDemo())
     return to_edge(ep)
 
 
@@ -59,10 +65,10 @@ def _normalized(d: dict) -> dict:
     return json.loads(json.dumps(d))
 
 
-@pytest.mark.parametrize(("spec", "xnnpack"), CASES, ids=IDS)
-def test_debug_handles_and_maps_equal_executorchs(spec, xnnpack, tmp_path):
-    theirs = _theirs(spec, xnnpack, tmp_path)
-    edge = _edge(spec, xnnpack)
+@pytest.mark.parametrize(("spec", "how"), CASES, ids=IDS)
+def test_debug_handles_and_maps_equal_executorchs(spec, how, tmp_path):
+    theirs = _theirs(spec, how, tmp_path)
+    edge = _edge(spec, how)
     gms = {name: edge.exported_program(name).graph_module for name in edge.methods}
     # ExecuTorch leaves constant subexpressions (a Linear's weight permute) to run time; with
     # folding off our instruction lists are the same, so the maps must be equal.
@@ -78,8 +84,8 @@ def test_debug_handles_and_maps_equal_executorchs(spec, xnnpack, tmp_path):
 def test_folded_programs_keep_executorchs_handles_for_what_remains(spec, tmp_path):
     """With constant folding (our default) an instruction may go away, never gain or
     change a handle: our handles are ExecuTorch's with the folded ones left out."""
-    theirs = _theirs(spec, False, tmp_path)["debug_handle_map"]["forward"]
-    ours = _edge(spec, False).to_executorch().debug_handle_map["forward"]
+    theirs = _theirs(spec, "", tmp_path)["debug_handle_map"]["forward"]
+    ours = _edge(spec, "").to_executorch().debug_handle_map["forward"]
     remaining = iter([theirs[k] for k in sorted(theirs, key=int)])
     for i in sorted(ours):
         assert any(h == ours[i] for h in remaining), f"instruction {i}: {ours[i]} not in order"

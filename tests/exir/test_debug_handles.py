@@ -105,3 +105,26 @@ def test_traced_intermediate_output_equals_eager():
     with torch.no_grad():
         np.testing.assert_allclose(conv_out, model.conv(x).numpy(), atol=1e-5, rtol=1e-5)
         np.testing.assert_allclose(out, model(x).numpy(), atol=1e-5, rtol=1e-5)
+
+
+def test_delegate_mapping_builder_as_executorchs():
+    import pytest
+
+    from edgetorch.errors import ExportError
+    from edgetorch.exir.backend.utils import DelegateMappingBuilder
+
+    gm = _edge().exported_program().graph_module
+    conv, relu = [n for n in gm.graph.nodes if "convolution" in str(n.target) or "relu" in str(n.target)]
+    gen = DelegateMappingBuilder(generated_identifiers=True)
+    assert gen.insert_delegate_mapping_entry(nodes=[relu, conv]) == 0
+    assert gen.insert_delegate_mapping_entry(handles=[7, None, 5]) == 1
+    assert gen.get_delegate_mapping() == {
+        0: tuple(sorted([conv.meta["debug_handle"], relu.meta["debug_handle"]])), 1: (5, 7)}
+    named = DelegateMappingBuilder()
+    named.insert_delegate_mapping_entry(nodes=conv, identifier="conv #1")
+    with pytest.raises(ExportError, match="already inserted"):
+        named.insert_delegate_mapping_entry(handles=3, identifier="conv #1")
+    with pytest.raises(ExportError, match="needs an identifier"):
+        named.insert_delegate_mapping_entry(handles=3)
+    with pytest.raises(ExportError, match="exactly one"):
+        gen.insert_delegate_mapping_entry()
