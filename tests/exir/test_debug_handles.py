@@ -128,3 +128,25 @@ def test_delegate_mapping_builder_as_executorchs():
         named.insert_delegate_mapping_entry(handles=3)
     with pytest.raises(ExportError, match="exactly one"):
         gen.insert_delegate_mapping_entry()
+
+
+def test_a_kernel_error_names_the_users_source_line_when_stacktraces_are_emitted(monkeypatch):
+    import pytest
+
+    from edgetorch.errors import KernelError
+    from edgetorch.kernels import registry
+
+    et = _edge().to_executorch(ExecutorchBackendConfig(emit_stacktrace=True))
+    entry = registry.KERNELS["aten::relu.out"]
+
+    def boom(*args):
+        raise RuntimeError("relu broke")
+
+    monkeypatch.setitem(registry.KERNELS, "aten::relu.out",
+                        registry.KernelEntry(entry.name, boom, entry.num_args))
+    method = Runtime.get().load_program(et.buffer).load_method("forward")
+    with pytest.raises(KernelError) as info:
+        method.execute([_inputs()[0].numpy()])
+    msg = str(info.value)
+    assert "method 'forward' instruction 1 (aten::relu.out" in msg
+    assert "debug_handle_models.py:" in msg and "in forward" in msg and "relu broke" in msg
