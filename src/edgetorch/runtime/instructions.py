@@ -90,11 +90,12 @@ def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: 
             nxt = rec.run()
             if rec.kind == "kernel":
                 end = now_ns()
-                if not rec.is_prim:
+                native = rec.native_call_name  # None for prim ops: OPERATOR_CALL only
+                if native is not None:
                     if log_values:
                         for idx in rec.logged_outputs:
                             tracer.log_evalue(_resolve(values, idx))
-                    tracer.log_profiling(rec.native_call_name, chain, pc, start, end)
+                    tracer.log_profiling(native, chain, pc, start, end)
                 tracer.log_profiling("OPERATOR_CALL", chain, pc, start, now_ns())
             elif rec.kind == "delegate":
                 if log_values:
@@ -144,7 +145,10 @@ def with_context(e: Exception, method: str, rec: InstructionRecord | None) -> Ex
         except TypeError:  # a subclass with its own constructor: annotate the original
             e.add_note(f"raised by {where}")
             return e
-        new.method, new.instruction, new.operator = method, rec.index if rec else None, \
-            rec.name if rec else None
-        return new
-    return KernelError(f"{where} failed: {type(e).__name__}: {e}")
+    else:
+        new = KernelError(f"{where} failed: {type(e).__name__}: {e}")
+    # For tools that want the place without parsing the message.
+    new.method = method  # type: ignore[attr-defined]
+    new.instruction = rec.index if rec else None  # type: ignore[attr-defined]
+    new.operator = rec.name if rec else None  # type: ignore[attr-defined]
+    return new
