@@ -150,3 +150,30 @@ def test_a_kernel_error_names_the_users_source_line_when_stacktraces_are_emitted
     msg = str(info.value)
     assert "method 'forward' instruction 1 (aten::relu.out" in msg
     assert "debug_handle_models.py:" in msg and "in forward" in msg and "relu broke" in msg
+
+
+def test_prim_ops_get_operator_call_only():
+    """``aten::sym_size.int`` and ``executorch_prim::*`` are ExecuTorch prim ops: no
+    native_call event and no logged value, as its runtime reports them."""
+
+    class Reshape(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2).reshape(x.shape[0] * 2, -1)
+
+    batch = torch.export.Dim("batch", max=8)
+    ep = torch.export.export(Reshape(), (torch.randn(4, 6),), dynamic_shapes=({0: batch},))
+    et = to_edge(ep).to_executorch()
+    program = Runtime.get().load_program(et.buffer, enable_etdump=True, debug_buffer_size=1 << 16)
+    method = program.load_method("forward")
+    x = torch.randn(3, 6)
+    out = method.execute([x.numpy()])[0]
+    np.testing.assert_allclose(out, (x * 2).reshape(6, -1).numpy())
+    prims = {r.index for r in method.records if r.is_prim}
+    assert {method.records[i].name for i in prims} == {"aten::sym_size.int",
+                                                       "executorch_prim::mul.Scalar"}
+    events = program.event_tracer.run_blocks[-1].events
+    for e in events:
+        if e.instruction_id in prims and e.chain_index == 0:
+            assert not isinstance(e, DebugEvent) and e.name == "OPERATOR_CALL"
+    # Every instruction, prim or not, has its node's handle.
+    assert sorted(et.debug_handle_map["forward"]) == [r.index for r in method.records]
