@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from .program import Program
 
 
-
 class Method:
     """One method of a loaded program, ready to ``execute``."""
 
