@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EdgeTorchError, KernelError
+from ..schema import program as S
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
 
 Instr = Callable[[], Any]
@@ -59,6 +60,37 @@ class InstructionRecord:
         if self.kind != "kernel" or self.is_prim:
             return None
         return "native_call_" + self.name.partition("::")[2]
+
+
+def kernel_io(plan: S.ExecutionPlan, call_args: Sequence[int]
+               ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(values read, values written, values logged as outputs) of a KernelCall. The return
+    slot, or the tensors of a TensorList return slot, is written. ExecuTorch's kernel wrapper
+    logs each out argument: the tensors of a multi-output op one by one, but a ``Tensor[]``
+    out argument (the same list passed as an argument) as one list."""
+    args = tuple(int(x) for x in call_args)
+    ret = args[-1]
+    val = plan.values[ret].val if 0 <= ret < len(plan.values) else None
+    if not isinstance(val, S.TensorList):
+        return args[:-1], (ret,), (ret,)
+    outs = tuple(int(i) for i in val.items)
+    for a in args[:-1]:
+        v = plan.values[a].val if 0 <= a < len(plan.values) else None
+        if isinstance(v, S.TensorList) and tuple(int(i) for i in v.items) == outs:
+            return args[:-1], outs, (ret,)
+    return args[:-1], outs, outs
+
+
+def sources(chain: S.Chain) -> dict[int, str]:
+    """Instruction -> ``file:line in function`` of the user's frame, when the program was
+    exported with ``emit_stacktrace=True`` (the chain's ``stacktrace``)."""
+    out = {}
+    for pc, frames in enumerate(chain.stacktrace or []):
+        items = getattr(frames, "items", None) or []
+        if items:
+            f = items[-1]
+            out[pc] = f"{f.filename}:{f.lineno} in {f.name}"
+    return out
 
 
 def run_plain(records: Sequence[InstructionRecord], instrs: Sequence[Instr], has_jumps: bool,

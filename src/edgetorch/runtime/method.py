@@ -29,7 +29,7 @@ from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .buffers import BufferTable, MutableBuffer
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
-from .instructions import Instr, InstructionRecord, run_plain, run_traced
+from .instructions import Instr, InstructionRecord, kernel_io, run_plain, run_traced, sources
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
@@ -229,21 +229,21 @@ class Method:
                                       "this runtime runs single-chain methods")
         chain = self._plan.chains[0]
         instructions = chain.instructions
-        sources = _sources(chain)
+        where_from = sources(chain)
         for pc, ins in enumerate(instructions):
             a = ins.instr_args
             where = f"method {self.name!r} instruction {pc}"
             if isinstance(a, S.KernelCall):
                 fn, desc = self._compile_kernel(pc, a, where)
                 name = self._plan.operators[a.op_index].qualified_name
-                args, outs, logged = _kernel_io(self._plan, a.args)
+                args, outs, logged = kernel_io(self._plan, a.args)
                 rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
-                                        sources.get(pc), logged)
+                                        where_from.get(pc), logged)
             elif isinstance(a, S.DelegateCall):
                 fn, desc = self._compile_delegate(pc, a, where)
                 name = self._plan.delegates[a.delegate_index].id
                 args = tuple(int(x) for x in a.args)
-                rec = InstructionRecord(pc, "delegate", name, args, args, fn, desc, sources.get(pc))
+                rec = InstructionRecord(pc, "delegate", name, args, args, fn, desc, where_from.get(pc))
             elif isinstance(a, S.MoveCall):
                 fn, desc = self._compile_move(pc, a, where)
                 rec = InstructionRecord(pc, "move", "move", (int(a.move_from),),
@@ -508,37 +508,6 @@ def _destroy_delegates(handles: list[tuple[Any, Any]]) -> None:
         destroy = getattr(backend, "destroy", None)
         if destroy is not None:
             destroy(handle)
-
-
-def _kernel_io(plan: S.ExecutionPlan, call_args: Sequence[int]
-               ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """(values read, values written, values logged as outputs) of a KernelCall. The return
-    slot, or the tensors of a TensorList return slot, is written. ExecuTorch's kernel wrapper
-    logs each out argument: the tensors of a multi-output op one by one, but a ``Tensor[]``
-    out argument (the same list passed as an argument) as one list."""
-    args = tuple(int(x) for x in call_args)
-    ret = args[-1]
-    val = plan.values[ret].val if 0 <= ret < len(plan.values) else None
-    if not isinstance(val, S.TensorList):
-        return args[:-1], (ret,), (ret,)
-    outs = tuple(int(i) for i in val.items)
-    for a in args[:-1]:
-        v = plan.values[a].val if 0 <= a < len(plan.values) else None
-        if isinstance(v, S.TensorList) and tuple(int(i) for i in v.items) == outs:
-            return args[:-1], outs, (ret,)
-    return args[:-1], outs, outs
-
-
-def _sources(chain: S.Chain) -> dict[int, str]:
-    """Instruction -> ``file:line in function`` of the user's frame, when the program was
-    exported with ``emit_stacktrace=True`` (the chain's ``stacktrace``)."""
-    out = {}
-    for pc, frames in enumerate(chain.stacktrace or []):
-        items = getattr(frames, "items", None) or []
-        if items:
-            f = items[-1]
-            out[pc] = f"{f.filename}:{f.lineno} in {f.name}"
-    return out
 
 
 _SCALAR_FIELD = {S.Int: "int_val", S.Double: "double_val", S.Bool: "bool_val", S.String: "string_val"}
