@@ -180,3 +180,31 @@ def test_a_delegate_error_names_the_delegate_instruction_and_the_node():
     assert "method 'forward' instruction 0 (delegate XnnpackBackend" in msg
     assert "XNNPACK node 1" in msg and "debug handle" in msg and "broken node" in msg
     assert isinstance(info.value, EdgeTorchError)
+
+
+def test_an_internal_bug_while_loading_is_not_reported_as_a_malformed_file(monkeypatch):
+    from edgetorch.errors import FormatError, InternalError, InvalidProgramError
+    from edgetorch.runtime import method as method_module
+
+    def bug(self):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(method_module.Method, "_written_slots", bug)
+    program = Runtime.get().load_program(ET_TINY)
+    with pytest.raises(InternalError, match="bug in edgetorch") as info:
+        program.load_method("forward")
+    assert not isinstance(info.value, (FormatError, InvalidProgramError))
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_backend_refusing_its_blob_is_an_invalid_program(monkeypatch):
+    from edgetorch.errors import ErrorCode, InvalidProgramError
+    from edgetorch.runtime.backends import BACKENDS
+
+    def refuse(blob, specs, context):
+        raise ValueError("unknown blob layout")
+
+    monkeypatch.setattr(BACKENDS["XnnpackBackend"], "init", refuse)
+    with pytest.raises(InvalidProgramError, match="unknown blob layout") as info:
+        Runtime.get().load_program(ET_XNN).load_method("forward")
+    assert info.value.code == ErrorCode.DelegateInvalidCompatibility

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import (
+    EdgeTorchError,
+    ErrorCode,
     InvalidArgumentError,
     InvalidProgramError,
     KernelError,
@@ -306,7 +308,15 @@ class Method:
         backend = get_backend(delegate.id)
         blob = self._program._delegate_data(delegate, self.name)
         specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
-        handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
+        try:
+            handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
+        except EdgeTorchError:
+            raise
+        except Exception as e:  # the backend's own parser refused its blob
+            raise InvalidProgramError(
+                f"{where}: backend {delegate.id!r} cannot initialize its delegate "
+                f"({type(e).__name__}: {e}); re-export the program for this backend version",
+                code=ErrorCode.DelegateInvalidCompatibility) from e
         self._delegate_handles.append((backend, handle))
         args = [int(x) for x in call.args]
         for x in args:
