@@ -365,7 +365,7 @@ class Schema:
         ident = bytes(r.buf[4:8])
         if identifiers and ident not in identifiers:
             expected = " or ".join(repr(i) for i in identifiers)
-            r.fail("file identifier", f"expected {expected}, found {ident!r}")
+            r.fail("file identifier", f"has identifier {ident!r}, expected {expected}")
         (offset,) = _U32.unpack_from(r.buf, 0)
         if offset < 8:
             r.fail(root.__name__, f"root table offset {offset:#x} points into the 8-byte prefix")

@@ -12,8 +12,8 @@ Layout (ExecuTorch 1.5.1, ``extension/flat_tensor/serialize/serialize.py`` and
 
 ExecuTorch writes the FlatTensor flatbuffer with ``flatc`` from JSON rather than with the
 Python object API, and flatc lays tables out differently: within a table it adds fields
-largest-first, and among fields of one size the last-declared first. The writer below drives
-``flatbuffers.Builder`` in that order so the bytes match flatc's.
+largest-first, and among fields of one size the last-declared first. ``FLAT_TENSOR`` declares
+the schema with that write order (``fbs.FLATC``), so the bytes match flatc's.
 """
 
 from __future__ import annotations
@@ -27,8 +27,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ExternalDataError, FormatError
-from .fbs import FLATC, INT, STRING, UBYTE, UINT, ULONG, Enum, F, Schema, aligned, as_byte_view
-from .fbs import check_alignment
+from .fbs import (
+    FLATC,
+    INT,
+    STRING,
+    UBYTE,
+    UINT,
+    ULONG,
+    Enum,
+    F,
+    Schema,
+    aligned,
+    as_byte_view,
+    check_alignment,
+)
 from .program import DataSegment
 from .scalar_type import ELEMENT_SIZE, ScalarType
 
