@@ -200,6 +200,9 @@ class XNNHeader:
         _, _, length, fb_off, fb_size, cd_off, cd_size = cls._LAYOUT.unpack_from(view, 0)
         if length < cls.LENGTH:
             raise FormatError(f"XNNPACK header length is {length}, expected {cls.LENGTH}. {_HINT}")
+        if fb_off < length:
+            raise FormatError(f"XNNPACK header: the flatbuffer at {fb_off} overlaps the "
+                              f"{length}-byte header. {_HINT}")
         if fb_size < 8:
             raise FormatError(f"XNNPACK header: flatbuffer size {fb_size} is smaller than the "
                               f"8-byte flatbuffer prefix. {_HINT}")
