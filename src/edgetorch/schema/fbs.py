@@ -122,12 +122,39 @@ class Union:
     members: tuple[type, ...]
 
 
+class Struct:
+    """A struct: fixed-size scalars stored inline, each at its natural alignment, the whole
+    padded to its largest member (flatbuffers' layout). ``fields`` name ``cls``'s fields in
+    order. A table field or vector may hold one (``F("box", BOX)``, ``F("boxes", [BOX])``).
+    """
+
+    def __init__(self, cls: type, fields: list[tuple[str, Scalar]]) -> None:
+        fmt, offset, align = "<", 0, 1
+        for _, t in fields:
+            pad = -offset % t.size
+            fmt += "x" * pad + t.code
+            offset += pad + t.size
+            align = max(align, t.size)
+        self.cls = cls
+        self.names = [name for name, _ in fields]
+        self.types = [t for _, t in fields]
+        self.st = struct.Struct(fmt + "x" * (-offset % align))
+        self.size = self.st.size
+        self.align = align
+        init = [f.name for f in dataclasses.fields(cls) if f.init]
+        if self.names != init:
+            raise TypeError(f"{cls.__name__}: declared fields {self.names} != dataclass {init}")
+
+    def pack(self, value: Any) -> bytes:
+        return self.st.pack(*[t.convert(getattr(value, n)) for n, t in zip(self.names, self.types)])
+
+
 @dataclass(frozen=True)
 class F:
     """One declared field.
 
-    ``type``: a ``Scalar``, ``Enum``, ``STRING``, ``Bytes``, ``Union``, a dataclass (table), or
-    a one-element list ``[Scalar]`` / ``[dataclass]`` for vectors. Absent fields read as
+    ``type``: a ``Scalar``, ``Enum``, ``STRING``, ``Bytes``, ``Union``, ``Struct``, a dataclass
+    (table), or a one-element list ``[Scalar]`` / ``[Struct]`` / ``[dataclass]`` for vectors. Absent fields read as
     ``default`` for scalars; ``None`` when ``optional``; otherwise the empty value (``""``,
     ``[]``, empty bytes), and for tables ``default()`` when a factory is given, else ``None``
     (or a FormatError when ``required``). ``unwrap`` presents a vector of one-field tables as a
@@ -414,6 +441,16 @@ def _field_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
         return _scalar_reader(f, slot)
     if isinstance(t, Union):
         return _union_reader(schema, f, slot)
+    if isinstance(t, Struct):
+        unpack, size, cls, factory = t.st.unpack_from, t.size, t.cls, f.default
+
+        def read_struct(r: _Reader, pos: int, vt: tuple, where: Any) -> Any:
+            p = r.field(pos, vt, slot, size, where, name)
+            if p:
+                return cls(*unpack(r.buf, p))
+            return _absent(r, pos, where, f, None if factory is None else factory())
+
+        return read_struct
     absent: Any = None if f.optional else ""
     if t is STRING:
         def read_string(r: _Reader, pos: int, vt: tuple, where: Any) -> Any:
@@ -503,6 +540,17 @@ def _vector_reader(schema: Schema, f: F, slot: int, elem: Any) -> Callable[..., 
             return list(struct.unpack_from(f"<{length}{code}", r.buf, start))
 
         return read_scalars
+    if isinstance(elem, Struct):
+        st, ssize, scls = elem.st, elem.size, elem.cls
+
+        def read_structs(r: _Reader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target < 0:
+                return _absent(r, pos, where, f, None if optional else [])
+            start, length = r.vector(target, ssize, where, name)
+            return [scls(*v) for v in st.iter_unpack(r.buf[start : start + length * ssize])]
+
+        return read_structs
     sub = _lazy(schema.reader, elem)
     unwrap = f.unwrap
 
@@ -626,6 +674,9 @@ def _compile_writer(schema: Schema, cls: type, decl: _Slots) -> _Write:
         if isinstance(t, (Scalar, Enum)):
             adds.append((_base(t).size, slot, _scalar_adder(f, slot)))
             continue
+        if isinstance(t, Struct):  # written inline when added; flatc sorts it as 4 bytes
+            adds.append((4, slot, _struct_adder(f.name, t, slot)))
+            continue
         children.append((f.name, i, _child_builder(f, f"{qual}.{f.name}")))
         if isinstance(t, Union):
             adds.append((1, slot - 1, _tag_adder(i, slot - 1)))
@@ -663,6 +714,20 @@ def _scalar_adder(f: F, slot: int) -> Callable[..., None]:
 
     def add(b: flatbuffers.Builder, obj: Any, built: list) -> None:
         method(b, slot, convert(getattr(obj, name)), default)
+
+    return add
+
+
+def _struct_adder(name: str, t: Struct, slot: int) -> Callable[..., None]:
+    def add(b: flatbuffers.Builder, obj: Any, built: list) -> None:
+        value = getattr(obj, name)
+        if value is None:
+            return
+        raw = t.pack(value)
+        b.Prep(t.align, t.size)
+        b.head = b.Head() - t.size
+        b.Bytes[b.head : b.head + t.size] = raw
+        b.PrependStructSlot(slot, b.Offset(), 0)
 
     return add
 
@@ -716,6 +781,10 @@ def _child_builder(f: F, qual: str) -> Callable[[_Writer, Any], Any]:
         if isinstance(elem, Scalar):
             code, size = elem.code, elem.size
             return lambda w, v: scalar_vector(w.b, code, size, v, qual)
+        if isinstance(elem, Struct):
+            return lambda w, v: raw_vector(
+                w.b, b"".join(elem.pack(item) for item in v), elem.size, len(v), elem.align
+            )
         unwrap = f.unwrap
         if unwrap is not None:
             return lambda w, v: table_vector(w.b, [w.table(elem(item)) for item in v])
