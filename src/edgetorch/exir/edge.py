@@ -17,6 +17,7 @@ from torch.export import ExportedProgram
 
 from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
 from .config import EdgeCompileConfig
+from .debug_handles import generate_debug_handles
 from .tensor import dim_order_of
 
 GraphRewrite = Callable[[torch.fx.GraphModule], bool]
@@ -212,6 +213,7 @@ def to_edge_dialect(
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
         mod.graph.lint()
         mod.recompile()
+    generate_debug_handles(gm)  # last, after dead code is gone, as ExecuTorch numbers them
     return ep
 
 

@@ -188,6 +188,25 @@ class ExecutorchProgramManager:
     def exported_program(self, method_name: str = "forward") -> ExportedProgram:
         return self._lowered[method_name]
 
+    @property
+    def debug_handle_map(self) -> dict[str, dict[int, int | list[int]]]:
+        """``{method: {instruction index: debug handle | [handles]}}`` (ExecuTorch's shape):
+        which Edge node(s) each kernel or delegate instruction of chain 0 runs. A delegate
+        call lists the handles of every node it took over."""
+        return self._state.debug_handle_map
+
+    @property
+    def delegate_map(self) -> dict[str, dict[int, dict[str, Any]]]:
+        """``{method: {delegate instruction: {"name": backend id, "delegate_map": the
+        backend's {delegate debug identifier: handles}}}}`` (ExecuTorch's shape)."""
+        return self._state.delegate_map
+
+    @property
+    def instruction_id_to_num_outs_map(self) -> dict[str, dict[int, int]]:
+        """``{method: {delegate instruction: number of outputs}}`` (ExecuTorch's shape; what
+        the Inspector needs to split a delegate call's logged arguments into outputs)."""
+        return self._state.instruction_id_to_num_outs_map
+
     def memory_plan(self, method_name: str = "forward") -> MemoryPlan:
         return self._lowered[method_name].graph_module.meta["memory_plan"]
 
