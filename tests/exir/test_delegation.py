@@ -266,7 +266,7 @@ def test_partitioner_errors_name_what_to_fix():
     ep = edge.exported_program()
 
     # sin+add and relu*2 with the unsupported cumsum between them: not one subgraph.
-    not_cumsum = _TagAll(lambda n: n.target is not torch.ops.aten.cumsum.default)
+    not_cumsum = _TagAll(lambda n: n.target != torch.ops.aten.cumsum.default)
     with pytest.raises(ExportError, match="do not form one self-contained subgraph"):
         to_backend(ep, not_cumsum)
 

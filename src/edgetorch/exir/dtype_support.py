@@ -21,7 +21,7 @@ from .tensor import scalar_type_of
 
 
 def _runtime_name(op: OpOverload) -> str | None:
-    out = op if op is torch.ops.aten.sym_size.int else out_variant(op)
+    out = op if op == torch.ops.aten.sym_size.int else out_variant(op)
     return qualified_name(out) if out is not None else None
 
 

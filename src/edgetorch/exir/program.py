@@ -18,7 +18,8 @@ from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .edge import _decomposition_table, to_edge_dialect
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
-from .lowering import copy_program, lower_method, run_passes
+from .lowering import copy_program, lower_method
+from .pass_base import run_passes
 from .memory_planning import MemoryPlan
 from .verifier import verify_edge_program
 
@@ -119,13 +120,17 @@ class EdgeProgramManager:
         except KeyError:
             raise KeyError(f"no method {method_name!r}; methods: {sorted(self.methods)}") from None
 
-    def transform(self, passes: list | dict[str, list]) -> EdgeProgramManager:
-        """Run graph passes on every method (or per method with a dict); re-verified after."""
+    def transform(self, passes: Any) -> EdgeProgramManager:
+        """Run passes (``ExportPass``, ``PassBase``, ``PassManager`` or ``gm -> PassResult``
+        callables) on every method, or per method with ``{method: [...]}``; the result is
+        verified again as in ``to_edge``."""
         new = {}
         for name, ep in self._edge_programs.items():
             method_passes = passes.get(name, []) if isinstance(passes, dict) else passes
+            if callable(method_passes):  # one pass or a PassManager
+                method_passes = [method_passes]
             ep = copy_program(ep)
-            run_passes(ep, list(method_passes))
+            run_passes(ep, list(method_passes), name)
             new[name] = ep
         return EdgeProgramManager(new, self._config_methods, self.compile_config)
 
