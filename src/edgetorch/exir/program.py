@@ -15,7 +15,7 @@ from ..schema.pte import serialize_pte
 from .backend import preserve
 from .backend.backend_api import to_backend as _to_backend
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import _decomposition_table, to_edge_dialect
+from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
 from .lowering import copy_program, lower_method
@@ -131,6 +131,7 @@ class EdgeProgramManager:
                 method_passes = [method_passes]
             ep = copy_program(ep)
             run_passes(ep, list(method_passes), name)
+            to_edge_ops(ep)  # operators a pass inserted as torch.ops.* join the Edge dialect
             new[name] = ep
         return EdgeProgramManager(new, self._config_methods, self.compile_config)
 

@@ -34,14 +34,14 @@ def _table() -> dict[str, dict]:
     return json.loads((pathlib.Path(__file__).parent / "dtypes.json").read_text())
 
 
-def _is_tensor(arg: torch._C.Argument) -> bool:
+def is_tensor_arg(arg: torch._C.Argument) -> bool:
     return str(arg.type) in ("Tensor", "Optional[Tensor]", "List[Tensor]")
 
 
 def tensor_names(schema: torch._C.FunctionSchema) -> list[str]:
     """Names of the tensor arguments, then ``__ret_N`` for each tensor result (edge.yaml's)."""
-    names = [a.name for a in schema.arguments if _is_tensor(a)]
-    rets = [r for r in schema.returns if _is_tensor(r)]
+    names = [a.name for a in schema.arguments if is_tensor_arg(a)]
+    rets = [r for r in schema.returns if is_tensor_arg(r)]
     return names + [r.name or f"__ret_{i}" for i, r in enumerate(rets)]
 
 
@@ -60,6 +60,10 @@ class DtypeConstraint:
             if name in rule:
                 out |= rule[name][1]
         return out
+
+    def allowed_given(self, name: str, dtypes: dict[str, torch.dtype | None]) -> set[torch.dtype]:
+        """The dtypes ``name`` may take while the other names keep their ``dtypes``."""
+        return {t for t in self.allowed(name) if self.validate({**dtypes, name: t})}
 
     def validate(self, dtypes: dict[str, torch.dtype | None]) -> bool:
         """True when some rule accepts ``dtypes`` (``None``: unknown, matches anything)."""
@@ -111,11 +115,11 @@ class EdgeFunctionSchema:
         self.schema = schema
         self.dtype_constraint = constraint_for(schema)
         c = self.dtype_constraint
-        self.arguments = [EdgeArgument(a, c.allowed(a.name)) if _is_tensor(a) else a
+        self.arguments = [EdgeArgument(a, c.allowed(a.name)) if is_tensor_arg(a) else a
                           for a in schema.arguments]
         rets, i = [], 0
         for r in schema.returns:
-            if _is_tensor(r):
+            if is_tensor_arg(r):
                 rets.append(EdgeArgument(r, c.allowed(r.name or f"__ret_{i}")))
                 i += 1
             else:
@@ -141,7 +145,8 @@ class EdgeOpOverload(OpOverload):
         self._schema = EdgeFunctionSchema(op._schema)
         self._dialect = namespace_prefix
         self.__name__ = f"{op.namespace}.{op.__name__}"
-        self.__module__ = __name__  # so torch.fx names it as a global, not torch.ops.*
+        # torch.fx prints (and names in generated code) ``exir_ops.edge.aten.add.Tensor``.
+        self.__module__ = f"exir_ops.{namespace_prefix}"
 
     def __call__(self, /, *args, **kwargs):
         return self._op(*args, **kwargs)
