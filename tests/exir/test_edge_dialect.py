@@ -41,7 +41,7 @@ def test_edge_op_names_and_schema():
     assert "EdgeOpOverload" in repr(add)
     assert str(exir_ops.edge.aten.add) == "aten.add"
     with pytest.raises(AttributeError, match="overloads: .*Tensor"):
-        exir_ops.edge.aten.add.NoSuchOverload
+        exir_ops.edge.aten.add.NoSuchOverload  # noqa: B018
 
 
 def test_edge_op_calls_the_aten_op():
@@ -75,11 +75,15 @@ def test_allowed_types_follow_edge_yaml():
     assert sigmoid.arguments[0].allowed_types == expected
     assert sigmoid.returns[0].allowed_types == {torch.float16, torch.bfloat16,
                                                 torch.float32, torch.float64}
-    # Non-tensor arguments are plain schema arguments; an op edge.yaml does not list accepts
-    # every dtype independently.
-    assert not hasattr(exir_ops.edge.aten.add.Tensor._schema.arguments[2], "allowed_types")
-    mm = exir_ops.edge.aten.mm.default._schema
-    assert torch.float32 in mm.arguments[0].allowed_types
+    # edge.yaml also types some scalars (add's alpha); other non-tensor arguments are plain
+    # schema arguments, and an op edge.yaml does not list accepts any dtype independently.
+    alpha = exir_ops.edge.aten.add.Tensor._schema.arguments[2]
+    assert alpha.name == "alpha" and alpha.allowed_types == {torch.bool, torch.int32,
+                                                             torch.float32}
+    assert "aten::upsample_bilinear2d.vec" not in table
+    upsample = exir_ops.edge.aten.upsample_bilinear2d.vec._schema
+    assert not hasattr(upsample.arguments[2], "allowed_types")  # align_corners
+    assert {torch.float32, torch.int8, torch.bool} <= upsample.arguments[0].allowed_types
 
 
 def test_dtype_constraint_binds_aliases():

@@ -1,119 +1,28 @@
-"""User passes as ExecuTorch's documentation writes them (docs/source/
-compiler-custom-compiler-passes.md), ported with only the imports renamed (and the Edge op
-names ExecuTorch users match on Edge graphs), run on our Edge programs. Each resulting .pte
-runs in our runtime and equals eager PyTorch on the rewritten model."""
+"""User passes as ExecuTorch's documentation writes them (tests/support/doc_passes.py) run
+on our Edge programs; each resulting .pte runs in our runtime and equals eager PyTorch on the
+rewritten model. Also PassManager checks, pass errors and the ``rewrite`` helper."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from doc_passes import (  # tests/support
+    CloneThenAdd,
+    LinearPlusInput,
+    RemoveClonePass,
+    ReplaceAddPass,
+    ReplaceAddWithMul,
+    ReplaceAddWithMulSub,
+    ReplaceDivPass,
+)
 
 from edgetorch.errors import PassError, UnsupportedOperatorError
 from edgetorch.exir import to_edge
 from edgetorch.exir.dialects._ops import ops as exir_ops
-from edgetorch.exir.pass_base import ExportPass, NodeMetadata, PassBase, PassResult, ProxyValue
+from edgetorch.exir.pass_base import ExportPass, NodeMetadata, PassResult, ProxyValue
 from edgetorch.exir.pass_manager import PassManager
 from edgetorch.exir.passes import rewrite
 from edgetorch.runtime import Runtime
-
-# ---- the passes, as the documentation writes them -------------------------------------------
-
-
-class ReplaceAddWithMulSub(ExportPass):
-    """Original: x + y.  After the pass: z = x * y; z - y  (one-to-X)."""
-
-    def call_operator(self, op, args, kwargs, meta):
-        if op != exir_ops.edge.aten.add.Tensor:
-            return super().call_operator(op, args, kwargs, meta)
-
-        x, y = args
-
-        mul_res = super().call_operator(
-            exir_ops.edge.aten.mul.Tensor,
-            args,
-            {},
-            meta
-        )
-
-        return super().call_operator(
-            exir_ops.edge.aten.sub.Tensor,
-            (mul_res, y),
-            {},
-            meta
-        )
-
-
-class ReplaceAddWithMul(ExportPass):
-    """One-to-one."""
-
-    def call_operator(self, op, args, kwargs, meta):
-        if op != exir_ops.edge.aten.add.Tensor:
-            return super().call_operator(op, args, kwargs, meta)
-        return super().call_operator(exir_ops.edge.aten.mul.Tensor, args, kwargs, meta)
-
-
-class RemoveClonePass(ExportPass):
-    """One-to-none: the documentation's RemoveDetachPass, for the copy ops an Edge graph has."""
-
-    def call_operator(self, op, args, kwargs, meta):
-        if op not in (
-            exir_ops.edge.aten.clone.default,
-            exir_ops.edge.dim_order_ops._clone_dim_order.default,
-        ):
-            return super().call_operator(op, args, kwargs, meta)
-
-        assert len(args) == 1
-        return args[0]
-
-
-class ReplaceAddPass(PassBase):
-
-    def __init__(self, replace_op):
-        self.replace_op = replace_op
-
-    def call(self, graph_module):
-        for node in graph_module.graph.nodes:
-            if node.op == "call_function" and node.target == exir_ops.edge.aten.add.Tensor:
-                node.target = self.replace_op
-
-    # Optional to implement, will be called before call()
-    def requires(self, graph_module) -> None:
-        for node in graph_module.graph.nodes:
-            if node.op == "call_function" and node.target == exir_ops.edge.aten.add.Tensor:
-                return
-        raise ValueError("No torch.add ops!")
-
-    # Optional to implement, will be called after call()
-    def ensures(self, graph_module: torch.fx.GraphModule) -> None:
-        pass
-
-
-class ReplaceDivPass(PassBase):
-    def __init__(self, replace_op):
-        self.replace_op = replace_op
-
-    def call(self, graph_module):
-        for node in graph_module.graph.nodes:
-            if node.op == "call_function" and node.target == exir_ops.edge.aten.div.Tensor:
-                node.target = self.replace_op
-        return PassResult(graph_module, True)
-
-
-# ---- models -------------------------------------------------------------------------------
-
-
-class LinearPlusInput(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.lin(x) + x
-
-
-class CloneThenAdd(torch.nn.Module):
-    def forward(self, x, y):
-        return torch.sigmoid(x).clone() + y
 
 
 def _edge(model, *inputs):

@@ -19,8 +19,8 @@ from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
 from .lowering import copy_program, lower_method
-from .pass_base import run_passes
 from .memory_planning import MemoryPlan
+from .pass_base import run_passes
 from .verifier import verify_edge_program
 
 SCHEMA_VERSION = 0  # Program.version as ExecuTorch 1.5 writes it

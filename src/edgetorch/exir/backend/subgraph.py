@@ -30,12 +30,12 @@ from torch.fx.passes.utils.fuser_utils import erase_nodes, fuse_as_graphmodule, 
 from torch.utils import _pytree as pytree
 
 from ...errors import ExportError
+from ..node_meta import copy_provenance
 from .lowered_backend_module import (
     LoweredBackendModule,
     executorch_call_delegate,
     get_lowered_module_name,
 )
-from ..node_meta import copy_provenance
 from .partitioner import TAG, DelegationSpec
 
 logger = logging.getLogger(__name__)

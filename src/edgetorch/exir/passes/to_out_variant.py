@@ -11,8 +11,8 @@ from torch.export import ExportedProgram
 
 from ...errors import ExportError
 from .. import memory
-from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
 from ..node_meta import copy_provenance
+from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
 from ..tensor import dim_order_of
 from .rewrite import rewrite
 from .spec_prop import upper_bound

@@ -109,22 +109,23 @@ class EdgeArgument:
 
 
 class EdgeFunctionSchema:
-    """An ATen ``FunctionSchema`` whose tensor arguments and results carry ``allowed_types``."""
+    """An ATen ``FunctionSchema`` whose tensor arguments and results (and the scalar ones
+    edge.yaml gives a type, like ``add``'s ``alpha``) carry ``allowed_types``."""
 
     def __init__(self, schema: torch._C.FunctionSchema):
         self.schema = schema
         self.dtype_constraint = constraint_for(schema)
         c = self.dtype_constraint
-        self.arguments = [EdgeArgument(a, c.allowed(a.name)) if is_tensor_arg(a) else a
+        named = set(c.rules[0]) if c.rules else set()  # tensors, and scalars edge.yaml types
+        self.arguments = [EdgeArgument(a, c.allowed(a.name)) if a.name in named else a
                           for a in schema.arguments]
-        rets, i = [], 0
+        # As ExecuTorch does: plain Tensor results take edge.yaml's ``__ret_N`` names in
+        # order (results it names otherwise, or Tensor[] ones, carry no allowed_types).
+        ret_names = iter(sorted(n for n in named if n.startswith("__ret")))
+        self.returns = []
         for r in schema.returns:
-            if is_tensor_arg(r):
-                rets.append(EdgeArgument(r, c.allowed(r.name or f"__ret_{i}")))
-                i += 1
-            else:
-                rets.append(r)
-        self.returns = rets
+            name = next(ret_names, None) if isinstance(r.type, torch.TensorType) else None
+            self.returns.append(EdgeArgument(r, c.allowed(name)) if name else r)
 
     def __getattr__(self, name: str):
         return getattr(self.schema, name)
