@@ -163,3 +163,40 @@ def test_rewrite_rule_table():
     edge = edge.transform([add_to_sub])
     (out,) = _run(edge, x, y)
     torch.testing.assert_close(out, torch.sigmoid(x) - y, rtol=1e-5, atol=1e-5)
+
+
+class CondAdd(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cond(x.sum() > 0, lambda a, b: a + b, lambda a, b: a - b, (x, y))
+
+
+def test_export_pass_rewrites_inside_cond_branches():
+    x, y = torch.rand(3) + 0.1, torch.randn(3)
+    edge = _edge(CondAdd(), x, y).transform([ReplaceAddWithMul()])
+    method = Runtime.get().load_program(edge.to_executorch().buffer).load_method("forward")
+    torch.testing.assert_close(method.execute([x, y])[0], x * y, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(method.execute([-x, y])[0], -x - y, rtol=1e-5, atol=1e-5)
+
+
+class LinearCumsumAdd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.lin(x), 0).sigmoid() + x
+
+
+def test_export_pass_keeps_delegates():
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    torch.manual_seed(0)
+    model, x = LinearCumsumAdd().eval(), torch.randn(2, 4)
+    edge = _edge(model, x).to_backend(XnnpackPartitioner())
+    before = [n.target for n in edge.exported_program().graph.nodes if n.op == "get_attr"]
+    edge = edge.transform([ReplaceAddWithMul()])  # the add is inside a delegate: untouched
+    after = [n.target for n in edge.exported_program().graph.nodes if n.op == "get_attr"]
+    assert before == after == ["lowered_module_0", "lowered_module_1"]
+    (out,) = _run(edge, x)
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)

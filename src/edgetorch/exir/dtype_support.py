@@ -1,13 +1,13 @@
 """Export-time dtype check: every operator must be used with dtypes it accepts.
 
-Two tables, checked in this order for each node:
+Two tables, checked in this order over the whole graph:
 
-1. The Edge dialect's rules (``exir_ops.edge.*._schema``'s ``allowed_types``, from ExecuTorch's
+1. The kernel library's own declaration (``edgetorch.kernels.support``, the table the kernel
+   tests run against torch), so a model that would fail on the device because of a dtype fails
+   here instead (its hints are the most specific).
+2. The Edge dialect's rules (``exir_ops.edge.*._schema``'s ``allowed_types``, from ExecuTorch's
    ``edge.yaml``): the dtype combinations ExecuTorch's own verifier accepts, so a program that
    ExecuTorch would refuse at ``to_edge`` is refused here too.
-2. The kernel library's own declaration (``edgetorch.kernels.support``, the table the kernel
-   tests run against torch), so a model that would fail on the device because of a dtype fails
-   here instead.
 
 Either error names the operator, the argument, the dtype, the node, the user's source line and
 what to try.
@@ -197,18 +197,21 @@ def _dtype_list(dtypes: Iterable[torch.dtype]) -> str:
 
 def check_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
                  skip: set[object] = frozenset()) -> None:
-    """Raise ``UnsupportedOperatorError`` for the first node whose dtypes the Edge dialect
-    rules forbid, else for the first node whose dtype its kernel lacks."""
+    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks,
+    else for the first node whose dtypes the Edge dialect rules forbid."""
     nodes = [n for n in nodes if n.target not in skip]
+    problems = [(n, p) for n in nodes if (p := dtype_problem(n))]
+    if problems:
+        _raise_kernel_problem(problems, method)
     edge = [(n, p) for n in nodes if (p := edge_dtype_problem(n))]
     if edge:
         node, problem = edge[0]
         others = sorted({p[0] for _, p in edge[1:]})
         more = f"\n  ({len(edge) - 1} more: {', '.join(others)})" if others else ""
         _raise_edge_problem(node, problem, method, more)
-    problems = [(n, p) for n in nodes if (p := dtype_problem(n))]
-    if not problems:
-        return
+
+
+def _raise_kernel_problem(problems: list, method: str) -> None:
     node, (name, arg, st, support) = problems[0]
     dtype = dtype_name(st)
     others = sorted({f"{p[0]} ({dtype_name(p[2])})" for _, p in problems[1:]})

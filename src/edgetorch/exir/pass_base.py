@@ -26,14 +26,28 @@ from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..errors import EdgeTorchError, PassError
+from .backend.lowered_backend_module import LoweredBackendModule
 
 __all__ = ["ExportPass", "NodeMetadata", "PassBase", "PassResult", "ProxyValue", "run_passes"]
+
+
+class _Tracer(_ExportPassBaseDeprecatedDoNotUse.ExportTracer):
+    def create_arg(self, a):
+        # Delegates keep ExecuTorch's attribute names (``lowered_module_N``).
+        if isinstance(a, LoweredBackendModule) and a not in self.submodules:
+            name = f"lowered_module_{len(self.submodules)}"
+            self.root.add_module(name, a)
+            self.submodules[a] = name
+        return super().create_arg(a)
 
 
 class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
     """Interpreter-based pass: override ``call_operator`` (and ``placeholder``, ``output``,
     ``call_submodule``, ``call_getitem``, ``call_cond``, ``call_sym``) to rewrite the graph.
-    Calling the pass on a graph module returns ``PassResult(new_graph_module, True)``."""
+    Calling the pass on a graph module returns ``PassResult(new_graph_module, True)``.
+    Delegated subgraphs (``executorch_call_delegate``) are kept as they are."""
+
+    ExportTracer = _Tracer
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         result = super().call(graph_module)
