@@ -83,7 +83,8 @@ def decode_value(value: x.XValue, load: ConstantLoader, where: str
     allowed = _ALLOWED.get(type(p), ())
     if t.datatype not in allowed:
         raise InvalidProgramError(
-            f"{where}: datatype {t.datatype.name} cannot carry {type(p).__name__} (it takes "
+            f"{where}: datatype {t.datatype.name} cannot carry quantization parameters "
+            f"{type(p).__name__} (they go with "
             f"{', '.join(d.name for d in allowed) or 'none'}); the blob is not one ExecuTorch "
             "writes — re-export it", code=ErrorCode.NotSupported)
     dims = tuple(int(d) for d in t.dims)
@@ -202,6 +203,11 @@ class QCtx(Ctx):
     def quant(self, slot: int) -> QParams | None:
         return self._quant[slot]
 
+    def is_quantized(self, value_id: int) -> bool:
+        """Whether value ``value_id`` is quantized (unknown ids are left to the rules)."""
+        s = self._slots.get(value_id)
+        return s is not None and self._quant[s] is not None
+
     def static(self, slot: int, what: str) -> QParams:
         q = self._quant[slot]
         if q is None or not q.per_tensor or q.datatype != D.xnn_datatype_qint8:
@@ -230,8 +236,7 @@ def _value_ids(u: Any) -> list[int]:
 def lower_node(node: x.XNode, ctx: Ctx) -> Step:
     """The step for ``node``: quantized rules for nodes that touch a quantized value."""
     u = node.xnode_union
-    if not isinstance(ctx, QCtx) or not any(
-            ctx.quant(ctx.slot(v)) is not None for v in _value_ids(u)):
+    if not isinstance(ctx, QCtx) or not any(ctx.is_quantized(v) for v in _value_ids(u)):
         return lower(node, ctx)
     ctx.node = node
     fn = QRULES.get(type(u))
@@ -362,13 +367,15 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
 
 
 def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
+    """XNN_FLAG_TENSORFLOW_RESHAPE_2D on a dynamically quantized input: ``[-1, K]`` rows, each
+    keeping the scale and zero point of the token it came from."""
     if not flatten or v.q.ndim == 2:
         return v
-    rows = v.q.size // k
-    return Q.DynQ(v.q.reshape(rows, k), np.broadcast_to(v.row_scale(v.q.ndim), v.q.shape)
-                  .reshape(rows, k)[:, 0].copy(), np.broadcast_to(
-                      v.zero_point.reshape(v.zero_point.shape + (1,) * v.num_nonbatch_dims),
-                      v.q.shape).reshape(rows, k)[:, 0].copy(), 1)
+
+    def per_row(a: np.ndarray) -> np.ndarray:
+        a = a.reshape(a.shape + (1,) * v.num_nonbatch_dims)
+        return np.broadcast_to(a, v.q.shape).reshape(-1, k)[:, 0].copy()
+    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1)
 
 
 _CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose2d: "deconv"}
