@@ -83,7 +83,7 @@ def decode_value(value: x.XValue, load: ConstantLoader, where: str
     allowed = _ALLOWED.get(type(p), ())
     if t.datatype not in allowed:
         raise InvalidProgramError(
-            f"{where}: datatype {t.datatype.name} cannot carry quantization parameters "
+            f"{where}: datatype {t.datatype.name} cannot be a quantized value with "
             f"{type(p).__name__} (they go with "
             f"{', '.join(d.name for d in allowed) or 'none'}); the blob is not one ExecuTorch "
             "writes — re-export it", code=ErrorCode.NotSupported)
