@@ -9,7 +9,6 @@ compat tests quantize and lower every model of ``xnn_qref.CASES`` with the real 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,10 @@ def output_steps(pte: bytes) -> list[float]:
     return steps
 
 
-def check(name: str, pte: bytes, io: dict[str, np.ndarray]) -> dict[str, float]:
+def check(name: str, pte: bytes, io: dict[str, np.ndarray], against: str = "et"
+          ) -> dict[str, float]:
+    """Run ``pte`` here on the recorded inputs; assert the bound against ExecuTorch's outputs
+    (``against="et"``) or the fake-quant eager model's (``"fq"``)."""
     n_in = sum(k.startswith("in_") for k in io)
     method = Runtime.get().load_program(pte).load_method("forward")
     outs = method.execute([io[f"in_{k}"] for k in range(n_in)])
@@ -54,13 +56,12 @@ def check(name: str, pte: bytes, io: dict[str, np.ndarray]) -> dict[str, float]:
     step = max(output_steps(pte), default=0.0)
     report = {}
     for k, ours in enumerate(outs):
-        et, fq = io[f"et_{k}"], io[f"fq_{k}"]
-        assert ours.shape == et.shape and ours.dtype == et.dtype
-        bound = step * 1.0001 if static and step else 0.01 * float(np.ptp(et))
-        d_et, d_fq = np.abs(ours - et), np.abs(ours - fq)
-        assert d_et.max() <= bound, f"{name} out {k}: {d_et.max()} vs ExecuTorch > {bound}"
-        assert d_fq.max() <= bound, f"{name} out {k}: {d_fq.max()} vs fake-quant > {bound}"
-        report[f"exact_{k}"] = float(np.mean(d_et == 0))
+        ref = io[f"{against}_{k}"]
+        assert ours.shape == ref.shape and ours.dtype == ref.dtype
+        bound = step * 1.0001 if static and step else 0.01 * float(np.ptp(io[f"et_{k}"]))
+        d = np.abs(ours - ref)
+        assert d.max() <= bound, f"{name} out {k}: {d.max()} from {against} > {bound}"
+        report[f"exact_{k}"] = float(np.mean(d == 0))
     return report
 
 
@@ -70,6 +71,7 @@ def test_checked_in_executorch_quantized_program(name):
     with np.load(FIXTURES / f"et_q_{name}.io.npz") as d:
         io = dict(d)
     report = check(name, pte, io)
+    check(name, pte, io, against="fq")
     if "static" in name:  # XNNPACK's fp32 requantization, reproduced
         assert min(report.values()) == 1.0, report
 
@@ -90,14 +92,31 @@ def quant_exports(tmp_path_factory):
     return out
 
 
+def _load(directory: Path, name: str) -> tuple[bytes, dict[str, np.ndarray]]:
+    err = directory / f"{name}.err.txt"
+    if err.exists():
+        pytest.fail(f"ExecuTorch could not build {name}:\n{err.read_text()[-3000:]}")
+    with np.load(directory / f"{name}.io.npz") as d:
+        return (directory / f"{name}.pte").read_bytes(), dict(d)
+
+
 @pytest.mark.compat
 @pytest.mark.parametrize("name", CASES)
 def test_executorch_quantized_program_runs_here(quant_exports, name):
-    err = quant_exports / f"{name}.err.txt"
-    if err.exists():
-        pytest.fail(f"ExecuTorch could not build {name}:\n{err.read_text()[-3000:]}")
-    pte = (quant_exports / f"{name}.pte").read_bytes()
-    with np.load(quant_exports / f"{name}.io.npz") as d:
-        io = dict(d)
-    report = check(name, pte, io)
-    print(name, report, file=sys.stderr)
+    report = check(name, *_load(quant_exports, name))
+    if "static" in name:  # measured: every static program is bit-exact
+        assert min(report.values()) == 1.0, report
+
+
+# ExecuTorch's own output is 2 output steps from the fake-quant eager model here (int8 rounding
+# differences compound over MobileNetV2's 50 quantized layers); ours equals ExecuTorch's.
+_ET_ITSELF_OFF = pytest.mark.xfail(strict=True, reason="ExecuTorch 1.5.1's XNNPACK output is "
+                                   "itself 2 output steps from fake-quant eager")
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_ET_ITSELF_OFF)
+                                  if n == "mobilenet_v2_static_pc" else n for n in CASES])
+def test_executorch_quantized_program_matches_fake_quant(quant_exports, name):
+    pte, io = _load(quant_exports, name)
+    check(name, pte, io, against="fq")
