@@ -319,3 +319,69 @@ def test_dynamic_conv2d_per_image():
     xq = dequantize_ref(d.q, d.scale[:, None, None, None], d.zero_point[:, None, None, None])
     ref = np.maximum(_conv_ref(xq, w * ws[:, None, None, None].astype(np.float64), 1, 1, 1), 0)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_static_depthwise_multiplier_and_transposed_conv():
+    """Depth multiplier 2 and a stride-2 transposed convolution, against the float kernels
+    (themselves tested against torch) on dequantized values."""
+    from edgetorch.backends.xnnpack import kernels as K
+
+    rng = np.random.default_rng(11)
+    qx, xv = _grid_input(rng, (1, 4, 4, 2))
+    xf = dequantize_ref(qx, IN_SCALE, IN_ZP)
+    dw, dws = sym_weights(rng, (1, 3, 3, 4), axis=3)
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    ref_dw = K.depthwise_conv2d(xf, dw * dws.astype(np.float64), None, win, 2)
+    tw, tws = sym_weights(rng, (3, 2, 2, 2))
+    ref_t = K.deconv2d(xf, tw * tws[:, None, None, None].astype(np.float64), None,
+                       K.Window(2, 2, 2, 2), 1, 0, 0)
+    for ref, make in [
+        (ref_dw, lambda b, i, o: x.XNNDepthwiseConv2d(
+            1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, i, b.per_channel(dw, dws, 3),
+            INVALID, o)),
+        (ref_t, lambda b, i, o: x.XNNConvTranspose2d(
+            0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 2, 3, 1, 0, 0, i, b.per_channel(tw, tws), INVALID,
+            o)),
+    ]:
+        out_q = out_range(ref)
+        b = QGraphBuilder()
+        _static(b, (1, 4, 4, 2), ref.shape, lambda i, o, b=b, make=make: make(b, i, o), out_q)
+        (out,) = run_graph(b, xv)
+        _check_static(out, ref, out_q)
+
+
+def test_quantized_unary_and_pad_use_the_reference_path():
+    rng = np.random.default_rng(12)
+    qx, xv = _grid_input(rng, (2, 5))
+    b = QGraphBuilder()
+    i = b.input(2, 5)
+    q = b.qint8(2, 5, scale=IN_SCALE, zp=IN_ZP)
+    s = b.qint8(2, 5, scale=1 / 256, zp=-128)
+    p = b.qint8(2, 7, scale=1 / 256, zp=-128)
+    o = b.output(2, 7)
+    b.node(x.XNNConvert(i, q))
+    b.node(x.XNNSigmoid(q, s))
+    b.node(x.XNNStaticConstantPad([0, 1], [0, 1], 0.25, s, p))
+    b.node(x.XNNConvert(p, o))
+    (out,) = run_graph(b, xv)
+    sig = 1 / (1 + np.exp(-dequantize_ref(qx, IN_SCALE, IN_ZP)))
+    ref = np.pad(sig, ((0, 0), (1, 1)), constant_values=0.25)
+    _check_static(out, ref, (1 / 256, -128), min_equal=0.9)
+
+
+def test_dynamic_fully_connected_flattens_3d_input_per_token():
+    rng = np.random.default_rng(13)
+    xv = rng.normal(size=(2, 3, 32)).astype(np.float32)
+    w, ws = sym_weights(rng, (5, 32))
+    b = QGraphBuilder()
+    i = b.input(2, 3, 32)
+    q = b.qdint8(2, 3, 32)
+    o = b.output(6, 5)
+    b.node(x.XNNConvert(i, q))
+    b.node(x.XNNFullyConnected(q, b.per_channel(w, ws), INVALID, o,
+                               x.XNN_FLAG_TENSORFLOW_RESHAPE_2D))
+    (out,) = run_graph(b, xv)
+    d = Q.quantize_dynamic(xv.reshape(6, 32), 1)  # per token, so flattening first is the same
+    ref = dequantize_ref(d.q, d.scale[:, None], d.zero_point[:, None]) @ (
+        w * ws[:, None].astype(np.float64)).T
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
