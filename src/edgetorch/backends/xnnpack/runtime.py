@@ -32,7 +32,8 @@ from ...errors import (
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
 from .lowering import Step
-from .lowering_quant import QCtx, QParams, decode_value, lower_node
+from .lowering_quant import QCtx, lower_node
+from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
 NamedData = Callable[[str], Any]  # key -> bytes-like, raising when the key is missing
