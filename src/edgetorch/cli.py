@@ -108,7 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # ---- inspect -------------------------------------------------------------------------
 
 
-def inspect_program(path: str) -> str:
+def inspect_program(path: str, tensors: int = 0) -> str:
     from .runtime import Runtime
 
     program = Runtime.get().load_program(path)
@@ -140,11 +140,16 @@ def inspect_program(path: str) -> str:
     lines.append("size breakdown:")
     for section, n in program.size_breakdown().items():
         lines.append(f"  {section:<20} {_fmt_bytes(n):>12}")
+    if tensors:
+        from .devtools.size_report import format_size_items, size_items
+
+        lines.append(f"largest stored tensors and blobs (top {tensors}):")
+        lines += format_size_items(size_items(program._pte), tensors, _fmt_bytes)
     return "\n".join(lines)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    print(inspect_program(args.program))
+    print(inspect_program(args.program, args.tensors))
     return 0
 
 
@@ -179,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="show methods, operators, arenas and sizes of a .pte")
     i.add_argument("program")
+    i.add_argument("--tensors", type=int, default=0, metavar="N",
+                   help="also list the N largest stored tensors, delegate blobs and named data")
     i.set_defaults(fn=_cmd_inspect)
 
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
