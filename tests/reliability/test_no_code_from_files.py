@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "src" / "edgetorch"
 
 # The loaders and everything a loader may call (a new reader lands inside one of these).
-SCANNED = ["schema", "runtime", "kernels", "backends", "devtools", "extension", "cli.py",
+SCANNED = ["schema", "runtime", "kernels", "backends", "devtools", "extension", "util", "cli.py",
            "errors.py", "__init__.py"]
 # Compiler-only code (torch side): it reads the user's Python model, not files.
 NOT_SCANNED = {
