@@ -8,7 +8,8 @@ backend's ``init`` (with the named data of the seed programs) and one ``execute`
 
 Success is an ``edgetorch.errors.EdgeTorchError`` or no error at all. Anything else escaping is
 a finding; so is a typed error that wraps a ``MemoryError`` or ``RecursionError`` (an
-allocation or a recursion the file controls).
+allocation or a recursion the file controls), except ``MemoryAllocationError``: the runtime
+saying that a planned buffer (bounded, and checked before use) could not be allocated.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from edgetorch.errors import EdgeTorchError
+from edgetorch.errors import EdgeTorchError, MemoryAllocationError
 from edgetorch.runtime import Runtime
 from edgetorch.runtime.data_map import load_data_map
 from edgetorch.runtime.program import Program
@@ -41,6 +42,8 @@ def check(exc: BaseException) -> None:
     """Raise ``Finding`` unless ``exc`` is an acceptable (typed, bounded) error."""
     if not isinstance(exc, EdgeTorchError):
         raise Finding(f"untyped {type(exc).__name__} escaped: {exc}") from exc
+    if isinstance(exc, MemoryAllocationError):
+        return  # the runtime's own report that a planned allocation failed: by design
     cause = exc.__cause__
     while cause is not None:
         if isinstance(cause, FATAL_CAUSES):

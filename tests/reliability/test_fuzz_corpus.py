@@ -50,12 +50,15 @@ def test_corpus_stays_small():
 def test_a_finding_is_reported():
     """The classifier itself: untyped errors and typed errors hiding a MemoryError are
     findings; a plain typed error is not."""
-    from edgetorch.errors import FormatError, MemoryAllocationError
+    from edgetorch.errors import FormatError, KernelError, MemoryAllocationError
 
     with pytest.raises(targets.Finding, match="untyped IndexError"):
         targets.check(IndexError("x"))
-    wrapped = MemoryAllocationError("arena")
+    wrapped = KernelError("aten::arange.out failed")
     wrapped.__cause__ = MemoryError()
     with pytest.raises(targets.Finding, match="wraps MemoryError"):
         targets.check(wrapped)
     targets.check(FormatError("truncated"))
+    planned = MemoryAllocationError("cannot allocate planned buffer 1")
+    planned.__cause__ = MemoryError()
+    targets.check(planned)  # the runtime's deliberate report of a failed planned allocation
