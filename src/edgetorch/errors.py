@@ -118,6 +118,12 @@ class KernelError(RuntimeErrorBase):
     code = ErrorCode.Internal
 
 
+class InternalError(RuntimeErrorBase):
+    """A bug in edgetorch itself (not in the program or the inputs)."""
+
+    code = ErrorCode.Internal
+
+
 class RegistrationError(EdgeTorchError):
     code = ErrorCode.RegistrationAlreadyRegistered
 

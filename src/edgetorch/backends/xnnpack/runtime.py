@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from ...errors import (
     InvalidProgramError,
     KernelError,
 )
+from ...runtime.event_tracer import now_ns
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
 from .lowering import Ctx, Step, lower
@@ -64,6 +65,8 @@ class CompiledGraph:
     outputs: list[tuple[int, int]]  # (external id, slot), by external id
     num_args: int
     nbytes_constants: int = 0
+    # Per node: (name, debug handle of the Edge node it came from) for the event tracer.
+    node_ids: list[tuple[str, int]] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"XNNPACK graph: {len(self.steps)} nodes, inputs (arg, value) "
@@ -93,7 +96,8 @@ class XnnpackBackend:
                 context: Any = None) -> None:
         """Run the delegate. ``context.resize(value_index, sizes)``, when given, re-views an
         output tensor at new (dynamic) sizes and returns it."""
-        run(handle, values, args, getattr(context, "resize", None))
+        run(handle, values, args, getattr(context, "resize", None),
+            getattr(context, "event_tracer", None))
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
@@ -151,19 +155,21 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
                 outputs.append((t.external_id, s))
     env: list[Any] = list(consts)
     ctx = Ctx(env, slots, dims, dtypes, consts)
-    steps, descriptions = [], []
+    steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
-        desc = f"node {k} {type(node.xnode_union).__name__} (debug handle {node.debug_handle})"
+        kind = type(node.xnode_union).__name__
+        desc = f"node {k} {kind} (debug handle {node.debug_handle})"
         ctx.where = f"XNNPACK {desc}"
         steps.append(lower(node, ctx))
         descriptions.append(desc)
+        node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
     inputs.sort(key=lambda e: e[0])
     outputs.sort()
     externs = [e[0] for e in inputs] + [e[0] for e in outputs]
     if len(set(externs)) != len(externs):
         raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
     return CompiledGraph(env, list(consts), steps, descriptions, inputs, outputs,
-                         max(externs, default=-1) + 1, nbytes)
+                         max(externs, default=-1) + 1, nbytes, node_ids)
 
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
@@ -233,7 +239,7 @@ Resize = Callable[[int, tuple[int, ...]], np.ndarray]
 
 
 def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
-        resize: Resize | None = None) -> None:
+        resize: Resize | None = None, tracer: Any = None) -> None:
     if len(args) < g.num_args:
         raise InvalidArgumentError(
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
@@ -249,8 +255,15 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
         env[slot] = _physical(a)
     try:
         k = 0
-        for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
-            step()
+        if tracer is None:
+            for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
+                step()
+        else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
+            for k, step in enumerate(g.steps):  # noqa: B007
+                name, handle = g.node_ids[k]
+                start = now_ns()
+                step()
+                tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
     except EdgeTorchError:
         raise
     except Exception as e:
