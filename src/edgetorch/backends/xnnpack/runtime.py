@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - the minimal runtime environment
 
 MAX_DIMS = 6  # XNN_MAX_TENSOR_DIMS
 MAX_EXTERNS = 4096  # what ExecuTorch's XNNCompiler accepts
+MAX_TENSOR_BYTES = 1 << 48  # far beyond any real tensor, within what NumPy can describe
 
 
 @dataclass
@@ -131,6 +132,10 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
         shape = tuple(int(d) for d in t.dims)
         if len(shape) > MAX_DIMS:
             raise FormatError(f"{where} has {len(shape)} dimensions; XNNPACK allows {MAX_DIMS}")
+        if math.prod(d for d in shape if d) * dtype.itemsize >= MAX_TENSOR_BYTES:
+            # (zero-sized dims included: NumPy refuses such shapes even when empty)
+            raise FormatError(f"{where}: dims {list(shape)} describe more than "
+                              f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
         dims.append(shape)
         dtypes.append(dtype)
         const = None
