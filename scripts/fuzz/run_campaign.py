@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 _STATUS = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
-_DONE = re.compile(r"^Done (\d+) runs")
+_DONE = re.compile(r"^(?:Done (\d+) runs|stat::number_of_executed_units: (\d+))")
 
 
 def main() -> int:
@@ -64,18 +64,18 @@ def main() -> int:
             if m := _STATUS.match(line):
                 last, cov, ft = int(m[1]), int(m[2]), int(m[3])
             elif m := _DONE.match(line):
-                done = int(m[1])
+                done = int(m[1] or m[2])
         proc.wait()
         log.flush()
         total += done if done is not None else last
         new = sorted(set(work.glob("*-*")) - before)
         artifacts = [p for p in new if p.name.split("-")[0] in ("crash", "timeout", "oom", "leak")]
-        if done is None or artifacts:
+        if proc.returncode != 0 or artifacts:
             restarts += 1
             findings.append({"after_runs": total, "artifacts": [p.name for p in artifacts],
                              "exit": proc.returncode, "log_tail": "".join(tail[-25:])})
-            if not artifacts and done is None:
-                break  # died without saying why: stop and report
+            if not artifacts:
+                break  # died without saying why (e.g. killed by a signal): stop and report
     seconds = time.time() - start
     files = [f for f in corpus.iterdir() if f.is_file()]
     summary = {
