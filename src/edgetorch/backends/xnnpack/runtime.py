@@ -53,6 +53,7 @@ except ImportError:  # pragma: no cover - the minimal runtime environment
 
 MAX_DIMS = 6  # XNN_MAX_TENSOR_DIMS
 MAX_EXTERNS = 4096  # what ExecuTorch's XNNCompiler accepts
+MAX_TENSOR_BYTES = 1 << 48  # far beyond any real tensor, within what NumPy can describe
 
 
 @dataclass
@@ -141,6 +142,10 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             nbytes += 0 if const is None else const.nbytes
         else:
             dtype = _dtype(value, where)
+        if math.prod(d for d in shape if d) * dtype.itemsize >= MAX_TENSOR_BYTES:
+            # (zero-sized dims included: NumPy refuses such shapes even when empty)
+            raise FormatError(f"{where}: dims {list(shape)} describe more than "
+                              f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
         dims.append(shape)
         dtypes.append(dtype)
         quant.append(qparams)
