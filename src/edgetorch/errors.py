@@ -90,6 +90,12 @@ class MethodNotFoundError(RuntimeErrorBase):
     code = ErrorCode.InvalidArgument
 
 
+class MethodBusyError(RuntimeErrorBase):
+    """``execute`` was called on a Method that is already running (another thread)."""
+
+    code = ErrorCode.InvalidState
+
+
 class InvalidArgumentError(RuntimeErrorBase):
     """Inputs to ``Method.execute`` (count, dtype, rank, sizes) do not match the method."""
 

@@ -15,11 +15,12 @@ from ..schema.pte import serialize_pte
 from .backend import preserve
 from .backend.backend_api import to_backend as _to_backend
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import _decomposition_table, to_edge_dialect
+from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
-from .lowering import copy_program, lower_method, run_passes
+from .lowering import copy_program, lower_method
 from .memory_planning import MemoryPlan
+from .pass_base import run_passes
 from .verifier import verify_edge_program
 
 SCHEMA_VERSION = 0  # Program.version as ExecuTorch 1.5 writes it
@@ -119,13 +120,18 @@ class EdgeProgramManager:
         except KeyError:
             raise KeyError(f"no method {method_name!r}; methods: {sorted(self.methods)}") from None
 
-    def transform(self, passes: list | dict[str, list]) -> EdgeProgramManager:
-        """Run graph passes on every method (or per method with a dict); re-verified after."""
+    def transform(self, passes: Any) -> EdgeProgramManager:
+        """Run passes (``ExportPass``, ``PassBase``, ``PassManager`` or ``gm -> PassResult``
+        callables) on every method, or per method with ``{method: [...]}``; the result is
+        verified again as in ``to_edge``."""
         new = {}
         for name, ep in self._edge_programs.items():
             method_passes = passes.get(name, []) if isinstance(passes, dict) else passes
+            if callable(method_passes):  # one pass or a PassManager
+                method_passes = [method_passes]
             ep = copy_program(ep)
-            run_passes(ep, list(method_passes))
+            run_passes(ep, list(method_passes), name)
+            to_edge_ops(ep)  # operators a pass inserted as torch.ops.* join the Edge dialect
             new[name] = ep
         return EdgeProgramManager(new, self._config_methods, self.compile_config)
 

@@ -11,6 +11,7 @@ error context and ``str(method)`` read it; the plain loop only calls the closure
 from __future__ import annotations
 
 import math
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from ..errors import (
     InvalidProgramError,
     KernelError,
     MemoryAllocationError,
+    MethodBusyError,
 )
 from ..kernels.registry import get_kernel
 from ..schema import program as S
@@ -57,6 +59,7 @@ class Method:
         self.event_tracer = program.event_tracer
         self._plan = plan
         self.name = plan.name
+        self._busy = threading.Lock()  # one execute at a time: the values and arenas are shared
         self._meta = method_meta(plan)
         self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
         self._vals: list[Any] = []
@@ -470,6 +473,23 @@ class Method:
         return x
 
     def execute(self, inputs: Sequence[Any] = ()) -> list[Any]:
+        """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
+
+        One call at a time: a Method owns its memory, so a call made while another thread is
+        inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
+        share the Program, which is read-only). See docs/reliability.md.
+        """
+        if not self._busy.acquire(blocking=False):
+            raise MethodBusyError(
+                f"method {self.name!r} is already executing in another thread; a Method runs "
+                "one call at a time. Load a Method per thread with program.load_method("
+                f"{self.name!r}) (the Program can be shared), or guard this one with a lock")
+        try:
+            return self._execute(inputs)
+        finally:
+            self._busy.release()
+
+    def _execute(self, inputs: Sequence[Any]) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
 
         Outputs are copies: the next ``execute`` reuses the planned memory.

@@ -199,7 +199,7 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     with gm.graph.inserting_after(attr):
         call = gm.graph.call_function(executorch_call_delegate, (attr, *inputs))
     call.meta["val"] = [o.meta["val"] for o in outputs]
-    call.meta["stack_trace"] = last.meta.get("stack_trace")
+    copy_provenance(last, call)
     anchor = call
     for i, out in enumerate(outputs):
         with gm.graph.inserting_after(anchor):
