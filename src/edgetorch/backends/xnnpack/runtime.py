@@ -32,7 +32,9 @@ from ...errors import (
 from ...runtime.event_tracer import now_ns
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
-from .lowering import Ctx, Step, lower
+from .lowering import Step
+from .lowering_quant import QCtx, lower_node
+from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
 NamedData = Callable[[str], Any]  # key -> bytes-like, raising when the key is missing
@@ -119,6 +121,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     dims: list[tuple[int, ...]] = []
     dtypes: list[np.dtype] = []
     consts: list[np.ndarray | None] = []
+    quant: list[QParams | None] = []
     inputs: list[tuple[int, int, np.dtype]] = []
     outputs: list[tuple[int, int]] = []
     nbytes = 0
@@ -128,18 +131,25 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
         if t.id_out in slots:
             raise FormatError(f"{where} is defined twice; the blob is corrupted")
         slots[t.id_out] = s
-        dtype = _dtype(value, where)
         shape = tuple(int(d) for d in t.dims)
         if len(shape) > MAX_DIMS:
             raise FormatError(f"{where} has {len(shape)} dimensions; XNNPACK allows {MAX_DIMS}")
+        const, qparams = None, None
+        if isinstance(value.xvalue_union, x.XNNQuantizedTensorValue):
+            def load(idx: int, what: str, where: str = where) -> memoryview:
+                return _constant_bytes(blob, idx, named_data, f"{where} ({what})")
+            dtype, const, qparams = decode_value(value, load, where)
+            nbytes += 0 if const is None else const.nbytes
+        else:
+            dtype = _dtype(value, where)
         if math.prod(d for d in shape if d) * dtype.itemsize >= MAX_TENSOR_BYTES:
             # (zero-sized dims included: NumPy refuses such shapes even when empty)
             raise FormatError(f"{where}: dims {list(shape)} describe more than "
                               f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
         dims.append(shape)
         dtypes.append(dtype)
-        const = None
-        if t.constant_buffer_idx:
+        quant.append(qparams)
+        if t.constant_buffer_idx and qparams is None:
             data = _constant_bytes(blob, t.constant_buffer_idx, named_data, where)
             count = math.prod(shape)
             if len(data) < count * dtype.itemsize:
@@ -159,13 +169,13 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             if t.flags & x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT:
                 outputs.append((t.external_id, s))
     env: list[Any] = list(consts)
-    ctx = Ctx(env, slots, dims, dtypes, consts)
+    ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
     steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__
         desc = f"node {k} {kind} (debug handle {node.debug_handle})"
         ctx.where = f"XNNPACK {desc}"
-        steps.append(lower(node, ctx))
+        steps.append(lower_node(node, ctx))
         descriptions.append(desc)
         node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
     inputs.sort(key=lambda e: e[0])
@@ -179,12 +189,11 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
     t = value.tensor
-    if isinstance(value.xvalue_union, x.XNNQuantizedTensorValue) or (
-            t.dq_datatype != x.XNNDatatype.xnn_datatype_invalid):
+    if t.dq_datatype != x.XNNDatatype.xnn_datatype_invalid:
         raise InvalidProgramError(
-            f"{where}: quantized XNNPACK values ({t.datatype.name}) are not supported by the "
-            "NumPy runtime yet; export the model without quantization",
-            code=ErrorCode.NotImplemented)
+            f"{where}: the legacy dq_datatype encoding of dynamic quantization "
+            f"({t.dq_datatype.name}) is not supported; re-export with ExecuTorch 1.5 "
+            "(XNNQuantizedTensorValue with PerTokenDynamicQuant)", code=ErrorCode.NotImplemented)
     dtype = _DTYPES.get(t.datatype)
     if dtype is None:
         raise InvalidProgramError(
