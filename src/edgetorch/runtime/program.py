@@ -14,8 +14,10 @@ from .method import Method
 class Program:
     """A loaded program. Constants stay in the file's bytes (zero-copy, memory-mapped for paths)."""
 
-    def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None) -> None:
+    def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None,
+                 selected_ops: Any = None) -> None:
         self._pte = pte
+        self._selected_ops = selected_ops  # a SelectedOperators (selective build) or None
         self._source = source
         self._data_map = data_map
         self._named_keys = {nd.key for nd in pte.program.named_data or []}
@@ -50,6 +52,8 @@ class Program:
     def load_method(self, name: str) -> Method:
         plan = self._plan(name)
         try:
+            if self._selected_ops is not None:
+                self._selected_ops.check(plan, f"{self._source} method {name!r}")
             return Method(self, plan)
         except (IndexError, ValueError, KeyError) as e:
             raise InvalidProgramError(f"{self._source} method {name!r} is malformed: {e}") from e

@@ -12,6 +12,7 @@ from ..kernels import registry as _kernels
 from ..schema.pte import PteFile
 from .backends import BackendRegistry
 from .program import Program
+from .selective_build import resolve as resolve_selection
 
 
 class Verification(enum.Enum):
@@ -74,7 +75,13 @@ class Runtime:
         *,
         verification: Verification = Verification.InternalConsistency,
         data_path: str | os.PathLike | None = None,
+        selected_ops: Any = None,
     ) -> Program:
+        """Parse a program. ``selected_ops`` restricts it to a selective build's operators: a
+        ``selected_operators.yaml`` path (``edgetorch oplist``), a ``SelectedOperators``, or
+        operator names; None uses ``$EDGETORCH_SELECTED_OPS`` when set, False nothing. A method
+        needing more fails at ``load_method`` with OperatorMissingError."""
+        selection = resolve_selection(selected_ops)
         buf, source = _read(data)
         pte = PteFile.parse(buf)
         data_map = None
@@ -82,7 +89,7 @@ class Runtime:
             from .data_map import load_data_map
 
             data_map = load_data_map(data_path)
-        program = Program(pte, source, data_map)
+        program = Program(pte, source, data_map, selection)
         if verification == Verification.InternalConsistency:
             for name in program.method_names:
                 program.metadata(name)
