@@ -205,3 +205,12 @@ def ref_operator_names() -> dict[str, list[str]]:
         out = Path(tmp) / "operators.json"
         _run_tool([str(out)], STATS_TIMEOUT_S, REF_OPERATORS)
         return json.loads(out.read_text())
+
+
+REF_OPLIST = Path(__file__).with_name("ref_oplist.py")
+
+
+def ref_gen_oplist(pte: str | os.PathLike, out: str | os.PathLike) -> str:
+    """The selected_operators.yaml text ExecuTorch's ``gen_oplist.py`` writes for ``pte``."""
+    _run_tool([str(pte), str(out)], STATS_TIMEOUT_S, REF_OPLIST)
+    return Path(out).read_text()
