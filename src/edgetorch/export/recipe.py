@@ -8,7 +8,7 @@ import copy
 import dataclasses
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum, EnumMeta
 from typing import Any
 
