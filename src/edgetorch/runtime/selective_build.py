@@ -145,14 +145,9 @@ class SelectedOperators:
             if isinstance(options, dict) and options.get("include_all_overloads"):
                 sel.all_overloads.add(name.split(".", 1)[0])
         for name, keys in (data.get("et_kernel_metadata") or {}).items():
-            allowed: set[int] | None = set()
-            for key in keys or ["default"]:
-                found = _dtypes_of_key(str(key))
-                if found is None:
-                    allowed = None
-                    break
-                allowed |= found
-            sel.dtypes[name] = allowed
+            found = [_dtypes_of_key(str(key)) for key in keys or ["default"]]
+            sel.dtypes[name] = None if any(f is None for f in found) else \
+                set().union(*(f for f in found if f is not None))
         return sel
 
     @classmethod
