@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_./:;,|@+\-]*$")
+_PLAIN = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_./:;,|@+\- ]*(?<! )$")
 _BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 _NULLS = {"", "~", "null"}
 
@@ -27,7 +27,7 @@ def _scalar_text(v: Any) -> str:
         return str(v)
     s = str(v)
     if _PLAIN.match(s) and s.lower() not in _BOOLS and s.lower() not in _NULLS and not s.endswith(":") \
-            and ": " not in s and not re.fullmatch(r"[-+]?[0-9][0-9_.eE+-]*", s):
+            and ": " not in s and " #" not in s and not re.fullmatch(r"[-+]?[0-9][0-9_.eE+-]*", s):
         return s
     return "'" + s.replace("'", "''") + "'"
 
