@@ -7,7 +7,7 @@ NOTORCH := .venv-notorch
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: demo test test-fast test-notorch lint bench setup ref clean
+.PHONY: browser demo test test-fast test-notorch lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,13 @@ ref: $(REF)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/edgetorch demo mobilenet_v2
 
+## Headless Chromium (Debian's) renders the HTML graph view in its test.
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
-test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed
+test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
 		$(PY) -m pytest -q -m "not slow"
