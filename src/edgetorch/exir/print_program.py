@@ -47,3 +47,6 @@ def inspect_node(graph: torch.fx.Graph, node: torch.fx.Node) -> str:
         frames = stacktrace_to_framelist(node.meta["stack_trace"])
         text += f"The node stacktrace:\n{pretty_print_stacktraces(frames)}\n"
     return text
+
+
+_stacktrace_to_framelist = stacktrace_to_framelist  # ExecuTorch's (private) name, imported by backends
