@@ -21,7 +21,7 @@ from ....export import (
     QuantizationRecipe,
     RecipeType,
 )
-from ..partition.xnnpack_partitioner import ConfigPrecisionType, XnnpackPartitioner
+from ..partition.xnnpack_partitioner import XnnpackPartitioner
 from ..utils.configs import get_xnnpack_edge_compile_config, get_xnnpack_executorch_backend_config
 from .xnnpack_recipe_types import XNNPackRecipeType
 
@@ -67,18 +67,18 @@ class XNNPACKRecipeProvider(BackendRecipeProvider):
             quantizer = quantizer_module.XNNPACKQuantizer()
             quantizer.set_global(quantizer_module.get_symmetric_quantization_config(
                 is_per_channel=per_channel, is_dynamic=dynamic))
-            precision = ConfigPrecisionType.DYNAMIC_QUANT if dynamic else ConfigPrecisionType.STATIC_QUANT
             return ExportRecipe(name=recipe_type.value,
                                 quantization_recipe=QuantizationRecipe(quantizers=[quantizer]),
-                                lowering_recipe=self._lowering(precision),
+                                lowering_recipe=self._lowering(),
                                 executorch_backend_config=get_xnnpack_executorch_backend_config())
         return self._torchao_recipe(recipe_type, _TORCHAO[recipe_type],  # type: ignore[index]
                                     int(kwargs.get("group_size", 32)))
 
-    def _lowering(self, precision: ConfigPrecisionType | None = None) -> LoweringRecipe:
-        partitioner = (XnnpackPartitioner() if precision is None else
-                       XnnpackPartitioner(config_precisions=precision))
-        return LoweringRecipe(partitioners=[partitioner],
+    def _lowering(self) -> LoweringRecipe:
+        # Every precision: ExecuTorch's provider passes its partitioner `precision_type=`, a
+        # keyword the partitioner swallows in **kwargs, so its recipes delegate FP32 and
+        # quantized patterns alike.
+        return LoweringRecipe(partitioners=[XnnpackPartitioner()],
                               edge_compile_config=get_xnnpack_edge_compile_config())
 
     def _torchao_recipe(self, recipe_type: RecipeType, per_channel: bool, group_size: int
@@ -92,7 +92,7 @@ class XNNPACKRecipeProvider(BackendRecipeProvider):
             weight_dtype=torch.int4, weight_granularity=granularity))
         return ExportRecipe(name=recipe_type.value,
                             quantization_recipe=QuantizationRecipe(ao_quantization_configs=[config]),
-                            lowering_recipe=self._lowering(ConfigPrecisionType.DYNAMIC_QUANT),
+                            lowering_recipe=self._lowering(),
                             executorch_backend_config=get_xnnpack_executorch_backend_config())
 
     def _check_kwargs(self, recipe_type: RecipeType, kwargs: dict[str, Any]) -> None:
