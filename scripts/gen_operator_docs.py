@@ -22,6 +22,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "kernels")]
 from edgetorch.kernels import KERNELS  # noqa: E402
 from edgetorch.kernels.support import (  # noqa: E402
     DTYPES,
+    EXECUTORCH_OPTIMIZED_ONLY,
     EXECUTORCH_PORTABLE,
     EXECUTORCH_PRIM,
     LEFT_OUT,
@@ -72,6 +73,8 @@ def origin(name: str) -> str:
         return "portable"
     if name in EXECUTORCH_PRIM:
         return "prim"
+    if name in EXECUTORCH_OPTIMIZED_ONLY:
+        return "optimized"
     return "extra"
 
 
@@ -81,6 +84,7 @@ def render() -> str:
     scalar_ops = sorted(n for n in KERNELS if n not in SUPPORT)
     yaml_have = sum(1 for n in EXECUTORCH_PORTABLE if n in KERNELS)
     prim_have = sum(1 for n in EXECUTORCH_PRIM if n in KERNELS)
+    opt_have = sum(1 for n in EXECUTORCH_OPTIMIZED_ONLY if n in KERNELS)
     extra = [n for n in sorted(KERNELS) if origin(n) == "extra"]
     lines = [
         "# Portable operators and dtypes",
@@ -97,6 +101,9 @@ def render() -> str:
         f"{len(EXECUTORCH_PORTABLE)} operators.",
         f"- ExecuTorch prim operators (`executorch_prim::*`, `aten::sym_*`): {prim_have} of "
         f"{len(EXECUTORCH_PRIM)}.",
+        f"- ExecuTorch operators with only an optimized kernel (`kernels/optimized/optimized.yaml`"
+        f", registered by its runtime all the same): {opt_have} of "
+        f"{len(EXECUTORCH_OPTIMIZED_ONLY)}.",
         f"- Beyond those: {len(extra)} ({', '.join(f'`{n}`' for n in extra)}).",
         f"- {len(KERNELS)} kernels in all, {sum(counts.values())} test cases.",
         "",

@@ -1,6 +1,6 @@
-"""The ``edgetorch`` command: export, run, inspect, demo.
+"""The ``edgetorch`` command: export, run, inspect, oplist, demo.
 
-``run`` and ``inspect`` need only the runtime (no torch); ``export`` and ``demo`` need the
+``run``, ``inspect`` and ``oplist`` need only the runtime (no torch); ``export`` and ``demo`` need the
 compiler (``pip install edgetorch[compiler]``).
 """
 
@@ -180,6 +180,31 @@ def _cmd_visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- oplist (selective build) ------------------------------------------------------------
+
+
+def _cmd_oplist(args: argparse.Namespace) -> int:
+    from .runtime.selective_build import dump_oplist, gen_oplist
+    from .schema.pte import PteFile
+
+    programs = []
+    for path in args.programs:
+        try:
+            with open(path, "rb") as f:
+                programs.append((path, PteFile.parse(memoryview(f.read())).program))
+        except OSError as e:
+            raise EdgeTorchError(f"cannot read program {path!r}: {e}") from e
+    out = args.output
+    if os.path.isdir(out):  # as gen_oplist.py: a directory gets selected_operators.yaml
+        out = os.path.join(out, "selected_operators.yaml")
+    oplist = gen_oplist(programs)
+    with open(out, "w") as f:
+        f.write(dump_oplist(oplist))
+    print(f"wrote {out}: {len(oplist['operators'])} operators from {len(programs)} program(s); "
+          f"restrict a runtime to it with EDGETORCH_SELECTED_OPS={out}")
+    return 0
+
+
 # ---- demo ----------------------------------------------------------------------------
 
 
@@ -214,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--tensors", type=int, default=0, metavar="N",
                    help="also list the N largest stored tensors, delegate blobs and named data")
     i.set_defaults(fn=_cmd_inspect)
+
+    o = sub.add_parser("oplist", help="write ExecuTorch's selected_operators.yaml for .pte files")
+    o.add_argument("programs", nargs="+", metavar="program.pte")
+    o.add_argument("-o", "--output", default="selected_operators.yaml",
+                   help="the YAML file (or a directory for selected_operators.yaml)")
+    o.set_defaults(fn=_cmd_oplist)
 
     v = sub.add_parser("visualize", help="draw a model's graph as a self-contained HTML page")
     v.add_argument("model", help="a built-in example name, or path/to/file.py:factory")
