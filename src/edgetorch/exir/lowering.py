@@ -14,6 +14,7 @@ from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassResult
 
 from ..errors import EdgeTorchError, PassError
+from ..kernels.quantized import aot as _quantized_aot  # noqa: F401  (quantized out variants)
 from ..schema import program as S
 from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
