@@ -24,6 +24,7 @@ from edgetorch.kernels.support import (  # noqa: E402
     DTYPES,
     EXECUTORCH_PORTABLE,
     EXECUTORCH_PRIM,
+    EXECUTORCH_QUANTIZED,
     LEFT_OUT,
     NOT_COVERED,
     SUPPORT,
@@ -72,6 +73,8 @@ def origin(name: str) -> str:
         return "portable"
     if name in EXECUTORCH_PRIM:
         return "prim"
+    if name in EXECUTORCH_QUANTIZED:
+        return "quantized"
     return "extra"
 
 
@@ -81,6 +84,7 @@ def render() -> str:
     scalar_ops = sorted(n for n in KERNELS if n not in SUPPORT)
     yaml_have = sum(1 for n in EXECUTORCH_PORTABLE if n in KERNELS)
     prim_have = sum(1 for n in EXECUTORCH_PRIM if n in KERNELS)
+    quant_have = sum(1 for n in EXECUTORCH_QUANTIZED if n in KERNELS)
     extra = [n for n in sorted(KERNELS) if origin(n) == "extra"]
     lines = [
         "# Portable operators and dtypes",
@@ -97,6 +101,9 @@ def render() -> str:
         f"{len(EXECUTORCH_PORTABLE)} operators.",
         f"- ExecuTorch prim operators (`executorch_prim::*`, `aten::sym_*`): {prim_have} of "
         f"{len(EXECUTORCH_PRIM)}.",
+        f"- ExecuTorch 1.5 quantized library (`kernels/quantized/quantized.yaml`, "
+        f"`edgetorch.kernels.quantized`): {quant_have} of {len(EXECUTORCH_QUANTIZED)}; their "
+        "cases are in `tests/kernels/test_quantized.py`.",
         f"- Beyond those: {len(extra)} ({', '.join(f'`{n}`' for n in extra)}).",
         f"- {len(KERNELS)} kernels in all, {sum(counts.values())} test cases.",
         "",

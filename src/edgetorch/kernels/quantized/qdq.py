@@ -142,7 +142,7 @@ def dequantize_per_channel_out(input, scales, zero_points, axis, quant_min, quan
     _check_dequantize(op, input, quant_min, quant_max, dtype, out_dtype, out)
     shape = _channel_shape(input.ndim, axis)
     s = scales.astype(FLOAT32).reshape(shape)
-    zp = np.zeros(shape, INT64) if zero_points is None else zero_points.reshape(shape)
+    zp = np.zeros(1, INT64) if zero_points is None else zero_points.reshape(shape)
     if input.ndim == 1 and out.dtype == FLOAT64:
         # ExecuTorch's 1-D path casts (q - zp) to the output type before the multiply.
         diff = input.astype(np.int64) - zp.astype(np.int32)
