@@ -194,6 +194,10 @@ def output_step(name: str, eager) -> float:
     return 1e-5
 
 
+_SIZE = {"CHAR": 1, "BYTE": 1, "SHORT": 2, "INT": 4, "LONG": 8, "HALF": 2, "FLOAT": 4,
+         "DOUBLE": 8, "BFLOAT16": 2, "BOOL": 1, "UINT16": 2}
+
+
 def quantized_calls(pte: bytes) -> list[tuple]:
     """(operator, arguments) of every quantized kernel call, arguments as comparable values:
     tensors by dtype and shape (and constant data), scalars by type and value."""
@@ -212,7 +216,11 @@ def quantized_calls(pte: bytes) -> list[tuple]:
             v = plan.values[i].val
             kind = type(v).__name__
             if kind == "Tensor":
-                args.append(("Tensor", v.scalar_type.name, tuple(v.sizes), v.data_buffer_idx > 0))
+                data = None
+                if v.data_buffer_idx > 0:  # a constant: compare its bytes too
+                    data = bytes(pf.constant_bytes(v.data_buffer_idx))
+                    data = data[:int(np.prod(v.sizes, dtype=np.int64)) * _SIZE[v.scalar_type.name]]
+                args.append(("Tensor", v.scalar_type.name, tuple(v.sizes), data))
             elif kind == "TensorList":
                 args.append(("TensorList", len(v.items)))
             else:
@@ -257,3 +265,6 @@ def test_quant_fusion_makes_one_embedding_kernel(programs, name, kernel):
     for program in (pte, et_pte):
         calls = quantized_calls(program)
         assert [c[0] for c in calls] == [f"quantized_decomposed::{kernel}"]
+    plan = PteFile.parse(pte).program.execution_plan[0]
+    names = {f"{o.name}.{o.overload}" for o in plan.operators}
+    assert "aten::embedding.out" not in names and "aten::sub.out" not in names

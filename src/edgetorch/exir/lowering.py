@@ -20,6 +20,7 @@ from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
 from .ops import graph_modules
 from .passes.constant_fold import fold_constants
+from .passes.quant_fusion import quant_fusion_and_const_prop
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
 from .passes.write_back import insert_write_back
@@ -39,6 +40,11 @@ def run_passes(ep: ExportedProgram, passes: list) -> None:
         if isinstance(result, PassResult) and result.graph_module is not gm:
             gm.graph = result.graph_module.graph
         gm.recompile()
+
+
+def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.do_quant_fusion_and_const_prop:
+        quant_fusion_and_const_prop(ep)
 
 
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -76,6 +82,7 @@ def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 
 STEPS: list[Step] = [
+    ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
     ("write back mutated buffers", _write_back),
     ("fold constants", _fold),
