@@ -185,8 +185,10 @@ def dequantize_per_token(rng, qdt):
 
 def choose_qparams(rng, dt):
     out = []
-    for shape, shift in [((16,), 0.0), ((4, 8), 2.0), ((3, 5), -4.0), ((9,), 0.3)]:
-        x = (rng.standard_normal(shape) + shift).astype(dt)
+    for shape, shift in [((16,), 0.0), ((4, 8), 2.0), ((3, 5), -4.0), ((9,), None)]:
+        # None: a constant tensor (no range: ExecuTorch's 0.1 scale, torch's eps floor)
+        x = (np.full(shape, 0.0) if shift is None else rng.standard_normal(shape) + shift
+             ).astype(dt)
         for qmin, qmax, qdt in [(-128, 127, torch.int8), (0, 255, torch.uint8)]:
             ref = (lambda x=x, a=qmin, b=qmax, d=qdt:
                    Q.choose_qparams.tensor(tt(x), a, b, 2**-12, d))
@@ -363,7 +365,9 @@ def test_kernel_matches_torch(name):
                 assert (diff <= step).all(), ctx
                 assert ((diff != 0) & (step == 1)).mean() <= 0.05 if diff.size else True, ctx
             elif rec.check == "qparams":
-                if g.dtype == F64:  # scale
+                if not np.any(args[0]):  # no range: ExecuTorch picks 0.1 (torch: eps)
+                    assert g.dtype != F64 or np.all(g == 0.1), ctx
+                elif g.dtype == F64:  # scale
                     np.testing.assert_allclose(g, w.astype(F64), rtol=1e-6, err_msg=ctx)
                 else:  # zero point: ExecuTorch may nudge from the other end of the range
                     assert np.abs(g - w.astype(I64)).max() <= 1, ctx
