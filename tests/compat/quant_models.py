@@ -91,9 +91,11 @@ def build(name: str):
         return _embedding(torch.int8, PerAxis(0))
     if name == "embedding_int4":
         return _embedding(torch.int4, PerGroup(32))
+    if name == "embedding_int2":
+        return _embedding(torch.int2, PerGroup(32))
     raise KeyError(name)
 
 
-MODELS = ("mlp", "mlp_dynamic", "cnn", "embedding_int8", "embedding_int4")
-CONFIG = {"embedding_int8": {"do_quant_fusion_and_const_prop": True},
-          "embedding_int4": {"do_quant_fusion_and_const_prop": True}}
+MODELS = ("mlp", "mlp_dynamic", "cnn", "embedding_int8", "embedding_int4", "embedding_int2")
+CONFIG = {name: {"do_quant_fusion_and_const_prop": True} for name in MODELS
+          if name.startswith("embedding")}

@@ -259,7 +259,8 @@ def test_quantized_calls_are_encoded_as_executorch_encodes_them(programs, name):
 
 
 @pytest.mark.parametrize("name,kernel", [("embedding_int8", "embedding_byte.out"),
-                                         ("embedding_int4", "embedding_4bit.out")])
+                                         ("embedding_int4", "embedding_4bit.out"),
+                                         ("embedding_int2", "embedding_2bit.out")])
 def test_quant_fusion_makes_one_embedding_kernel(programs, name, kernel):
     pte, et_pte, *_ = programs[name]
     for program in (pte, et_pte):

@@ -11,6 +11,7 @@ bit for bit against ExecuTorch's own kernels.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.ao.quantization.fx._decomposed  # noqa: E402, F401  (the reference ops)
+pytest.importorskip("torch.ao.quantization.fx._decomposed")  # defines the reference ops
 
 from edgetorch.kernels import get_kernel  # noqa: E402
 from edgetorch.kernels.quantized import OPERATORS  # noqa: E402
@@ -49,6 +50,11 @@ def tt(x):
             return torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16)
         return torch.from_numpy(x.copy())
     return x
+
+
+def later(fn, *args, **kwargs) -> Callable:
+    """The reference call, made when the test compares."""
+    return functools.partial(fn, *args, **kwargs)
 
 
 def f32(x) -> torch.Tensor:
@@ -93,8 +99,7 @@ def quantize_per_tensor(tensor_args: bool):
                 # some values clamp (not for int32: torch's reference clamps in float32, where
                 # 2**31 - 1 rounds up to 2**31 and the cast back to int32 overflows)
                 scale *= 0.7 if qdt != I32 else 1.01
-                ref = (lambda x=x, s=scale, z=zp, lo=lo, hi=hi, q=qdt:
-                       Q.quantize_per_tensor(f32(x), s, z, lo, hi, TORCH_OF[q]))
+                ref = later(Q.quantize_per_tensor, f32(x), scale, zp, lo, hi, TORCH_OF[qdt])
                 if tensor_args:
                     args = [x, np.array([scale]), np.array([zp]), lo, hi, st(qdt)]
                 else:
@@ -111,9 +116,8 @@ def quantize_per_channel(rng, dt):
         n = shape[axis]
         scales = rng.uniform(0.005, 0.05, n)
         zps = rng.integers(-10, 10, n)
-        ref = (lambda x=x, s=scales, z=zps, a=axis % len(shape):
-               Q.quantize_per_channel(f32(x), torch.tensor(s), torch.tensor(z), a, -128, 127,
-                                      torch.int8))
+        ref = later(Q.quantize_per_channel, f32(x), torch.tensor(scales), torch.tensor(zps),
+                    axis % len(shape), -128, 127, torch.int8)
         out.append(([x, scales, zps, axis, -128, 127, st(I8)], [(shape, I8)], ref))
     return out
 
@@ -125,8 +129,8 @@ def quantize_per_token(rng, dt):
         tokens = int(np.prod(shape[:-1]))
         scales = rng.uniform(0.005, 0.03, (*shape[:-1], 1))
         zps = rng.integers(-5, 5, (*shape[:-1], 1))
-        ref = (lambda x=x, s=scales, z=zps: Q.quantize_per_token(
-            tt(x).float(), torch.tensor(s), torch.tensor(z), -128, 127, torch.int8))
+        ref = later(Q.quantize_per_token, f32(x), torch.tensor(scales), torch.tensor(zps), -128,
+                    127, torch.int8)
         assert scales.size == tokens
         out.append(([x, scales, zps, -128, 127, st(I8)], [(shape, I8)], ref))
     return out
@@ -142,9 +146,8 @@ def dequantize_per_tensor(tensor_args: bool):
                 scale, zp = 0.0123, (lo + hi) // 2 if lo < 0 else 17
                 zp = int(np.clip(zp, -100, 100))
                 code = None if odt is None else st(odt)
-                ref = (lambda q=q, s=scale, z=zp, lo=lo, hi=hi, d=qdt, o=odt:
-                       Q.dequantize_per_tensor(tt(q), s, z, lo, hi, TORCH_OF[d],
-                                               out_dtype=None if o is None else TORCH_OF[o]))
+                ref = later(Q.dequantize_per_tensor, tt(q), scale, zp, lo, hi, TORCH_OF[qdt],
+                            out_dtype=None if odt is None else TORCH_OF[odt])
                 sc = np.array([scale]) if tensor_args else scale
                 zz = np.array([zp]) if tensor_args else zp
                 out.append(([q, sc, zz, lo, hi, st(qdt), code], [(shape, odt or F32)], ref))
@@ -161,10 +164,10 @@ def dequantize_per_channel(rng, qdt):
         n = shape[axis]
         scales = rng.uniform(0.001, 0.1, n).astype(sdt)
         zps = rng.integers(0, 20, n) if with_zp else None
-        ref = (lambda q=q, s=scales, z=zps, a=axis % len(shape), lo=lo, hi=hi, d=qdt:
-               Q.dequantize_per_channel(tt(q.astype(I32)), torch.tensor(s).float(),  # (uint16:
-                                        None if z is None else torch.tensor(z), a, lo, hi,
-                                        torch.int32))  # torch can't promote it)
+        # (the reference reads the values as int32: torch cannot promote uint16)
+        ref = later(Q.dequantize_per_channel, tt(q.astype(I32)), torch.tensor(scales).float(),
+                    None if zps is None else torch.tensor(zps), axis % len(shape), lo, hi,
+                    torch.int32)
         out.append(([q, scales, zps, axis, lo, hi, st(qdt), None], [(shape, F32)], ref))
     return out
 
@@ -176,9 +179,9 @@ def dequantize_per_token(rng, qdt):
         q = rng.integers(max(lo, -100), min(hi, 100) + 1, shape).astype(qdt)
         scales = rng.uniform(0.001, 0.1, (*shape[:-1], 1))
         zps = rng.integers(0, 9, (*shape[:-1], 1))
-        ref = (lambda q=q, s=scales, z=zps, lo=lo, hi=hi: Q.dequantize_per_token(  # torch can't
-            tt(q.astype(I64)), torch.tensor(s), torch.tensor(z), lo, hi, torch.int64,  # promote
-            torch.float32))  # uint16, so the reference reads the values as int64
+        # (the reference reads the values as int64: torch cannot promote uint16)
+        ref = later(Q.dequantize_per_token, tt(q.astype(I64)), torch.tensor(scales),
+                    torch.tensor(zps), lo, hi, torch.int64, torch.float32)
         out.append(([q, scales, zps, lo, hi, st(qdt), st(F32)], [(shape, F32)], ref))
     return out
 
@@ -190,8 +193,7 @@ def choose_qparams(rng, dt):
         x = (np.full(shape, 0.0) if shift is None else rng.standard_normal(shape) + shift
              ).astype(dt)
         for qmin, qmax, qdt in [(-128, 127, torch.int8), (0, 255, torch.uint8)]:
-            ref = (lambda x=x, a=qmin, b=qmax, d=qdt:
-                   Q.choose_qparams.tensor(tt(x), a, b, 2**-12, d))
+            ref = later(Q.choose_qparams.tensor, tt(x), qmin, qmax, 2**-12, qdt)
             out.append(([x, qmin, qmax, 2**-12, st(I8 if qmin < 0 else U8)],
                         [((1,), F64), ((1,), I64)], ref))
     return out
@@ -201,7 +203,7 @@ def choose_qparams_per_token(rng, dt):
     out = []
     for shape in [(4, 16), (2, 3, 8)]:
         x = (rng.standard_normal(shape) + rng.uniform(-1, 1)).astype(dt)
-        ref = lambda x=x: Q.choose_qparams_per_token_asymmetric(tt(x), torch.int8)  # noqa: E731
+        ref = later(Q.choose_qparams_per_token_asymmetric, tt(x), torch.int8)
         pshape = (*shape[:-1], 1)
         out.append(([x, st(I8)], [(pshape, F64), (pshape, I64)], ref))
     return out
@@ -237,7 +239,7 @@ def embedding(nbit: int, dtype_variant: bool):
             indices = np.array([[0, 5, 2], [2, 2, 1]], I64)
 
             def ref(values=values, scales=scales, zps=zps, indices=indices, odt=odt,
-                    groups=groups):
+                    groups=groups, rows=rows, dim=dim):
                 s = tt(scales).float().reshape(rows, groups)
                 z = (torch.zeros_like(s) if zps is None
                      else tt(zps).float().reshape(rows, groups))
