@@ -65,7 +65,11 @@ def case_counts() -> dict[str, int]:
     import table_tensor  # noqa: F401
     from kernel_harness import OPS, cases_for
 
-    return {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    counts = {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    import test_quantized  # the quantized library's own table
+
+    counts.update({r.name: len(test_quantized.cases(r.name)) for r in test_quantized.RECORDS})
+    return counts
 
 
 def origin(name: str) -> str:

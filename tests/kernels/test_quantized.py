@@ -12,6 +12,7 @@ bit for bit against ExecuTorch's own kernels.
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -320,8 +321,8 @@ RECORDS = [
     Rec("quantized_decomposed::embedding_2bit.out", embedding(2, False)),
     Rec("quantized_decomposed::embedding_2bit.dtype_out", embedding(2, True)),
     Rec("quantized_decomposed::add.out", add, "quant"),
-    Rec("quantized_decomposed::mixed_mm.out", mixed_mm, tol=2e-5),
     # float16 accumulates in float16, as ExecuTorch does: a few half ulps from float32 math
+    Rec("quantized_decomposed::mixed_mm.out", mixed_mm, tol=2e-5, tol_f16=1.5e-2),
     Rec("quantized_decomposed::mixed_linear.out", mixed_linear, tol=2e-5, tol_f16=1.5e-2),
 ]
 BY_NAME = {r.name: r for r in RECORDS}
@@ -334,7 +335,7 @@ def dtypes_of(name: str) -> list[np.dtype]:
 
 
 def cases(name: str):
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     return [(dt, case) for dt in dtypes_of(name) for case in BY_NAME[name].cases(rng, dt)]
 
 

@@ -178,7 +178,7 @@ _add(FLOAT, *_q("quantize_per_tensor.out", "quantize_per_tensor.Tensor_out",
      note="float32 reciprocal multiply, round half to even (ExecuTorch's numerics)")
 _add(QUANTIZED_INT, *_q("dequantize_per_tensor.out", "dequantize_per_tensor.Tensor_out",
                         "dequantize_per_channel.out", "dequantize_per_token.out"),
-     arg="input", note="computes in float32, then casts to the output dtype")
+     arg="input", note="also uint16; computes in float32, then casts to the output dtype")
 _add(frozenset({S.FLOAT}), *_q("choose_qparams.Tensor_out",
                                "choose_qparams_per_token_asymmetric.out"),
      arg="input", note="eps ignored: scales below 6.1e-5 are raised to it (as ExecuTorch)")
