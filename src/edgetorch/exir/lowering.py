@@ -11,14 +11,13 @@ import warnings
 from collections.abc import Callable
 
 from torch.export import ExportedProgram
-from torch.fx.passes.infra.pass_base import PassResult
 
 from ..errors import EdgeTorchError, PassError
 from ..kernels.quantized import aot as _quantized_aot  # noqa: F401  (quantized out variants)
 from ..schema import program as S
 from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
-from .ops import graph_modules
+from .pass_base import run_passes
 from .passes.constant_fold import fold_constants
 from .passes.quant_fusion import quant_fusion_and_const_prop
 from .passes.spec_prop import propagate_specs, root
@@ -30,16 +29,6 @@ Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
-
-
-def run_passes(ep: ExportedProgram, passes: list) -> None:
-    """Run graph passes (``PassResult``-returning callables, or plain gm -> gm functions)."""
-    gm = ep.graph_module
-    for p in passes:
-        result = p(gm)
-        if isinstance(result, PassResult) and result.graph_module is not gm:
-            gm.graph = result.graph_module.graph
-        gm.recompile()
 
 
 def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -58,13 +47,11 @@ def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _views(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     if config.remove_view_copy:
-        for gm in graph_modules(ep.graph_module):
-            view_copy_to_view(gm)
+        view_copy_to_view(ep)
 
 
 def _out_variants(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
-    for gm in list(graph_modules(ep.graph_module)):
-        to_out_variants(gm)
+    to_out_variants(ep)
 
 
 def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
