@@ -25,12 +25,13 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassResult
 
+from ..dialects._ops import ops as exir_ops
 from ..node_meta import copy_provenance
 from ..signature import constant_placeholders
 from .constant_fold import _fresh_name, _remove_constant, add_constant, fold_constants
 
 _SOURCE = "torchao.dequantize_affine.default"
-_EMBEDDING = torch.ops.aten.embedding.default
+_EMBEDDING = torch.ops.aten.embedding.default  # (Edge ops compare equal to their ATen op)
 _KERNELS = {2: "embedding_2bit", 4: "embedding_4bit", 8: "embedding_byte"}
 
 
@@ -104,7 +105,7 @@ def _fuse_group(ep: ExportedProgram, nodes: list[torch.fx.Node], consts: dict) -
         return False
     out = outs[0]
     users = list(out.users)
-    if not users or any(u.target is not _EMBEDDING or u.args[0] is not out for u in users):
+    if not users or any(u.target != _EMBEDDING or u.args[0] is not out for u in users):
         return False
     inputs = list(dict.fromkeys(i for n in nodes for i in n.all_input_nodes if i not in members))
     if not all(i in consts for i in inputs):
@@ -137,7 +138,7 @@ def _fuse_group(ep: ExportedProgram, nodes: list[torch.fx.Node], consts: dict) -
     params.append(None if z is None else add_constant(
         ep, _fresh_name(ep, f"_{_KERNELS[nbit]}_zero_points"), z, z))
     qmin, qmax = -(1 << (nbit - 1)), (1 << (nbit - 1)) - 1
-    packet = getattr(torch.ops.quantized_decomposed, _KERNELS[nbit])
+    packet = getattr(exir_ops.edge.quantized_decomposed, _KERNELS[nbit])
     for emb in users:
         kwargs = {}
         target = packet.default
