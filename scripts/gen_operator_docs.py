@@ -25,6 +25,7 @@ from edgetorch.kernels.support import (  # noqa: E402
     EXECUTORCH_OPTIMIZED_ONLY,
     EXECUTORCH_PORTABLE,
     EXECUTORCH_PRIM,
+    EXECUTORCH_QUANTIZED,
     LEFT_OUT,
     NOT_COVERED,
     SUPPORT,
@@ -65,7 +66,11 @@ def case_counts() -> dict[str, int]:
     import table_tensor  # noqa: F401
     from kernel_harness import OPS, cases_for
 
-    return {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    counts = {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    import test_quantized  # the quantized library's own table
+
+    counts.update({r.name: len(test_quantized.cases(r.name)) for r in test_quantized.RECORDS})
+    return counts
 
 
 def origin(name: str) -> str:
@@ -75,6 +80,8 @@ def origin(name: str) -> str:
         return "prim"
     if name in EXECUTORCH_OPTIMIZED_ONLY:
         return "optimized"
+    if name in EXECUTORCH_QUANTIZED:
+        return "quantized"
     return "extra"
 
 
@@ -85,6 +92,7 @@ def render() -> str:
     yaml_have = sum(1 for n in EXECUTORCH_PORTABLE if n in KERNELS)
     prim_have = sum(1 for n in EXECUTORCH_PRIM if n in KERNELS)
     opt_have = sum(1 for n in EXECUTORCH_OPTIMIZED_ONLY if n in KERNELS)
+    quant_have = sum(1 for n in EXECUTORCH_QUANTIZED if n in KERNELS)
     extra = [n for n in sorted(KERNELS) if origin(n) == "extra"]
     lines = [
         "# Portable operators and dtypes",
@@ -104,6 +112,9 @@ def render() -> str:
         f"- ExecuTorch operators with only an optimized kernel (`kernels/optimized/optimized.yaml`"
         f", registered by its runtime all the same): {opt_have} of "
         f"{len(EXECUTORCH_OPTIMIZED_ONLY)}.",
+        f"- ExecuTorch 1.5 quantized library (`kernels/quantized/quantized.yaml`, "
+        f"`edgetorch.kernels.quantized`): {quant_have} of {len(EXECUTORCH_QUANTIZED)}; their "
+        "cases are in `tests/kernels/test_quantized.py`.",
         f"- Beyond those: {len(extra)} ({', '.join(f'`{n}`' for n in extra)}).",
         f"- {len(KERNELS)} kernels in all, {sum(counts.values())} test cases.",
         "",

@@ -166,6 +166,35 @@ _add(ALL, "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_or
      "executorch_prim::et_copy_index.tensor")
 _add(ALL, *_aten("sym_size.int", "sym_numel", "_local_scalar_dense"))
 
+# ---- ExecuTorch's quantized library (kernels/quantized/quantized.yaml) -------------------
+# (key arguments named: their torch schemas exist only once edgetorch.exir is imported)
+
+QUANTIZED_INT = frozenset({S.BYTE, S.CHAR, S.SHORT, S.INT, S.UINT16})
+
+
+def _q(*names: str) -> list[str]:
+    return [f"quantized_decomposed::{n}" for n in names]
+
+
+_add(FLOAT, *_q("quantize_per_tensor.out", "quantize_per_tensor.Tensor_out",
+                "quantize_per_channel.out", "quantize_per_token.out"), arg="input",
+     note="float32 reciprocal multiply, round half to even (ExecuTorch's numerics)")
+_add(QUANTIZED_INT, *_q("dequantize_per_tensor.out", "dequantize_per_tensor.Tensor_out",
+                        "dequantize_per_channel.out", "dequantize_per_token.out"),
+     arg="input", note="also uint16; computes in float32, then casts to the output dtype")
+_add(frozenset({S.FLOAT}), *_q("choose_qparams.Tensor_out",
+                               "choose_qparams_per_token_asymmetric.out"),
+     arg="input", note="eps ignored: scales below 6.1e-5 are raised to it (as ExecuTorch)")
+_add(frozenset({S.BYTE, S.CHAR}), *_q("embedding_byte.out", "embedding_byte.dtype_out"),
+     arg="weight")
+_add(frozenset({S.BYTE}), *_q("embedding_4bit.out", "embedding_4bit.dtype_out",
+                              "embedding_2bit.out", "embedding_2bit.dtype_out"),
+     arg="weight", note="packed: two (4-bit) or four (2-bit) values per byte")
+_add(INT, "quantized_decomposed::add.out", arg="a",
+     note="quant ranges within [0, 255]; no broadcasting")
+_add(frozenset({S.FLOAT, S.HALF}), *_q("mixed_mm.out", "mixed_linear.out"), arg="input",
+     note="int8 weight; accumulates term by term in the output dtype")
+
 # ---- what ExecuTorch ships ---------------------------------------------------------------
 
 # Operators ExecuTorch 1.5.1's runtime registers from its optimized library alone (no portable
@@ -254,6 +283,17 @@ EXECUTORCH_PRIM = frozenset({
     "executorch_prim::sym_not.Scalar", "executorch_prim::truediv.Scalar",
     "executorch_prim::trunc.Scalar",
 })
+
+# ExecuTorch 1.5.1's quantized library (kernels/quantized/quantized.yaml): 19 kernels.
+EXECUTORCH_QUANTIZED = frozenset(_q(
+    "add.out", "choose_qparams.Tensor_out", "choose_qparams_per_token_asymmetric.out",
+    "dequantize_per_channel.out", "dequantize_per_tensor.out",
+    "dequantize_per_tensor.Tensor_out", "dequantize_per_token.out", "embedding_2bit.dtype_out",
+    "embedding_2bit.out", "embedding_4bit.dtype_out", "embedding_4bit.out",
+    "embedding_byte.dtype_out", "embedding_byte.out", "mixed_linear.out", "mixed_mm.out",
+    "quantize_per_channel.out", "quantize_per_tensor.out", "quantize_per_tensor.Tensor_out",
+    "quantize_per_token.out",
+))
 
 # Operators of those lists with no kernel here, and why (the documentation prints them).
 LEFT_OUT: dict[str, str] = {}
