@@ -17,6 +17,7 @@ from torch.export import ExportedProgram
 
 from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
 from .config import EdgeCompileConfig
+from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
 from .tensor import dim_order_of
 
 GraphRewrite = Callable[[torch.fx.GraphModule], bool]
@@ -200,6 +201,7 @@ def to_edge_dialect(
 ) -> ExportedProgram:
     """Decompose ``ep`` to core ATen (keeping ``keep``) and apply the Edge rewrites."""
     ep = ep.run_decompositions(_decomposition_table(config, keep or []))
+    remove_unused_parameters_pass(ep)  # on the decomposed copy: the caller's ep is untouched
     gm = ep.graph_module
     rewrites = EDGE_PASSES
     if config._skip_dim_order:

@@ -28,7 +28,17 @@ from ....exir.backend import DelegationSpec, Partitioner, PartitionResult
 from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
 from ..preprocess_builder import RULES
-from .support import is_getitem_of, why_not
+from ..preprocess_quant import (
+    AFFINE_DQ,
+    DQ_CHANNEL,
+    DQ_STATIC,
+    GEMM_ARGS,
+    Q_STATIC,
+    QDQ_OPS,
+    QuantPlan,
+    is_dynamic_act,
+)
+from .support import is_getitem_of, quant_dependency, why_not
 
 aten = torch.ops.aten
 BACKEND_ID = "XnnpackBackend"
@@ -44,11 +54,29 @@ KEEP_WHOLE: tuple[OpOverload, ...] = (
 
 
 class ConfigPrecisionType(Enum):
-    """The precisions ExecuTorch's partitioner configs know; edgetorch lowers FP32."""
+    """The precisions ExecuTorch's partitioner configs know: float32 operators, static int8
+    (PT2E static quantization) and dynamic int8 activations (PT2E dynamic, torchao 8da4w)."""
 
     FP32 = 1
     STATIC_QUANT = 2
     DYNAMIC_QUANT = 3
+
+
+def _precision(node: torch.fx.Node, plan: QuantPlan) -> ConfigPrecisionType:
+    """The precision a node is delegated in (ExecuTorch's config precisions)."""
+    t = node.target
+    if t in GEMM_ARGS and isinstance(node.args[1], torch.fx.Node) \
+            and node.args[1].target in QDQ_OPS:
+        return ConfigPrecisionType.DYNAMIC_QUANT if is_dynamic_act(node.args[0]) \
+            else ConfigPrecisionType.STATIC_QUANT
+    if t in (DQ_CHANNEL, DQ_STATIC, AFFINE_DQ) and node.args[0].op == "placeholder":
+        users = [u for u in node.users if u.target in GEMM_ARGS]
+        return _precision(users[0], plan) if users else ConfigPrecisionType.STATIC_QUANT
+    if t in (Q_STATIC, DQ_STATIC) or node in plan.quantized:
+        return ConfigPrecisionType.STATIC_QUANT
+    if t in QDQ_OPS:
+        return ConfigPrecisionType.DYNAMIC_QUANT
+    return ConfigPrecisionType.FP32
 
 
 class _Supported(OperatorSupportBase):
@@ -62,8 +90,10 @@ class _Supported(OperatorSupportBase):
 class XnnpackPartitioner(Partitioner):
     """Delegates float32 subgraphs to ``XnnpackBackend``.
 
-    ``config_precisions``: the precisions to delegate (only ``FP32`` is implemented; without
-    it nothing is delegated). ``per_op_mode``: one delegate per operator instead of maximal
+    ``config_precisions``: the precisions to delegate (default: all three). Quantized
+    operators are delegated with their quantize/dequantize nodes; a quantized linear or
+    convolution is never delegated as float32 (its weight would be computed outside).
+    ``per_op_mode``: one delegate per operator instead of maximal
     subgraphs. ``verbose``: log the operators left out (INFO on
     ``edgetorch.exir.backend.partitioner``). ``configs`` and other keyword arguments of
     ExecuTorch's partitioner are accepted and ignored.
@@ -76,7 +106,9 @@ class XnnpackPartitioner(Partitioner):
         self.delegation_spec = DelegationSpec(BACKEND_ID, [])
         if isinstance(config_precisions, ConfigPrecisionType):
             config_precisions = [config_precisions]
-        self.fp32 = config_precisions is None or ConfigPrecisionType.FP32 in config_precisions
+        self.precisions = set(ConfigPrecisionType) if config_precisions is None \
+            else set(config_precisions)
+        self.fp32 = ConfigPrecisionType.FP32 in self.precisions
         self.per_op_mode = per_op_mode
         if verbose:  # print the report even when the application configured no logging
             logging.getLogger("edgetorch.exir.backend.partitioner").setLevel(logging.INFO)
@@ -86,20 +118,32 @@ class XnnpackPartitioner(Partitioner):
     def supported_nodes(self, ep: ExportedProgram) -> set[torch.fx.Node]:
         """The operator calls XNNPACK can take (the others are rejected with a reason)."""
         nodes = set()
+        plan = QuantPlan(ep)
         for node in ep.graph.nodes:
             if node.op != "call_function" or node.target is operator.getitem:
                 continue
-            why = why_not(node, ep) if self.fp32 else "FP32 is not among config_precisions"
+            precision = _precision(node, plan)
+            why = why_not(node, ep) if precision in self.precisions \
+                else f"{precision.name} is not among config_precisions"
             if why is None:
                 nodes.add(node)
             else:
                 self.reject(node, why)
+        changed = True
+        while changed:  # quantized pieces are delegated whole or not at all
+            changed = False
+            for node in [n for n in ep.graph.nodes if n in nodes]:
+                why = quant_dependency(node, nodes)
+                if why:
+                    nodes.discard(node)
+                    self.reject(node, why)
+                    changed = True
         return nodes
 
     def ops_to_not_decompose(
         self, ep: ExportedProgram
     ) -> tuple[list[OpOverload], Callable[[torch.fx.Node], bool] | None]:
-        if not self.fp32:
+        if not self.precisions:
             return ([], None)
 
         def keep(node: torch.fx.Node) -> bool:
