@@ -30,7 +30,14 @@ from .preprocess_builder import (
     static_tensor,
 )
 from .preprocess_ops import arg, fused_activation
-from .preprocess_quant import emit_conv, emit_linear, gemm_reason, gemm_statics, weight_quant
+from .preprocess_quant import (
+    QDQ_OPS,
+    emit_conv,
+    emit_linear,
+    gemm_reason,
+    gemm_statics,
+    weight_quant,
+)
 
 aten = torch.ops.aten
 Node = torch.fx.Node
@@ -136,9 +143,7 @@ def _batch_norm(g: Builder, node: Node) -> None:
 
 def _is_quantized_gemm(node: Node, ep: ExportedProgram) -> bool:
     w = node.args[1]
-    return isinstance(w, Node) and w.op == "call_function" and static_tensor(ep, w) is None \
-        and any(static_tensor(ep, a) is not None and a.meta["val"].dtype == torch.int8
-                for a in w.all_input_nodes[:1])
+    return isinstance(w, Node) and w.op == "call_function" and w.target in QDQ_OPS
 
 
 def _check_conv(node: Node, ep: ExportedProgram) -> str | None:

@@ -48,8 +48,10 @@ CHOOSE_QPARAMS = qd.choose_qparams.tensor
 
 def _torchao_op(name: str) -> Any:
     try:
+        import torchao.quantization.quant_primitives  # noqa: F401  (defines torchao's ops)
+
         return getattr(torch.ops.torchao, name).default
-    except (AttributeError, RuntimeError):  # torchao not imported: no such graphs either
+    except (ImportError, AttributeError, RuntimeError):  # no torchao: no such graphs either
         return None
 
 
@@ -133,11 +135,22 @@ def _per_token(node: Node) -> bool:
         and block[-1] == shape[-1]
 
 
+def constant(ep: ExportedProgram, node: Any) -> torch.Tensor | None:
+    """A constant's value; also a component of a tensor-subclass parameter (torchao's
+    quantized weights before ``to_edge`` unwraps them)."""
+    if isinstance(node, Node) and node.op == "call_function" \
+            and node.target == torch.ops.export.access_subclass_inner_tensor.default:
+        outer = static_tensor(ep, node.args[0])
+        inner = getattr(outer, node.args[1], None) if outer is not None else None
+        return inner if isinstance(inner, torch.Tensor) else None
+    return static_tensor(ep, node)
+
+
 def weight_quant(ep: ExportedProgram, dq: Any) -> WeightQuant | None:
     """The quantized weight behind a dequantize of constant integer data, else None."""
     if not isinstance(dq, Node) or dq.op != "call_function":
         return None
-    data = static_tensor(ep, dq.args[0])
+    data = constant(ep, dq.args[0])
     if data is None or data.dtype != torch.int8:
         return None
     if dq.target == DQ_STATIC:
@@ -146,13 +159,13 @@ def weight_quant(ep: ExportedProgram, dq: Any) -> WeightQuant | None:
             params = float(dq.args[1]), int(dq.args[2])
         return None if params is None else WeightQuant(data, params[0], params[1], None)
     if dq.target == DQ_CHANNEL:
-        scale, zp = static_tensor(ep, dq.args[1]), static_tensor(ep, dq.args[2])
+        scale, zp = constant(ep, dq.args[1]), constant(ep, dq.args[2])
         if scale is None or zp is None or dq.args[6] not in INT8:
             return None
         return WeightQuant(data, scale, zp, int(dq.args[3]))
     if AFFINE_DQ is not None and dq.target == AFFINE_DQ:
         block = list(dq.args[1])
-        scale, zp = static_tensor(ep, dq.args[2]), static_tensor(ep, dq.args[3])
+        scale, zp = constant(ep, dq.args[2]), constant(ep, dq.args[3])
         if scale is None or data.dim() != 2 or len(block) != 2 or block[0] != 1:
             return None
         if (dq.args[5], dq.args[6]) != (-8, 7):  # only 4-bit groups reach XNNPACK this way
@@ -335,7 +348,7 @@ def _check_qdq(node: Node, ep: ExportedProgram) -> str | None:
     if t in (CHOOSE_QPARAMS, AFFINE_CHOOSE):
         return None
     if t == DQ_CHANNEL or (t in (DQ_STATIC, AFFINE_DQ)
-                           and static_tensor(ep, node.args[0]) is not None):
+                           and constant(ep, node.args[0]) is not None):
         return _check_weight(node, ep)
     if t in (Q_STATIC, DQ_STATIC):
         if static_act_params(node) is None:
@@ -386,7 +399,7 @@ def gemm_reason(node: Node, ep: ExportedProgram) -> str | None:
     if static_act_params(act) is None and not is_dynamic_act(act):
         return (f"its input %{getattr(act, 'name', act)} is not a quantized activation "
                 "(XNNPACK multiplies a quantized weight with quantized inputs only)")
-    if bias is not None and static_tensor(ep, bias) is None:
+    if bias is not None and constant(ep, bias) is None:
         return "the bias is not a constant"
     if node.target == aten.convolution.default:
         w = weight_quant(ep, weight)

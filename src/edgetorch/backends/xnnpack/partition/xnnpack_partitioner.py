@@ -29,7 +29,9 @@ from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
 from ..preprocess_builder import RULES
 from ..preprocess_quant import (
+    AFFINE_CHOOSE,
     AFFINE_DQ,
+    AFFINE_Q,
     DQ_CHANNEL,
     DQ_STATIC,
     GEMM_ARGS,
@@ -60,6 +62,42 @@ class ConfigPrecisionType(Enum):
     FP32 = 1
     STATIC_QUANT = 2
     DYNAMIC_QUANT = 3
+
+
+def _affine_linears(node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """The linears a torchao affine node (or a linear with an affine weight) feeds."""
+    t = node.target
+    if t in GEMM_ARGS:
+        w = node.args[1]
+        return [node] if isinstance(w, torch.fx.Node) and w.target == AFFINE_DQ else None
+    if t not in (AFFINE_CHOOSE, AFFINE_Q, AFFINE_DQ) or t is None:
+        return None
+    todo, out = list(node.users), []
+    while todo:
+        u = todo.pop()
+        if u.target in GEMM_ARGS:
+            out.append(u)
+        elif u.target in (operator.getitem, AFFINE_Q, AFFINE_DQ):
+            todo.extend(u.users)
+        else:
+            out.append(u)  # anything else: not an 8da4w linear
+    return out
+
+
+def _affine_linear_ok(linear: torch.fx.Node) -> bool:
+    """Is this an 8da4w linear XNNPACK takes: int8 per-token activations, int4 weights in
+    groups of a multiple of 32 dividing the input channels?"""
+    if linear.target != torch.ops.aten.linear.default:
+        return False
+    act, w = linear.args[0], linear.args[1]
+    if not (isinstance(act, torch.fx.Node) and act.target == AFFINE_DQ and is_dynamic_act(act)):
+        return False
+    if not (isinstance(w, torch.fx.Node) and w.target == AFFINE_DQ):
+        return False
+    shape = list(w.args[0].meta["val"].shape)
+    block = list(w.args[1])
+    return (len(shape) == 2 and len(block) == 2 and block[0] == 1 and block[1] % 32 == 0
+            and shape[1] % block[1] == 0 and (w.args[5], w.args[6]) == (-8, 7))
 
 
 def _precision(node: torch.fx.Node, plan: QuantPlan) -> ConfigPrecisionType:
@@ -147,11 +185,19 @@ class XnnpackPartitioner(Partitioner):
             return ([], None)
 
         def keep(node: torch.fx.Node) -> bool:
+            # The filter sees the program after a first decomposition (torchao's weights
+            # unwrapped into new placeholders that ``ep`` does not know): judge 8da4w pieces
+            # by their shapes.
+            if _affine_linears(node) is not None:
+                return all(_affine_linear_ok(n) for n in _affine_linears(node))
             # A kept node must be delegated later; one whose weight is shared might not be.
             return why_not(node, ep) is None and all(
                 len(w.users) == 1 for w in RULES[node.target].statics(node))
 
-        return (list(KEEP_WHOLE), keep)
+        ops = list(KEEP_WHOLE)
+        if ConfigPrecisionType.DYNAMIC_QUANT in self.precisions:  # torchao's 8da4w chain
+            ops += [op for op in (AFFINE_CHOOSE, AFFINE_Q, AFFINE_DQ) if op is not None]
+        return (ops, keep)
 
     def _propose(self, gm: torch.fx.GraphModule,
                  supported: set[torch.fx.Node]) -> list[Partition]:
