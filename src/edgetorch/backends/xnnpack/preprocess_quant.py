@@ -216,6 +216,11 @@ class QuantPlan:
                                      x.PerTokenDynamicQuant(3 if _feeds_conv(node) else 1))
             if node.target == Q_STATIC and node not in self.values:
                 self.values[node] = _qint8(node)
+            if node.target == DQ_STATIC and _requantized_unchanged(node):
+                # dq -> (copies) -> q with the same parameters converts nothing: ExecuTorch
+                # drops the pair (e.g. around an eval-mode dropout)
+                self.implicit.add(node)
+                self.implicit.update(_requantized_unchanged(node))
 
     def _static(self, ep: ExportedProgram, node: Node) -> None:
         if node.target in GEMM_ARGS:
@@ -239,6 +244,27 @@ class QuantPlan:
         self.implicit.update(inputs)
         self.implicit.add(tail)
         self.values[fused or node] = self.values[tail] = self.op_quant[node] = _qint8(tail)
+
+
+PASS_THROUGH = {aten.clone.default, aten.alias_copy.default,
+                torch.ops.dim_order_ops._clone_dim_order.default}
+
+
+def _requantized_unchanged(dq: Node) -> list[Node]:
+    """The quantize nodes that take ``dq``'s value back with the same parameters, through
+    copies only (an eval-mode dropout); empty unless that is all ``dq`` feeds."""
+    if not isinstance(dq.args[0], Node) or dq.args[0].op != "call_function":
+        return []
+    found, todo = [], list(dq.users)
+    while todo:
+        u = todo.pop()
+        if u.op == "call_function" and u.target in PASS_THROUGH:
+            todo.extend(u.users)
+        elif u.target == Q_STATIC and list(u.args[1:]) == list(dq.args[1:]):
+            found.append(u)
+        else:
+            return []
+    return found
 
 
 def _qint8(q: Node) -> tuple[x.XNNDatatype, x.PerTensorQuant]:
