@@ -32,7 +32,14 @@ from torch.export import ExportedProgram
 
 from ...errors import ExportError
 from . import schema as x
-from .preprocess_builder import CONSTANT_TENSOR_ALIGNMENT, Builder, rule, static_tensor
+from .preprocess_builder import (
+    CONSTANT_TENSOR_ALIGNMENT,
+    Builder,
+    permuted,
+    rule,
+    shape_of,
+    static_tensor,
+)
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -408,6 +415,16 @@ def _qdq(g: Builder, node: Node) -> None:
     if node in plan.implicit or node.target in (DQ_DYNAMIC, AFFINE_DQ):
         g.alias(node, src)  # the value already is quantized (or quantized dynamically)
         return
+    quant = plan.values.get(node)
+    if quant is not None and getattr(quant[1], "num_nonbatch_dims", 1) == 3:
+        # Before a convolution: convert the NHWC copy. ExecuTorch declares the result with
+        # the NCHW dims unless its source already was NHWC (XNNPACK reshapes at run time).
+        was_nhwc = g.home(src)
+        in_id = g.get(src, True)
+        out = g.new_value(permuted(shape_of(node), was_nhwc), *quant)
+        g.put(node, out, True)
+        g.add(x.XNNConvert(in_id, out))
+        return
     layout = g.home(src)
     g.add(x.XNNConvert(g.get(src, layout), g.out(node, layout)))
 
@@ -431,8 +448,8 @@ def gemm_reason(node: Node, ep: ExportedProgram) -> str | None:
         w = weight_quant(ep, weight)
         if node.args[6] or w.data.dim() != 4 or w.group_size:
             return "a quantized transposed, 1-D or 4-bit convolution"
-        if is_dynamic_act(act):
-            return "a dynamically quantized convolution (edgetorch lowers dynamic linears only)"
+        if is_dynamic_act(act) and (node.args[8] != 1 or w.axis is None):
+            return "a dynamically quantized grouped or per-tensor convolution"
     elif weight_quant(ep, weight).data.dim() != 2:
         return "a linear whose weight is not 2-D"
     return None
