@@ -13,7 +13,31 @@ import hashlib
 
 import torch
 
-MODES = ("static", "static_per_tensor", "dynamic", "8da4w")
+MODES = ("fp32", "static", "static_per_tensor", "dynamic", "8da4w")
+
+
+class LinearHeavy(torch.nn.Module):
+    """A linear-heavy model (every input size a multiple of 32, as 8da4w wants)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(256, 512)
+        self.fc2 = torch.nn.Linear(512, 512)
+        self.fc3 = torch.nn.Linear(512, 64)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def build(name: str):
+    """``(model, example inputs)`` of a built-in example or of ``linear_heavy``."""
+    if name == "linear_heavy":
+        torch.manual_seed(0)
+        return LinearHeavy().eval(), (torch.randn(4, 256, generator=torch.Generator()
+                                                  .manual_seed(0)),)
+    from edgetorch.examples import EXAMPLES
+
+    return EXAMPLES[name].build()
 
 
 def converted_module(model, inputs, mode, quantizer_cls, config_fn, calibration=None):
@@ -29,7 +53,9 @@ def converted_module(model, inputs, mode, quantizer_cls, config_fn, calibration=
 
 
 def quantize(model, inputs, mode, quantizer_cls=None, config_fn=None):
-    """``(exported program, the quantized eager callable)`` for ``mode``."""
+    """``(exported program, the quantized eager callable)`` for ``mode`` ("fp32": none)."""
+    if mode == "fp32":
+        return torch.export.export(model.eval(), inputs), model
     if mode == "8da4w":
         from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
         from torchao.quantization.granularity import PerGroup
@@ -57,8 +83,8 @@ def _render(a):
 
 
 def tensor_digest(t: torch.Tensor) -> str:
-    t = t.detach().contiguous()
-    raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    flat = t.detach().contiguous().reshape(-1)
+    raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     return f"{t.dtype}{list(t.shape)}:{hashlib.sha256(raw).hexdigest()[:16]}"
 
 

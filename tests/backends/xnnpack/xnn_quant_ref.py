@@ -1,10 +1,11 @@
 """Reference side of the quantized XNNPACK compat tests; runs ONLY in the reference venv.
 
-    python xnn_quant_ref.py export DIR MODEL:MODE [MODEL:MODE ...]
+    python xnn_quant_ref.py export DIR [--graphs-only] MODEL:MODE [MODEL:MODE ...]
         For each built-in example MODEL and MODE (see xnn_quant_common.MODES): quantize it with
         ExecuTorch's XNNPACKQuantizer (or torchao's quantize_ for 8da4w), write
         DIR/MODEL.MODE.graph.json (the converted graph, summarized), lower it with ExecuTorch's
-        XnnpackPartitioner to DIR/MODEL.MODE.pte, or write DIR/MODEL.MODE.err.txt.
+        XnnpackPartitioner to DIR/MODEL.MODE.pte (not with --graphs-only), or write
+        DIR/MODEL.MODE.err.txt. MODEL may also be ``linear_heavy`` (xnn_quant_common).
     python xnn_quant_ref.py run DIR
         For every DIR/NAME.pte with DIR/NAME.in.npz, run ``forward`` in ExecuTorch's runtime
         (real XNNPACK, quantized kernels loaded) and write DIR/NAME.out.npz or DIR/NAME.err.txt.
@@ -34,20 +35,21 @@ def export(directory: str, *cases: str) -> None:
         get_symmetric_quantization_config,
     )
     from executorch.exir import to_edge_transform_and_lower
-    from xnn_quant_common import quantize, summarize
-
-    from edgetorch.examples import EXAMPLES
+    from xnn_quant_common import build, quantize, summarize
 
     d = Path(directory)
-    for case in cases:
+    graphs_only = "--graphs-only" in cases
+    for case in (c for c in cases if c != "--graphs-only"):
         name, mode = case.split(":")
         stem = d / f"{name}.{mode}"
         try:
-            model, inputs = EXAMPLES[name].build()
+            model, inputs = build(name)
             ep, qmodel = quantize(model, inputs, mode, XNNPACKQuantizer,
                                   get_symmetric_quantization_config)
-            if mode != "8da4w":
+            if mode not in ("8da4w", "fp32"):
                 Path(f"{stem}.graph.json").write_text(json.dumps(summarize(qmodel)))
+            if graphs_only:
+                continue
             et = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
             Path(f"{stem}.pte").write_bytes(et.to_executorch().buffer)
         except Exception:
