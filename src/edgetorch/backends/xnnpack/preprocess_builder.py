@@ -328,12 +328,16 @@ class Builder:
     def build(self) -> x.XNNGraph:
         g = self.graph
         for k, node in enumerate(self.inputs):
+            quant = None
             if _val(node).dtype != torch.float32:
-                raise ExportError(f"XNNPACK delegate input %{node.name} is {_val(node).dtype}; "
-                                  "edgetorch's delegates take float32 (a quantize and its "
-                                  "dequantize must be in one delegate)")
+                quant = self.plan.input_quant(node)  # int8 from a quantize in another delegate
+                if quant is None:
+                    raise ExportError(
+                        f"XNNPACK delegate input %{node.name} is {_val(node).dtype}; edgetorch's "
+                        "delegates take float32, or int8 read only by dequantize nodes")
             nhwc = len(shape_of(node)) == 4 and is_channels_last(node)
-            vid = self.value(permuted(shape_of(node), nhwc))
+            dims = permuted(shape_of(node), nhwc)
+            vid = self.new_value(dims, *quant) if quant else self.value(dims)
             tv = self.tensor_value(vid)
             tv.external_id, tv.flags = k, x.XNN_VALUE_FLAG_EXTERNAL_INPUT
             g.input_ids.append(vid)

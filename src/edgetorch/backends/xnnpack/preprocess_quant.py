@@ -229,6 +229,14 @@ class QuantPlan:
                 self.implicit.add(node)
                 self.implicit.update(_requantized_unchanged(node))
 
+    def input_quant(self, node: Node) -> tuple[x.XNNDatatype, Any] | None:
+        """An int8 delegate input (a quantize in another delegate): its dequantizes' params."""
+        users = list(node.users)
+        if not users or any(u.target != DQ_STATIC or list(u.args[1:]) != list(users[0].args[1:])
+                            or static_act_params(u) is None for u in users):
+            return None
+        return _qint8(users[0])
+
     def _static(self, ep: ExportedProgram, node: Node) -> None:
         if node.target in GEMM_ARGS:
             a, w, _ = GEMM_ARGS[node.target]
@@ -371,6 +379,9 @@ def bias_value(g: Builder, bias: torch.Tensor, w: WeightQuant, act: Node) -> int
 
 
 def _check_weight(node: Node, ep: ExportedProgram) -> str | None:
+    if node.target == DQ_STATIC and static_act_params(node) is not None and not any(
+            u.target in GEMM_ARGS and u.args[GEMM_ARGS[u.target][1]] is node for u in node.users):
+        return None  # an int8 operand of add/mul... (a scalar the quantizer made a buffer)
     if not node.users or any(u.target not in GEMM_ARGS for u in node.users):
         return "a quantized weight not used by a linear or convolution"
     return weight_reason(ep, node)
@@ -398,6 +409,10 @@ def _check_qdq(node: Node, ep: ExportedProgram) -> str | None:
 
 
 def _weight_statics(node: Node) -> list[Node]:
+    """A gemm's weight must be a constant of its delegate; an int8 operand of add/mul... may
+    also come in as a delegate input (several delegates read one rotary table)."""
+    if not any(u.target in GEMM_ARGS for u in node.users):
+        return []
     return [a for a in node.all_input_nodes if a.op == "placeholder"]
 
 
@@ -409,8 +424,18 @@ def _qdq(g: Builder, node: Node) -> None:
             g.done.add(item)
         return
     src = node.args[0]
+    data = g.static(src)
+    if node.target == DQ_STATIC and data is not None and static_act_params(node) is not None \
+            and not any(u.target in GEMM_ARGS for u in node.users):
+        scale, zp = static_act_params(node)  # type: ignore[misc]
+        if node in plan.implicit:  # an int8 operand of a quantized add/mul...
+            vid = quantized_constant(g, data, x.XNNDatatype.xnn_datatype_qint8, scale, zp, None)
+        else:  # read as float: the dequantized constant itself
+            vid = g.constant((data.to(torch.float32) - zp) * torch.tensor(scale, dtype=torch.float32))
+        g.put(node, vid)
+        return
     if node.target in (DQ_CHANNEL,) or (node.target in (AFFINE_DQ, DQ_STATIC)
-                                        and g.static(src) is not None):
+                                        and data is not None):
         return  # a weight: read by its linear/convolution
     if node in plan.implicit or node.target in (DQ_DYNAMIC, AFFINE_DQ):
         g.alias(node, src)  # the value already is quantized (or quantized dynamically)

@@ -64,6 +64,16 @@ class ConfigPrecisionType(Enum):
     DYNAMIC_QUANT = 3
 
 
+def _split_from(node: torch.fx.Node, group: dict[torch.fx.Node, int]) -> str | None:
+    """Why a dequantize cannot be delegated apart from its quantize (None when together)."""
+    if node.target in QDQ_OPS and node.args and isinstance(node.args[0], torch.fx.Node):
+        src = node.args[0]
+        if src.op == "call_function" and src.target in QDQ_OPS \
+                and group.get(src) != group.get(node):
+            return f"its quantize %{src.name} went to another delegate"
+    return None
+
+
 def _affine_linears(node: torch.fx.Node) -> list[torch.fx.Node] | None:
     """The linears a torchao affine node (or a linear with an affine weight) feeds."""
     t = node.target
@@ -167,16 +177,24 @@ class XnnpackPartitioner(Partitioner):
                 nodes.add(node)
             else:
                 self.reject(node, why)
+        self._prune_quantized(ep.graph, nodes)
+        return nodes
+
+    def _prune_quantized(self, graph: torch.fx.Graph, nodes: set[torch.fx.Node],
+                         group: dict[torch.fx.Node, int] | None = None) -> None:
+        """Quantized pieces are delegated whole or not at all; with ``group`` (node ->
+        partition), also within one delegate."""
         changed = True
-        while changed:  # quantized pieces are delegated whole or not at all
+        while changed:
             changed = False
-            for node in [n for n in ep.graph.nodes if n in nodes]:
+            for node in [n for n in graph.nodes if n in nodes]:
                 why = quant_dependency(node, nodes)
+                if why is None and group is not None:
+                    why = _split_from(node, group)
                 if why:
                     nodes.discard(node)
                     self.reject(node, why)
                     changed = True
-        return nodes
 
     def ops_to_not_decompose(
         self, ep: ExportedProgram
