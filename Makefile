@@ -7,7 +7,7 @@ NOTORCH := .venv-notorch
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: demo test test-fast test-notorch lint bench setup ref clean
+.PHONY: browser demo test test-fast test-notorch fuzz-short lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,13 @@ ref: $(REF)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/edgetorch demo mobilenet_v2
 
+## Headless Chromium (Debian's) renders the HTML graph view in its test.
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
-test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed
+test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
 		$(PY) -m pytest -q -m "not slow"
@@ -48,6 +53,15 @@ test-fast: $(VENV)/.installed
 test-notorch: $(NOTORCH)/.installed
 	EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) $(NOTORCH)/bin/python -m pytest -q -p no:cacheprovider \
 		tests/schema tests/runtime tests/kernels/test_kernels_no_torch.py
+
+## A short seeded fuzz run of each loader (about a minute per target; scripts/fuzz/harness.py).
+FUZZ_SECONDS ?= 60
+fuzz-short: $(VENV)/.installed
+	mkdir -p build
+	for t in pte ptd xnnpack; do \
+		$(PY) scripts/fuzz/fuzz_$$t.py -seed=1 -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=build/fuzz-$$t- || exit 1; \
+	done
 
 bench: $(VENV)/.installed $(REF)/.installed
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python $(PY) bench/bench_examples.py

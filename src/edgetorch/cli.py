@@ -133,7 +133,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # ---- inspect -------------------------------------------------------------------------
 
 
-def inspect_program(path: str) -> str:
+def inspect_program(path: str, tensors: int = 0) -> str:
     from .runtime import Runtime
 
     program = Runtime.get().load_program(path)
@@ -165,11 +165,43 @@ def inspect_program(path: str) -> str:
     lines.append("size breakdown:")
     for section, n in program.size_breakdown().items():
         lines.append(f"  {section:<20} {_fmt_bytes(n):>12}")
+    if tensors:
+        from .devtools.size_report import format_size_items, size_items
+
+        lines.append(f"largest stored tensors and blobs (top {tensors}):")
+        lines += format_size_items(size_items(program._pte), tensors, _fmt_bytes)
     return "\n".join(lines)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    print(inspect_program(args.program))
+    print(inspect_program(args.program, args.tensors))
+    return 0
+
+
+# ---- visualize -----------------------------------------------------------------------
+
+
+def _cmd_visualize(args: argparse.Namespace) -> int:
+    import torch
+
+    from .devtools.visualization import visualize
+    from .examples import load_model_spec
+    from .exir import to_edge, to_edge_transform_and_lower
+
+    model, inputs = load_model_spec(args.model)
+    program = torch.export.export(model, inputs)
+    if args.stage != "exported":
+        partitioners = []
+        if args.delegate == "xnnpack":
+            from .backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+            partitioners.append(XnnpackPartitioner())
+        program = to_edge_transform_and_lower(program, partitioner=partitioners) \
+            if partitioners else to_edge(program)
+        if args.stage == "executorch":
+            program = program.to_executorch()
+    path = visualize(program, args.output, title=f"{args.model} ({args.stage})")
+    print(f"wrote {path}")
     return 0
 
 
@@ -209,7 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="show methods, operators, arenas and sizes of a .pte")
     i.add_argument("program")
+    i.add_argument("--tensors", type=int, default=0, metavar="N",
+                   help="also list the N largest stored tensors, delegate blobs and named data")
     i.set_defaults(fn=_cmd_inspect)
+
+    v = sub.add_parser("visualize", help="draw a model's graph as a self-contained HTML page")
+    v.add_argument("model", help="a built-in example name, or path/to/file.py:factory")
+    v.add_argument("-o", "--output", default="graph.html")
+    v.add_argument("--stage", default="edge", choices=["exported", "edge", "executorch"])
+    v.add_argument("--delegate", choices=["xnnpack"], help="lower to a backend first")
+    v.set_defaults(fn=_cmd_visualize)
 
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")

@@ -90,6 +90,12 @@ class MethodNotFoundError(RuntimeErrorBase):
     code = ErrorCode.InvalidArgument
 
 
+class MethodBusyError(RuntimeErrorBase):
+    """``execute`` was called on a Method that is already running (another thread)."""
+
+    code = ErrorCode.InvalidState
+
+
 class InvalidArgumentError(RuntimeErrorBase):
     """Inputs to ``Method.execute`` (count, dtype, rank, sizes) do not match the method."""
 
@@ -108,6 +114,12 @@ class ResizeError(RuntimeErrorBase):
 
 class KernelError(RuntimeErrorBase):
     """A kernel failed while executing an instruction."""
+
+    code = ErrorCode.Internal
+
+
+class InternalError(RuntimeErrorBase):
+    """A bug in edgetorch itself (not in the program or the inputs)."""
 
     code = ErrorCode.Internal
 

@@ -66,24 +66,55 @@ def ref_python() -> Path:
     return _FALLBACK_PYTHONS[0]
 
 
+EXPECTED_VERSION = "1.5.1"
+
+
+def in_ci() -> bool:
+    """True under CI (``CI=true``, as GitHub Actions, GitLab and most runners set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
 def ref_available() -> bool:
-    """True when the reference python exists and has ``executorch`` installed."""
-    return _probe(str(ref_python()))
+    """True when the reference python exists and has ``executorch`` 1.5.1 installed."""
+    return ref_status()[0]
+
+
+def ref_status() -> tuple[bool, str]:
+    """``(usable, why)`` for the reference environment; ``why`` says what is missing or broken.
+
+    Outside CI the check is cheap (the package's metadata). Under CI it also imports
+    ExecuTorch's runtime and exir once, so a broken install fails the run at the first
+    compatibility test instead of letting the suite go green without checking anything.
+    """
+    return _probe(str(ref_python()), in_ci())
+
+
+# Metadata only: importing executorch (and torch) would take seconds.
+_CHEAP_PROBE = (
+    "import importlib.metadata as m, sys\n"
+    "try:\n    v = m.version('executorch')\n"
+    "except m.PackageNotFoundError:\n    sys.exit('executorch is not installed')\n"
+    "sys.exit(0 if v == sys.argv[1] else f'executorch {v} is installed, {sys.argv[1]} expected')\n"
+)
+_DEEP_PROBE = _CHEAP_PROBE.replace(
+    "sys.exit(0 if", "import executorch.runtime, executorch.exir\nsys.exit(0 if"
+)
 
 
 @functools.cache
-def _probe(python: str) -> bool:
+def _probe(python: str, deep: bool) -> tuple[bool, str]:
     if not Path(python).exists():
-        return False
-    # find_spec avoids importing executorch (and torch), which would take seconds.
-    code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('executorch') is None)"
+        return False, f"reference python {python} does not exist"
     try:
         result = subprocess.run(
-            [python, "-c", code], env=_clean_env(), capture_output=True, timeout=60
+            [python, "-c", _DEEP_PROBE if deep else _CHEAP_PROBE, EXPECTED_VERSION],
+            env=_clean_env(), capture_output=True, text=True, timeout=300 if deep else 60,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"reference python {python} could not be run: {exc}"
+    if result.returncode != 0:
+        return False, f"reference python {python}: {_tail(result.stderr, 1500).strip()}"
+    return True, f"reference python {python} (executorch {EXPECTED_VERSION})"
 
 
 def ref_export(model_name: str, out_path: str | os.PathLike, xnnpack: bool = False) -> RefExport:
@@ -166,11 +197,9 @@ def _clean_env() -> dict[str, str]:
 
 def _run_tool(args: list[str], timeout: float, tool: Path | None = None) -> subprocess.CompletedProcess:
     python = ref_python()
-    if not ref_available():
-        raise RefToolError(
-            f"reference python {python} is missing or lacks executorch; "
-            f"run scripts/setup_ref_env.sh or set {ENV_VAR}"
-        )
+    usable, why = ref_status()
+    if not usable:
+        raise RefToolError(f"{why}; run scripts/setup_ref_env.sh or set {ENV_VAR}")
     cmd = [str(python), str(tool or REF_TOOL), *args]
     try:
         result = subprocess.run(

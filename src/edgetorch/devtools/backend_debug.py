@@ -26,8 +26,7 @@ class DelegationBreakdown:
 
 
 class Table(list):
-    """Rows (dicts) with a readable ``str``: what ``get_operator_delegation_dataframe``
-    returns when pandas is not installed."""
+    """Rows (dicts) with a readable ``str`` (how a ``DelegationInfo`` prints)."""
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str]) -> None:
         super().__init__(rows)
@@ -68,18 +67,15 @@ class DelegationInfo:
         """Per-operator counts, sorted by operator, with a final "Total" row.
 
         Columns: ``op_type``, ``occurrences_in_delegated_graphs``,
-        ``occurrences_in_non_delegated_graphs``. A ``pandas.DataFrame`` when pandas is
-        installed (it is not a dependency of edgetorch); otherwise a ``Table``: a list of
-        row dicts whose ``str()`` prints aligned columns.
+        ``occurrences_in_non_delegated_graphs``, as a ``pandas.DataFrame`` (pandas comes with
+        the ``compiler`` extra).
         """
         rows = [{"op_type": b.op_type, _DELEGATED: b.delegated, _NON_DELEGATED: b.non_delegated}
                 for b in sorted(self.delegation_by_operator.values(), key=lambda b: b.op_type)]
         rows.append({"op_type": "Total", _DELEGATED: self.num_delegated_nodes,
                      _NON_DELEGATED: self.num_non_delegated_nodes})
-        try:
-            import pandas as pd
-        except ImportError:
-            return Table(rows, _COLUMNS)
+        import pandas as pd
+
         return pd.DataFrame(rows, columns=_COLUMNS)
 
     def __str__(self) -> str:

@@ -1,9 +1,16 @@
-"""Export-time dtype check: every operator must be used with a dtype its kernel supports.
+"""Export-time dtype check: every operator must be used with dtypes it accepts.
 
-The supported dtypes are the kernel library's own declaration (``edgetorch.kernels.support``,
-the table the kernel tests run against torch), so a model that would fail on the device because
-of a dtype fails here instead, at ``to_edge``, naming the operator, the dtype, the node, the
-user's source line and what to try.
+Two tables, checked in this order over the whole graph:
+
+1. The kernel library's own declaration (``edgetorch.kernels.support``, the table the kernel
+   tests run against torch), so a model that would fail on the device because of a dtype fails
+   here instead (its hints are the most specific).
+2. The Edge dialect's rules (``exir_ops.edge.*._schema``'s ``allowed_types``, from ExecuTorch's
+   ``edge.yaml``): the dtype combinations ExecuTorch's own verifier accepts, so a program that
+   ExecuTorch would refuse at ``to_edge`` is refused here too.
+
+Either error names the operator, the argument, the dtype, the node, the user's source line and
+what to try.
 """
 
 from __future__ import annotations
@@ -16,12 +23,13 @@ from torch._ops import OpOverload
 from ..errors import UnsupportedOperatorError
 from ..kernels.support import FLOAT, SUPPORT, DtypeSupport
 from ..schema.scalar_type import ScalarType
+from .dialects.edge._ops import EdgeOpOverload, is_tensor_arg
 from .ops import describe_node, out_variant, qualified_name
 from .tensor import scalar_type_of
 
 
 def _runtime_name(op: OpOverload) -> str | None:
-    out = op if op is torch.ops.aten.sym_size.int else out_variant(op)
+    out = op if op == torch.ops.aten.sym_size.int else out_variant(op)
     return qualified_name(out) if out is not None else None
 
 
@@ -109,12 +117,101 @@ def _hint(st: object, support: DtypeSupport) -> str:
     return f"cast that input to one of: {_names(support.dtypes)}"
 
 
+def edge_dtypes(node: torch.fx.Node) -> dict[str, torch.dtype | None]:
+    """The dtype of each tensor argument and result (``__ret_N``) of an Edge op's node."""
+    schema = node.target._schema.schema
+    dtypes: dict[str, torch.dtype | None] = {}
+    for a in schema.arguments:
+        if is_tensor_arg(a) and (dt := argument_dtype(node, a.name)) is not None:
+            dtypes[a.name] = dt
+    val = node.meta.get("val")
+    vals = list(val) if isinstance(val, (tuple, list)) else [val]
+    rets = [r for r in schema.returns if is_tensor_arg(r)]
+    if len(rets) == 1 and len(schema.returns) == 1 and str(rets[0].type) == "List[Tensor]":
+        vals = [val]
+    for i, (ret, v) in enumerate(zip(rets, vals)):
+        if (dt := _dtype_of_value(v)) is not None:
+            dtypes[ret.name or f"__ret_{i}"] = dt
+    return dtypes
+
+
+def _dtype_of_value(v: object) -> torch.dtype | None:
+    if isinstance(v, torch.Tensor):
+        return v.dtype
+    if isinstance(v, (tuple, list)) and v and isinstance(v[0], torch.Tensor):
+        return v[0].dtype
+    return None
+
+
+def edge_dtype_problem(node: torch.fx.Node) -> tuple[str, dict, str] | None:
+    """``(operator, dtypes, argument)`` when an Edge op's node breaks ``edge.yaml``'s rules;
+    ``argument`` is the first whose dtype no rule allows, else the first whose dtype no rule
+    allows together with the others'."""
+    if node.op != "call_function" or not isinstance(node.target, EdgeOpOverload):
+        return None
+    constraint = node.target._schema.dtype_constraint
+    dtypes = edge_dtypes(node)
+    if constraint.validate(dtypes):
+        return None
+    bad = next((n for n, dt in dtypes.items() if dt not in constraint.allowed(n)), None)
+    if bad is None:
+        bad = next(n for n in dtypes if constraint.validate({**dtypes, n: None}))
+    return node.target._op.name(), dtypes, bad
+
+
+def _arg_label(name: str) -> str:
+    return f"result {int(name[6:])}" if name.startswith("__ret_") else f"argument {name!r}"
+
+
+def _raise_edge_problem(node: torch.fx.Node, problem: tuple[str, dict, str],
+                        method: str, more: str) -> None:
+    op, dtypes, bad = problem
+    constraint = node.target._schema.dtype_constraint
+    label = {n: "out" if n.startswith("__ret_") else n for n in dtypes}
+    given = ", ".join(f"{label[n]}={dtype_name(d)}" for n, d in dtypes.items())
+    others = ", ".join(f"{label[n]}={dtype_name(d)}" for n, d in dtypes.items() if n != bad)
+    alone = constraint.allowed(bad)
+    if dtypes[bad] not in alone:
+        allowed = f"it accepts {_dtype_list(alone)}"
+    else:
+        allowed = f"with {others} it accepts {_dtype_list(constraint.allowed_given(bad, dtypes))}"
+    raise UnsupportedOperatorError(
+        f"method {method!r}: Edge operator {op} does not accept {dtype_name(dtypes[bad])} for "
+        f"its {_arg_label(bad)} ({allowed}; ExecuTorch's Edge dialect rules, see "
+        f"exir_ops.edge.{op.replace('::', '.')}._schema.arguments[i].allowed_types).\n"
+        f"  dtypes at this node: {given}\n"
+        f"  {describe_node(node)}{more}\n"
+        "  Try: cast that input to an allowed dtype before this line (x.float(), "
+        "x.to(torch.float16)); or lower the op to a backend with to_edge_transform_and_lower("
+        "..., partitioner=[...]); or pass EdgeCompileConfig(_check_ir_validity=False) to export "
+        "anyway (ExecuTorch's runtime may then refuse the program)."
+    )
+
+
+def _dtype_list(dtypes: Iterable[torch.dtype]) -> str:
+    order = list(_TORCH_NAMES.values())
+    names = sorted((dtype_name(d) for d in dtypes),
+                   key=lambda n: (order.index(n) if n in order else len(order), n))
+    return ", ".join(names) or "no dtype"
+
+
 def check_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
                  skip: set[object] = frozenset()) -> None:
-    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks."""
-    problems = [(n, p) for n in nodes if n.target not in skip and (p := dtype_problem(n))]
-    if not problems:
-        return
+    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks,
+    else for the first node whose dtypes the Edge dialect rules forbid."""
+    nodes = [n for n in nodes if n.target not in skip]
+    problems = [(n, p) for n in nodes if (p := dtype_problem(n))]
+    if problems:
+        _raise_kernel_problem(problems, method)
+    edge = [(n, p) for n in nodes if (p := edge_dtype_problem(n))]
+    if edge:
+        node, problem = edge[0]
+        others = sorted({p[0] for _, p in edge[1:]})
+        more = f"\n  ({len(edge) - 1} more: {', '.join(others)})" if others else ""
+        _raise_edge_problem(node, problem, method, more)
+
+
+def _raise_kernel_problem(problems: list, method: str) -> None:
     node, (name, arg, st, support) = problems[0]
     dtype = dtype_name(st)
     others = sorted({f"{p[0]} ({dtype_name(p[2])})" for _, p in problems[1:]})

@@ -1,7 +1,8 @@
 """ATen dialect -> Edge dialect: core-ATen decomposition and the rewrites ExecuTorch's Edge
 dialect makes (views become copies, layout changes become dim-order ops, scalar arguments
-move to ``.Scalar`` overloads, assertion nodes go). Each rewrite is a small function over the
-graph that returns whether it changed anything; ``EDGE_PASSES`` lists them in order."""
+move to ``.Scalar`` overloads, assertion nodes go), and last every operator becomes its Edge
+form (``exir_ops.edge.*``). Each rewrite is a pass ``ep -> bool`` (see ``exir/passes``);
+``EDGE_PASSES`` lists them in order."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from torch.export import ExportedProgram
 
 from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
 from .config import EdgeCompileConfig
+from .debug_handles import generate_debug_handles
+from .dialects._ops import ops as exir_ops
+from .dialects.edge._ops import EdgeOpOverload
 from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
+from .passes.rewrite import erase, rewrite
 from .tensor import dim_order_of
 
-GraphRewrite = Callable[[torch.fx.GraphModule], bool]
+Pass = Callable[[ExportedProgram], bool]
 
 _ASSERT_OPS = {
     torch.ops.aten._assert_scalar.default,
@@ -30,121 +35,134 @@ _ASSERT_OPS = {
     torch.ops.aten._assert_async.msg,
 }
 
+# Operators that stay ATen in the Edge graph (as in ExecuTorch): symbolic-size ops the
+# emitter turns into executorch_prim calls, and assertion-like ops.
+_NOT_EDGE = {
+    torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
+    torch.ops.aten.sym_stride.int, torch.ops.aten.sym_storage_offset.default,
+    torch.ops.aten.scalar_tensor.default, *_ASSERT_OPS,
+}
+
 
 def _op_nodes(gm: torch.fx.GraphModule):
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and isinstance(node.target, OpOverload):
-            yield node
+    for mod in list(_ops.graph_modules(gm)):
+        for node in list(mod.graph.nodes):
+            if node.op == "call_function" and isinstance(node.target, OpOverload):
+                yield node
 
 
-def views_to_copies(gm: torch.fx.GraphModule) -> bool:
+def views_to_copies(ep: ExportedProgram) -> bool:
     """``aten.view`` -> ``aten.view_copy`` and so on: the portable runtime has no aliasing ops.
 
     (``to_executorch`` turns eligible ``view_copy`` back into a zero-copy view.)
     """
     changed = False
-    for node in _op_nodes(gm):
+    for node in _op_nodes(ep.graph_module):
         copy_op = get_view_copy_of_view_op(node.target._schema)
+        if copy_op is None and node.target == torch.ops.aten._unsafe_view.default:
+            copy_op = torch.ops.aten.view_copy.default
         if copy_op is not None:
             node.target = copy_op
             changed = True
-        elif node.target is torch.ops.aten._unsafe_view.default:
-            node.target = torch.ops.aten.view_copy.default
-            changed = True
     return changed
 
 
-def scalars_to_scalar_overloads(gm: torch.fx.GraphModule) -> bool:
+def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
     """``aten.add.Tensor(x, 2)`` -> ``aten.add.Scalar(x, 2)``."""
     changed = False
-    for node in _op_nodes(gm):
-        schema = node.target._schema
-        for i, arg in enumerate(node.args):
-            if i == 0 or i >= len(schema.arguments):
-                continue
-            if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(
-                arg, (int, float, bool)
-            ):
-                alt = _ops.scalar_overload(node.target)
-                if alt is None:
-                    continue
+    for node in _op_nodes(ep.graph_module):
+        args = node.target._schema.arguments
+        if any(isinstance(args[i].type, torch.TensorType) and isinstance(a, (int, float, bool))
+               for i, a in enumerate(node.args[1:len(args)], start=1)):
+            alt = _ops.scalar_overload(node.target)
+            if alt is not None:
                 node.target = alt
                 changed = True
-                break
     return changed
 
 
-def layout_ops_to_dim_order_ops(gm: torch.fx.GraphModule) -> bool:
+def _to_dim_order_op(node: torch.fx.Node) -> bool:
+    kwargs = dict(node.kwargs)
+    fmt = kwargs.pop("memory_format", None)
+    val = node.meta.get("val")
+    # The output's layout (what memory_format asked for, or what it preserved).
+    explicit = fmt not in (None, torch.preserve_format)
+    has_layout = isinstance(val, torch.Tensor) and (explicit or val.dim() > 0)
+    kwargs["dim_order"] = list(dim_order_of(val)) if has_layout else None
+    node.target = _DIM_ORDER_OPS[node.target]
+    node.kwargs = kwargs
+    return True
+
+
+_DIM_ORDER_OPS = {
+    torch.ops.aten._to_copy.default: torch.ops.dim_order_ops._to_dim_order_copy.default,
+    torch.ops.aten.clone.default: torch.ops.dim_order_ops._clone_dim_order.default,
+}
+
+
+def layout_ops_to_dim_order_ops(ep: ExportedProgram) -> bool:
     """``_to_copy``/``clone`` -> ``dim_order_ops._to_dim_order_copy``/``_clone_dim_order``."""
-    changed = False
-    for node in _op_nodes(gm):
-        if node.target not in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default):
-            continue
-        kwargs = dict(node.kwargs)
-        fmt = kwargs.pop("memory_format", None)
-        val = node.meta.get("val")
-        # The output's layout (what memory_format asked for, or what it preserved).
-        explicit = fmt not in (None, torch.preserve_format)
-        has_layout = isinstance(val, torch.Tensor) and (explicit or val.dim() > 0)
-        kwargs["dim_order"] = list(dim_order_of(val)) if has_layout else None
-        if node.target is torch.ops.aten._to_copy.default:
-            node.target = torch.ops.dim_order_ops._to_dim_order_copy.default
-        else:
-            node.target = torch.ops.dim_order_ops._clone_dim_order.default
-        node.kwargs = kwargs
-        changed = True
-    return changed
+    return rewrite(ep.graph_module, dict.fromkeys(_DIM_ORDER_OPS, _to_dim_order_op))
 
 
-def remove_asserts(gm: torch.fx.GraphModule) -> bool:
+def remove_asserts(ep: ExportedProgram) -> bool:
     """Export's runtime-assertion nodes check nothing the runtime needs; drop them."""
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and node.target in _ASSERT_OPS and not node.users:
-            gm.graph.erase_node(node)
-            changed = True
-    return changed
+    return rewrite(ep.graph_module, dict.fromkeys(_ASSERT_OPS, erase))
 
 
-def remove_noops(gm: torch.fx.GraphModule) -> bool:
-    """Drop ``aten.alias_copy``/``clone`` with identical in/out and dead nodes."""
-    changed = False
-    for node in _op_nodes(gm):
-        if node.target is torch.ops.aten.alias_copy.default:
-            node.replace_all_uses_with(node.args[0])
-            gm.graph.erase_node(node)
-            changed = True
-    return changed
+def remove_noops(ep: ExportedProgram) -> bool:
+    """Drop ``aten.alias_copy`` (its output is its input)."""
+    return rewrite(ep.graph_module, {
+        torch.ops.aten.alias_copy.default: lambda node: erase(node, node.args[0])})
 
 
-def sort_to_topk(gm: torch.fx.GraphModule) -> bool:
+def _sort_as_topk(node: torch.fx.Node) -> bool:
+    x = node.args[0]
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
+    descending = node.args[2] if len(node.args) > 2 else node.kwargs.get("descending", False)
+    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() == 0:
+        return False
+    size = val.shape[dim]
+    if not isinstance(size, int):
+        return False
+    node.target = torch.ops.aten.topk.default
+    node.args = (x, size, dim, bool(descending), True)
+    node.kwargs = {}
+    return True
+
+
+def sort_to_topk(ep: ExportedProgram) -> bool:
     """``sort(x, dim, descending)`` -> ``topk(x, x.size(dim), dim, largest=descending)``.
 
     ExecuTorch's portable library has ``topk`` but no ``sort``; a non-stable sort is a full
     top-k (ties may come back in another order, which a non-stable sort allows), so programs
     that sort also run on ExecuTorch's runtime. Stable sorts and symbolic sizes are left alone.
     """
+    return rewrite(ep.graph_module, {torch.ops.aten.sort.default: _sort_as_topk})
+
+
+def as_edge_op(op: object) -> object:
+    """The Edge form of ``op`` (itself when it stays ATen or is no operator overload)."""
+    if not isinstance(op, OpOverload) or isinstance(op, EdgeOpOverload) or op in _NOT_EDGE:
+        return op
+    edge_ns = getattr(exir_ops.edge, op.namespace)
+    return getattr(getattr(edge_ns, op._schema.name.split("::")[1]), op._overloadname)
+
+
+def to_edge_ops(ep: ExportedProgram) -> bool:
+    """Every ATen (and custom) operator -> its ``exir_ops.edge`` form, as ExecuTorch's
+    ``to_edge`` does, so passes written against ``exir_ops.edge.*`` match."""
     changed = False
-    for node in _op_nodes(gm):
-        if node.target is not torch.ops.aten.sort.default:
-            continue
-        x = node.args[0]
-        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
-        descending = node.args[2] if len(node.args) > 2 else node.kwargs.get("descending", False)
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if not isinstance(val, torch.Tensor) or val.dim() == 0:
-            continue
-        size = val.shape[dim]
-        if not isinstance(size, int):
-            continue
-        node.target = torch.ops.aten.topk.default
-        node.args = (x, size, dim, bool(descending), True)
-        node.kwargs = {}
-        changed = True
+    for node in _op_nodes(ep.graph_module):
+        edge = as_edge_op(node.target)
+        if edge is not node.target:
+            node.target = edge
+            changed = True
     return changed
 
 
-EDGE_PASSES: list[GraphRewrite] = [
+EDGE_PASSES: list[Pass] = [
     remove_asserts,
     views_to_copies,
     scalars_to_scalar_overloads,
@@ -171,7 +189,9 @@ def scalars_to_tensors(ep: ExportedProgram) -> bool:
     from .passes.constant_fold import add_constant
 
     changed = False
-    for node in list(_op_nodes(ep.graph_module)):
+    for node in list(ep.graph.nodes):  # the constants live in the top graph's placeholders
+        if node.op != "call_function" or not isinstance(node.target, OpOverload):
+            continue
         schema = node.target._schema
         args = list(node.args)
         before = list(args)
@@ -180,7 +200,7 @@ def scalars_to_tensors(ep: ExportedProgram) -> bool:
                 continue
             if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(arg, (int, float)):
                 value = torch.tensor(arg, dtype=_wrapped_number_dtype(arg, node.meta.get("val")))
-                args[i] = add_constant(ep, f"_scalar_{node.name}_{i}", value, value)
+                args[i] = add_constant(ep, f"_scalar_{node.name}_{i}", value, value, node)
                 changed = True
         if args != before:
             node.args = tuple(args)
@@ -202,18 +222,15 @@ def to_edge_dialect(
     """Decompose ``ep`` to core ATen (keeping ``keep``) and apply the Edge rewrites."""
     ep = ep.run_decompositions(_decomposition_table(config, keep or []))
     remove_unused_parameters_pass(ep)  # on the decomposed copy: the caller's ep is untouched
-    gm = ep.graph_module
-    rewrites = EDGE_PASSES
-    if config._skip_dim_order:
-        rewrites = [r for r in rewrites if r is not layout_ops_to_dim_order_ops]
-    for mod in list(_ops.graph_modules(gm)):
-        for rewrite in rewrites:
-            rewrite(mod)
-    scalars_to_tensors(ep)
-    for mod in list(_ops.graph_modules(gm)):
+    passes = [p for p in EDGE_PASSES
+              if not (config._skip_dim_order and p is layout_ops_to_dim_order_ops)]
+    for edge_pass in [*passes, scalars_to_tensors, to_edge_ops]:
+        edge_pass(ep)
+    for mod in list(_ops.graph_modules(ep.graph_module)):
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
         mod.graph.lint()
         mod.recompile()
+    generate_debug_handles(ep.graph_module)  # last, after dead code is gone, as ExecuTorch numbers them
     return ep
 
 

@@ -11,13 +11,12 @@ import warnings
 from collections.abc import Callable
 
 from torch.export import ExportedProgram
-from torch.fx.passes.infra.pass_base import PassResult
 
 from ..errors import EdgeTorchError, PassError
 from ..schema import program as S
 from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
-from .ops import graph_modules
+from .pass_base import run_passes
 from .passes.constant_fold import fold_constants
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
@@ -28,16 +27,6 @@ Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
-
-
-def run_passes(ep: ExportedProgram, passes: list) -> None:
-    """Run graph passes (``PassResult``-returning callables, or plain gm -> gm functions)."""
-    gm = ep.graph_module
-    for p in passes:
-        result = p(gm)
-        if isinstance(result, PassResult) and result.graph_module is not gm:
-            gm.graph = result.graph_module.graph
-        gm.recompile()
 
 
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -51,13 +40,11 @@ def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _views(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     if config.remove_view_copy:
-        for gm in graph_modules(ep.graph_module):
-            view_copy_to_view(gm)
+        view_copy_to_view(ep)
 
 
 def _out_variants(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
-    for gm in list(graph_modules(ep.graph_module)):
-        to_out_variants(gm)
+    to_out_variants(ep)
 
 
 def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:

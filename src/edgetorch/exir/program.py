@@ -15,11 +15,12 @@ from ..schema.pte import serialize_pte
 from .backend import preserve
 from .backend.backend_api import to_backend as _to_backend
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import _decomposition_table, to_edge_dialect
+from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
-from .lowering import copy_program, lower_method, run_passes
+from .lowering import copy_program, lower_method
 from .memory_planning import MemoryPlan
+from .pass_base import run_passes
 from .verifier import verify_edge_program
 
 SCHEMA_VERSION = 0  # Program.version as ExecuTorch 1.5 writes it
@@ -119,13 +120,18 @@ class EdgeProgramManager:
         except KeyError:
             raise KeyError(f"no method {method_name!r}; methods: {sorted(self.methods)}") from None
 
-    def transform(self, passes: list | dict[str, list]) -> EdgeProgramManager:
-        """Run graph passes on every method (or per method with a dict); re-verified after."""
+    def transform(self, passes: Any) -> EdgeProgramManager:
+        """Run passes (``ExportPass``, ``PassBase``, ``PassManager`` or ``gm -> PassResult``
+        callables) on every method, or per method with ``{method: [...]}``; the result is
+        verified again as in ``to_edge``."""
         new = {}
         for name, ep in self._edge_programs.items():
             method_passes = passes.get(name, []) if isinstance(passes, dict) else passes
+            if callable(method_passes):  # one pass or a PassManager
+                method_passes = [method_passes]
             ep = copy_program(ep)
-            run_passes(ep, list(method_passes))
+            run_passes(ep, list(method_passes), name)
+            to_edge_ops(ep)  # operators a pass inserted as torch.ops.* join the Edge dialect
             new[name] = ep
         return EdgeProgramManager(new, self._config_methods, self.compile_config)
 
@@ -187,6 +193,25 @@ class ExecutorchProgramManager:
 
     def exported_program(self, method_name: str = "forward") -> ExportedProgram:
         return self._lowered[method_name]
+
+    @property
+    def debug_handle_map(self) -> dict[str, dict[int, int | list[int]]]:
+        """``{method: {instruction index: debug handle | [handles]}}`` (ExecuTorch's shape):
+        which Edge node(s) each kernel or delegate instruction of chain 0 runs. A delegate
+        call lists the handles of every node it took over."""
+        return self._state.debug_handle_map
+
+    @property
+    def delegate_map(self) -> dict[str, dict[int, dict[str, Any]]]:
+        """``{method: {delegate instruction: {"name": backend id, "delegate_map": the
+        backend's {delegate debug identifier: handles}}}}`` (ExecuTorch's shape)."""
+        return self._state.delegate_map
+
+    @property
+    def instruction_id_to_num_outs_map(self) -> dict[str, dict[int, int]]:
+        """``{method: {delegate instruction: number of outputs}}`` (ExecuTorch's shape; what
+        the Inspector needs to split a delegate call's logged arguments into outputs)."""
+        return self._state.instruction_id_to_num_outs_map
 
     def memory_plan(self, method_name: str = "forward") -> MemoryPlan:
         return self._lowered[method_name].graph_module.meta["memory_plan"]

@@ -29,7 +29,7 @@ _ALLOWED_CALLS = {operator.getitem}
 
 def _runtime_name(op: OpOverload) -> str | None:
     """The operator string the runtime must have for ``op``, or None when there is none."""
-    if op is torch.ops.aten.sym_size.int or op is torch.ops.aten.sym_numel.default:
+    if op in (torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default):
         return qualified_name(op)
     out = out_variant(op)
     return qualified_name(out) if out is not None else None

@@ -11,6 +11,7 @@ Imports only NumPy, flatbuffers and the standard library. ExecuTorch's Python AP
 from .. import kernels as _kernels  # noqa: F401  (registers the portable kernels)
 from ..backends import builtin as _builtin_backends  # noqa: F401  (built-in backends: XNNPACK)
 from .backends import BackendRegistry, backend, register_backend
+from .event_tracer import EventTracer, RecordingEventTracer
 from .meta import MethodMeta, TensorInfo
 from .method import Method
 from .program import Program
@@ -18,10 +19,12 @@ from .runtime import OperatorRegistry, Runtime, Verification
 
 __all__ = [
     "BackendRegistry",
+    "EventTracer",
     "Method",
     "MethodMeta",
     "OperatorRegistry",
     "Program",
+    "RecordingEventTracer",
     "Runtime",
     "TensorInfo",
     "Verification",

@@ -33,10 +33,13 @@ class BackendExecutionContext:
     """What ``Backend.execute`` gets besides its arguments (ExecuTorch's
     ``BackendExecutionContext``). ``resize(value_index, sizes)`` re-views an output tensor at
     new sizes within its planned upper bound, stores it in ``values[value_index]`` and
-    returns it (ExecuTorch's ``resize_tensor``)."""
+    returns it (ExecuTorch's ``resize_tensor``). ``event_tracer`` is the method's tracer or
+    None; report delegate-internal work with ``edgetorch.runtime.event_tracer``'s
+    ``event_tracer_*_delegate`` functions, which do nothing when it is None."""
 
     method_name: str
     resize: Callable[[int, tuple[int, ...]], Any]
+    event_tracer: Any = None
 
 
 class Backend(Protocol):

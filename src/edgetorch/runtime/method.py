@@ -4,11 +4,14 @@ Loading does all the work that can be done once: arenas are allocated at their p
 every tensor becomes a view at its planned offset, every operator is resolved to a kernel (a
 missing one is an error here, naming it), and every instruction becomes a pre-bound closure.
 ``execute`` then validates the inputs, copies them into their slots and runs the closures.
+Each instruction is kept as an ``InstructionRecord`` (``instructions.py``): the event tracer,
+error context and ``str(method)`` read it; the plain loop only calls the closures.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -18,15 +21,19 @@ import numpy as np
 
 from ..errors import (
     EdgeTorchError,
+    ErrorCode,
     InvalidArgumentError,
     InvalidProgramError,
     KernelError,
     MemoryAllocationError,
+    MethodBusyError,
 )
 from ..kernels.registry import get_kernel
 from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .buffers import BufferTable, MutableBuffer
+from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
+from .instructions import Instr, InstructionRecord, kernel_io, run_plain, run_traced, sources
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
@@ -41,16 +48,18 @@ from .values import (
 if TYPE_CHECKING:
     from .program import Program
 
-Instr = Callable[[], Any]
-
 
 class Method:
     """One method of a loaded program, ready to ``execute``."""
 
     def __init__(self, program: Program, plan: S.ExecutionPlan) -> None:
+        init_start = now_ns()
         self._program = program
+        # Chosen once: without a tracer, execute runs the plain loop and pays nothing.
+        self.event_tracer = program.event_tracer
         self._plan = plan
         self.name = plan.name
+        self._busy = threading.Lock()  # one execute at a time: the values and arenas are shared
         self._meta = method_meta(plan)
         self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
         self._vals: list[Any] = []
@@ -62,14 +71,17 @@ class Method:
             if isinstance(ev.val, S.Tensor) and ev.val.allocation_info is None
             and ev.val.data_buffer_idx == 0
         }
+        self.records: list[InstructionRecord] = []
         self._instrs: list[Instr] = []
-        self._descriptions: list[str] = []
         self._delegate_handles: list[Any] = []
         self._has_jumps = False
         self._compile()
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
+        if self.event_tracer is not None:
+            self.event_tracer.log_profiling("Method::init", UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE,
+                                            init_start, now_ns())
 
     # ---- loading ---------------------------------------------------------------------
 
@@ -114,6 +126,9 @@ class Method:
             raise InvalidProgramError(
                 f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
         nbytes = math.prod(sizes) * dtype.itemsize
+        if t.shape_dynamism not in S.TensorShapeDynamism._value2member_map_:
+            raise InvalidProgramError(
+                f"{self._where(i)}: shape_dynamism {t.shape_dynamism} is not a TensorShapeDynamism")
         dynamism = S.TensorShapeDynamism(t.shape_dynamism)
         info = t.extra_tensor_info
         external = info is not None and info.location == S.TensorDataLocation.EXTERNAL
@@ -217,25 +232,39 @@ class Method:
         if len(self._plan.chains) > 1:
             raise InvalidProgramError(f"method {self.name!r}: {len(self._plan.chains)} chains; "
                                       "this runtime runs single-chain methods")
-        instructions = self._plan.chains[0].instructions
+        chain = self._plan.chains[0]
+        instructions = chain.instructions
+        where_from = sources(chain)
         for pc, ins in enumerate(instructions):
             a = ins.instr_args
             where = f"method {self.name!r} instruction {pc}"
             if isinstance(a, S.KernelCall):
                 fn, desc = self._compile_kernel(pc, a, where)
+                name = self._plan.operators[a.op_index].qualified_name
+                args, outs, logged = kernel_io(self._plan, a.args)
+                rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
+                                        where_from.get(pc), logged)
             elif isinstance(a, S.DelegateCall):
                 fn, desc = self._compile_delegate(pc, a, where)
+                name = self._plan.delegates[a.delegate_index].id
+                args = tuple(int(x) for x in a.args)
+                rec = InstructionRecord(pc, "delegate", name, args, args, fn, desc, where_from.get(pc))
             elif isinstance(a, S.MoveCall):
                 fn, desc = self._compile_move(pc, a, where)
+                rec = InstructionRecord(pc, "move", "move", (int(a.move_from),),
+                                        (int(a.move_to),), fn, desc)
             elif isinstance(a, S.JumpFalseCall):
                 fn, desc = self._compile_jump(pc, a, where, len(instructions))
                 self._has_jumps = True
+                rec = InstructionRecord(pc, "jump_false", "jump_false",
+                                        (int(a.cond_value_index),), (), fn, desc)
             elif isinstance(a, S.FreeCall):
                 fn, desc = self._compile_free(pc, a)
+                rec = InstructionRecord(pc, "free", "free", (int(a.value_index),), (), fn, desc)
             else:
                 raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
+            self.records.append(rec)
             self._instrs.append(fn)
-            self._descriptions.append(desc)
 
     def _compile_kernel(self, pc: int, call: S.KernelCall, where: str) -> tuple[Instr, str]:
         ops = self._plan.operators
@@ -282,13 +311,22 @@ class Method:
         backend = get_backend(delegate.id)
         blob = self._program._delegate_data(delegate, self.name)
         specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
-        handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
+        try:
+            handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
+        except EdgeTorchError:
+            raise
+        except Exception as e:  # the backend's own parser refused its blob
+            raise InvalidProgramError(
+                f"{where}: backend {delegate.id!r} cannot initialize its delegate "
+                f"({type(e).__name__}: {e}); re-export the program for this backend version",
+                code=ErrorCode.DelegateInvalidCompatibility) from e
         self._delegate_handles.append((backend, handle))
         args = [int(x) for x in call.args]
         for x in args:
             self._arg_getter(x, where)
         vals = self._vals
-        context = BackendExecutionContext(self.name, self._resize_delegate_output)
+        context = BackendExecutionContext(self.name, self._resize_delegate_output,
+                                          self.event_tracer)
 
         def run() -> int:
             backend.execute(handle, vals, args, context)
@@ -437,12 +475,33 @@ class Method:
     def execute(self, inputs: Sequence[Any] = ()) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
 
+        One call at a time: a Method owns its memory, so a call made while another thread is
+        inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
+        share the Program, which is read-only). See docs/reliability.md.
+        """
+        if not self._busy.acquire(blocking=False):
+            raise MethodBusyError(
+                f"method {self.name!r} is already executing in another thread; a Method runs "
+                "one call at a time. Load a Method per thread with program.load_method("
+                f"{self.name!r}) (the Program can be shared), or guard this one with a lock")
+        try:
+            return self._execute(inputs)
+        finally:
+            self._busy.release()
+
+    def _execute(self, inputs: Sequence[Any]) -> list[Any]:
+        """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
+
         Outputs are copies: the next ``execute`` reuses the planned memory.
         """
         want_torch = any(is_torch_tensor(x) for x in inputs)
         self._set_inputs(list(inputs))
+        tracer = self.event_tracer
         start = time.perf_counter()
-        self._run()
+        if tracer is None:
+            run_plain(self.records, self._instrs, self._has_jumps, self.name)
+        else:
+            self._run_traced(tracer)
         self.last_run_seconds = time.perf_counter() - start
         outs = []
         for idx in self._plan.outputs:
@@ -454,31 +513,23 @@ class Method:
             outs.append(v)
         return outs
 
+    def _run_traced(self, tracer: Any) -> None:
+        """One "Execute" run block: the instructions' events, ``Method::execute`` around
+        them, then the program outputs (ExecuTorch logs those on chain -1, instruction 0)."""
+        tracer.create_event_block("Execute")
+        start = now_ns()
+        run_traced(self.records, self._vals, tracer, self.name)
+        tracer.log_profiling("Method::execute", UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, start, now_ns())
+        for idx in self._plan.outputs:
+            tracer.log_evalue(self._vals[idx], output=True, chain_index=UNSET_CHAIN_ID,
+                              instruction_id=UNSET_DEBUG_HANDLE)
+
     def __call__(self, *inputs: Any) -> list[Any]:
         return self.execute(inputs)
 
-    def _run(self) -> None:
-        instrs = self._instrs
-        pc = -1
-        try:
-            if not self._has_jumps:
-                for pc, fn in enumerate(instrs):  # noqa: B007 (pc names the failing instruction)
-                    fn()
-            else:
-                pc, n = 0, len(instrs)
-                while pc < n:
-                    pc = instrs[pc]()
-        except EdgeTorchError:
-            raise
-        except Exception as e:
-            desc = self._descriptions[pc] if 0 <= pc < len(self._descriptions) else "?"
-            raise KernelError(
-                f"method {self.name!r} instruction {pc} ({desc}) failed: {type(e).__name__}: {e}"
-            ) from e
-
     def __str__(self) -> str:
         lines = [str(self._meta)]
-        lines += [f"  {i:4d}  {d}" for i, d in enumerate(self._descriptions)]
+        lines += [f"  {r.index:4d}  {r.description}" for r in self.records]
         return "\n".join(lines)
 
 

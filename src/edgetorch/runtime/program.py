@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ExternalDataError, FormatError, InvalidProgramError, MethodNotFoundError
+from ..errors import (
+    EdgeTorchError,
+    ExternalDataError,
+    FormatError,
+    InternalError,
+    InvalidProgramError,
+    MethodNotFoundError,
+)
 from ..schema import program as S
 from ..schema.pte import PteFile
+from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
 from .meta import MethodMeta, method_meta
 from .method import Method
 
@@ -14,8 +22,11 @@ from .method import Method
 class Program:
     """A loaded program. Constants stay in the file's bytes (zero-copy, memory-mapped for paths)."""
 
-    def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None) -> None:
+    def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None,
+                 event_tracer: EventTracer | None = None) -> None:
         self._pte = pte
+        #: Where loading and every method loaded from here report events (None: no tracing).
+        self.event_tracer = event_tracer
         self._source = source
         self._data_map = data_map
         self._named_keys = {nd.key for nd in pte.program.named_data or []}
@@ -49,10 +60,22 @@ class Program:
 
     def load_method(self, name: str) -> Method:
         plan = self._plan(name)
+        start = now_ns()
         try:
-            return Method(self, plan)
-        except (IndexError, ValueError, KeyError) as e:
-            raise InvalidProgramError(f"{self._source} method {name!r} is malformed: {e}") from e
+            method = Method(self, plan)
+        except EdgeTorchError:
+            raise
+        except Exception as e:
+            # Method validates what it reads from the file and raises typed errors for it;
+            # anything else is a bug here, not a malformed file.
+            raise InternalError(
+                f"{self._source} method {name!r}: loading failed inside edgetorch "
+                f"({type(e).__name__}: {e}). This is a bug in edgetorch rather than a problem "
+                "with the file; please report it with the .pte attached.") from e
+        if self.event_tracer is not None:
+            self.event_tracer.log_profiling("Program::load_method", UNSET_CHAIN_ID,
+                                            UNSET_DEBUG_HANDLE, start, now_ns())
+        return method
 
     # ---- data access used by Method ----------------------------------------------------
 

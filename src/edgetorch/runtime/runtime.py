@@ -7,10 +7,11 @@ import mmap
 import os
 from typing import Any, BinaryIO
 
-from ..errors import ErrorCode, FormatError
+from ..errors import ErrorCode, FormatError, InvalidArgumentError
 from ..kernels import registry as _kernels
 from ..schema.pte import PteFile
 from .backends import BackendRegistry
+from .event_tracer import EventTracer, RecordingEventTracer
 from .program import Program
 
 
@@ -74,7 +75,18 @@ class Runtime:
         *,
         verification: Verification = Verification.InternalConsistency,
         data_path: str | os.PathLike | None = None,
+        enable_etdump: bool = False,
+        debug_buffer_size: int = 0,
+        event_tracer: EventTracer | None = None,
     ) -> Program:
+        """Parse a program. ``enable_etdump=True`` records the events of loading and of every
+        ``execute`` (``program.event_tracer``, a :class:`RecordingEventTracer`);
+        ``debug_buffer_size`` > 0 also keeps each instruction's outputs, up to that many
+        bytes (ExecuTorch's intermediate-output level). Or pass your own ``event_tracer``."""
+        if debug_buffer_size < 0:
+            raise InvalidArgumentError(f"debug_buffer_size must be >= 0, got {debug_buffer_size}")
+        if event_tracer is None and enable_etdump:
+            event_tracer = RecordingEventTracer(debug_buffer_size)
         buf, source = _read(data)
         pte = PteFile.parse(buf)
         data_map = None
@@ -82,7 +94,7 @@ class Runtime:
             from .data_map import load_data_map
 
             data_map = load_data_map(data_path)
-        program = Program(pte, source, data_map)
+        program = Program(pte, source, data_map, event_tracer)
         if verification == Verification.InternalConsistency:
             for name in program.method_names:
                 program.metadata(name)

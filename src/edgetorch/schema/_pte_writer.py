@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from ..errors import FormatError
 from . import program as s
-from ._fbwriter import aligned, as_byte_view, check_alignment
+from .fbs import aligned, as_byte_view, check_alignment
 from .flatbuffer import DEFAULT_DELEGATE_ALIGNMENT, program_to_flatbuffer
 
 _HINT = "The file is truncated or corrupted; re-export it, or check that it was fully copied."

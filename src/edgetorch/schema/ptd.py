@@ -12,8 +12,8 @@ Layout (ExecuTorch 1.5.1, ``extension/flat_tensor/serialize/serialize.py`` and
 
 ExecuTorch writes the FlatTensor flatbuffer with ``flatc`` from JSON rather than with the
 Python object API, and flatc lays tables out differently: within a table it adds fields
-largest-first, and among fields of one size the last-declared first. The writer below drives
-``flatbuffers.Builder`` in that order so the bytes match flatc's.
+largest-first, and among fields of one size the last-declared first. ``FLAT_TENSOR`` declares
+the schema with that write order (``fbs.FLATC``), so the bytes match flatc's.
 """
 
 from __future__ import annotations
@@ -26,11 +26,21 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import flatbuffers
-
 from ..errors import ExternalDataError, FormatError
-from ._fbreader import I8, U32, U64, FbReader, Table
-from ._fbwriter import aligned, as_byte_view, check_alignment, scalar_vector, table_vector
+from .fbs import (
+    FLATC,
+    INT,
+    STRING,
+    UBYTE,
+    UINT,
+    ULONG,
+    Enum,
+    F,
+    Schema,
+    aligned,
+    as_byte_view,
+    check_alignment,
+)
 from .program import DataSegment
 from .scalar_type import ELEMENT_SIZE, ScalarType
 
@@ -96,50 +106,33 @@ class FlatTensorHeader:
         )
 
 
-# ---------------------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------------------
-
-
-def _write_layout(b: flatbuffers.Builder, layout: TensorLayout) -> int:
-    sizes = scalar_vector(b, "i", 4, layout.sizes, "TensorLayout.sizes")
-    dim_order = scalar_vector(b, "B", 1, layout.dim_order, "TensorLayout.dim_order")
-    b.StartObject(3)
-    b.PrependUOffsetTRelativeSlot(2, dim_order, 0)
-    b.PrependUOffsetTRelativeSlot(1, sizes, 0)
-    b.PrependInt8Slot(0, int(layout.scalar_type), 0)
-    return b.EndObject()
-
-
-def _write_named_data(b: flatbuffers.Builder, nd: NamedData) -> int:
-    key = b.CreateString(nd.key)
-    layout = None if nd.tensor_layout is None else _write_layout(b, nd.tensor_layout)
-    b.StartObject(3)
-    if layout is not None:
-        b.PrependUOffsetTRelativeSlot(2, layout, 0)
-    b.PrependUint32Slot(1, nd.segment_index, 0)
-    b.PrependUOffsetTRelativeSlot(0, key, 0)
-    return b.EndObject()
-
-
-def _write_segment(b: flatbuffers.Builder, seg: DataSegment) -> int:
-    b.StartObject(2)
-    b.PrependUint64Slot(1, seg.size, 0)
-    b.PrependUint64Slot(0, seg.offset, 0)
-    return b.EndObject()
+FLAT_TENSOR = Schema(
+    "flat_tensor.fbs",
+    FLATC,  # ExecuTorch writes .ptd flatbuffers with flatc from JSON
+    {
+        TensorLayout: [
+            F("scalar_type", Enum(ScalarType)),
+            F("sizes", [INT]),
+            F("dim_order", [UBYTE]),
+        ],
+        NamedData: [
+            F("key", STRING),
+            F("segment_index", UINT),
+            F("tensor_layout", TensorLayout),
+        ],
+        DataSegment: [F("offset", ULONG), F("size", ULONG)],
+        FlatTensor: [
+            F("version", UINT),
+            F("segments", [DataSegment], required=True),
+            F("named_data", [NamedData], required=True),
+        ],
+    },
+)
 
 
 def flat_tensor_to_flatbuffer(ft: FlatTensor) -> bytes:
     """Serialize a ``FlatTensor`` to flatbuffer bytes (identifier ``FT01``), laid out as flatc."""
-    b = flatbuffers.Builder(1024)
-    segments = table_vector(b, [_write_segment(b, seg) for seg in ft.segments])
-    named = table_vector(b, [_write_named_data(b, nd) for nd in ft.named_data])
-    b.StartObject(3)
-    b.PrependUOffsetTRelativeSlot(2, named, 0)
-    b.PrependUOffsetTRelativeSlot(1, segments, 0)
-    b.PrependUint32Slot(0, ft.version, 0)
-    b.Finish(b.EndObject(), file_identifier=FILE_IDENTIFIER)
-    return bytes(b.Output())
+    return FLAT_TENSOR.write(ft, identifier=FILE_IDENTIFIER)
 
 
 def serialize_ptd(
@@ -211,46 +204,14 @@ def serialize_ptd(
     )
 
 
-# ---------------------------------------------------------------------------------------
-# Reading
-# ---------------------------------------------------------------------------------------
-
-
-def _read_layout(t: Table) -> TensorLayout:
-    code = t.scalar(0, I8, 0, "scalar_type")
-    try:
-        scalar_type = ScalarType(code)
-    except ValueError:
-        t.fail("scalar_type", f"{code} is not a valid ScalarType")
-    sizes = t.scalars(1, "i", 4, "sizes") or []
-    dim_order = t.scalars(2, "B", 1, "dim_order") or []
-    if any(d < 0 for d in sizes):
-        t.fail("sizes", f"negative size in {sizes}")
-    if len(dim_order) != len(sizes):
-        t.fail("dim_order", f"has {len(dim_order)} entries for {len(sizes)} dimensions")
-    return TensorLayout(scalar_type, sizes, dim_order)
-
-
-def _read_flat_tensor(t: Table) -> FlatTensor:
-    version = t.scalar(0, U32, 0, "version")
-    segments = t.tables(1, "segments")
-    named = t.tables(2, "named_data")
-    if segments is None:
-        t.fail("segments", "missing (the runtime requires it)")
-    if named is None:
-        t.fail("named_data", "missing (the runtime requires it)")
-    return FlatTensor(
-        version,
-        [DataSegment(s.scalar(0, U64, 0, "offset"), s.scalar(1, U64, 0, "size")) for s in segments],
-        [
-            NamedData(
-                n.string(0, "key") or "",
-                n.scalar(1, U32, 0, "segment_index"),
-                None if (lt := n.table(2, "tensor_layout")) is None else _read_layout(lt),
-            )
-            for n in named
-        ],
-    )
+def _check_layout(key: str, layout: TensorLayout) -> None:
+    if any(d < 0 for d in layout.sizes):
+        raise ExternalDataError(f".ptd tensor {key!r}: negative size in {layout.sizes}. {_HINT}")
+    if len(layout.dim_order) != len(layout.sizes):
+        raise ExternalDataError(
+            f".ptd tensor {key!r}: dim_order has {len(layout.dim_order)} entries for "
+            f"{len(layout.sizes)} dimensions. {_HINT}"
+        )
 
 
 @dataclass
@@ -304,10 +265,14 @@ class PtdFile:
                 f".ptd header places segment data at [{base}, {base + data_size}), but the file "
                 f"is {size} bytes and the flatbuffer ends at {fb_end}. {_HINT}"
             )
-        reader = FbReader(
-            view[:fb_end], what=".ptd flatbuffer", hint=_HINT, error=ExternalDataError
+        ft = FLAT_TENSOR.read(
+            view[:fb_end],
+            FlatTensor,
+            identifiers=(FILE_IDENTIFIER,),
+            what=".ptd flatbuffer",
+            hint=_HINT,
+            error=ExternalDataError,
         )
-        ft = _read_flat_tensor(reader.root("FlatTensor"))
         if ft.version > VERSION:
             raise ExternalDataError(
                 f".ptd schema version {ft.version} is newer than this reader supports "
@@ -334,6 +299,8 @@ class PtdFile:
                     f"{len(ft.segments)}. {_HINT}"
                 )
             layout = nd.tensor_layout
+            if layout is not None:
+                _check_layout(nd.key, layout)
             seg_size = ft.segments[nd.segment_index].size
             if layout is not None and layout.nbytes > seg_size:
                 raise ExternalDataError(

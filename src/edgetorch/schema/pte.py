@@ -79,6 +79,14 @@ class PteFile:
                     f".pte segment base offset {base} is outside [{program_size}, {size}] "
                     f"(program end .. file end). {_HINT}"
                 )
+            if not base and header.segment_data_size:
+                # Segment offsets would be taken from byte 0: constants would read the
+                # flatbuffer's bytes instead of their own (garbage, often NaN).
+                raise FormatError(
+                    f".pte segment base offset is 0, but the header says there are "
+                    f"{header.segment_data_size} bytes of segment data; segment data must start "
+                    f"at or after the end of the program ({program_size}). {_HINT}"
+                )
             if header.segment_data_size and base + header.segment_data_size > size:
                 raise FormatError(
                     f".pte is truncated: the header says segment data ends at byte "
@@ -92,6 +100,12 @@ class PteFile:
 
     def _validate(self) -> None:
         p = self.program
+        if self.header is not None and not self.segment_base and any(g.size for g in p.segments):
+            raise FormatError(
+                f".pte segment base offset is 0, but the program lists {len(p.segments)} "
+                f"segments with data; segment data must start at or after the end of the "
+                f"program ({self.program_size}). {_HINT}"
+            )
         for i, seg in enumerate(p.segments):
             if seg.offset + seg.size > self.segment_region:
                 where = (

@@ -113,19 +113,14 @@ def test_we_delegate_at_least_what_executorch_delegates(name, ours, xnnpack_expo
 
 @pytest.mark.parametrize("name", ["tiny_classifier", "cnn", "mlp", "mobilenet_v2", "resnet18"])
 def test_xnnpack_graph_and_weights_equal_executorchs(name, ours, xnnpack_exports):
-    """Node for node, value for value, weight for weight; only the debug handles differ
-    (edgetorch's Edge programs carry none, so every node has XNNPACK's default 65535)."""
+    """Node for node, value for value, weight for weight, and each node's debug handle (the
+    Edge node it came from, numbered as ExecuTorch's to_edge numbers them)."""
     mine = PteFile.parse(ours[1][name][0])
     theirs = PteFile.parse(xnnpack_exports.get(name).pte.read_bytes())
 
     def graphs(f: PteFile):
-        out = []
-        for d in f.program.execution_plan[0].delegates:
-            graph = deserialize_xnnpack_binary(f.delegate_bytes(d)).graph
-            for node in graph.xnodes:
-                node.debug_handle = 0
-            out.append(graph)
-        return out
+        return [deserialize_xnnpack_binary(f.delegate_bytes(d)).graph
+                for d in f.program.execution_plan[0].delegates]
 
     assert graphs(mine) == graphs(theirs)
     assert mine.named_data_keys() == theirs.named_data_keys()
@@ -167,10 +162,7 @@ def test_dynamic_blob_equals_executorchs(dynamic):
     theirs = PteFile.parse((d / "et" / "dynamic.pte").read_bytes())
     graphs = []
     for f in (mine, theirs):
-        graph = deserialize_xnnpack_binary(
-            f.delegate_bytes(f.program.execution_plan[0].delegates[0])).graph
-        for node in graph.xnodes:
-            node.debug_handle = 0
-        graphs.append(graph)
+        graphs.append(deserialize_xnnpack_binary(
+            f.delegate_bytes(f.program.execution_plan[0].delegates[0])).graph)
     assert graphs[0] == graphs[1]
     assert graphs[0].xvalues[-1].tensor.dims == [10, 2, 2]  # the upper bound

@@ -58,13 +58,15 @@ class BackendWithCompilerDemo(BackendDetails):
                     "dtype": str(node.meta["val"].dtype).removeprefix("torch."),
                 })
                 if node.meta.get("debug_handle") is not None:
-                    debug_map[len(instructions) - 1] = (node.meta["debug_handle"],)
+                    # ExecuTorch's demo keys its map by the handle itself (its instructions
+                    # report the node's handle as their delegate debug identifier).
+                    debug_map[node.meta["debug_handle"]] = (node.meta["debug_handle"],)
             elif node.op == "output":
                 outputs = [a.name for a in node.args[0]]
         program = {"version": VERSION, "inputs": inputs, "outputs": outputs,
                    "constants": constants, "instructions": instructions}
         blob = json.dumps(program, separators=(",", ":")).encode("utf-8")
-        return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map or None)
+        return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map)
 
 
 def _arg(a: object) -> object:

@@ -163,7 +163,9 @@ def max_pool2d(x: np.ndarray, win: Window) -> np.ndarray:
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "max pooling", x.shape)
-    xp = _pad_hw(x, win, -np.inf)
+    # padded cells never win: -inf, or the integer type's minimum for quantized inputs
+    low = np.iinfo(x.dtype).min if np.issubdtype(x.dtype, np.integer) else -np.inf
+    xp = _pad_hw(x, win, low)
     out = None
     for _, _, tap in _taps(xp, win, oh, ow):
         out = tap.copy() if out is None else np.maximum(out, tap, out=out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,9 +29,12 @@ from ...errors import (
     InvalidProgramError,
     KernelError,
 )
+from ...runtime.event_tracer import now_ns
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
-from .lowering import Ctx, Step, lower
+from .lowering import Step
+from .lowering_quant import QCtx, lower_node
+from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
 NamedData = Callable[[str], Any]  # key -> bytes-like, raising when the key is missing
@@ -50,6 +53,7 @@ except ImportError:  # pragma: no cover - the minimal runtime environment
 
 MAX_DIMS = 6  # XNN_MAX_TENSOR_DIMS
 MAX_EXTERNS = 4096  # what ExecuTorch's XNNCompiler accepts
+MAX_TENSOR_BYTES = 1 << 48  # far beyond any real tensor, within what NumPy can describe
 
 
 @dataclass
@@ -64,6 +68,8 @@ class CompiledGraph:
     outputs: list[tuple[int, int]]  # (external id, slot), by external id
     num_args: int
     nbytes_constants: int = 0
+    # Per node: (name, debug handle of the Edge node it came from) for the event tracer.
+    node_ids: list[tuple[str, int]] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"XNNPACK graph: {len(self.steps)} nodes, inputs (arg, value) "
@@ -93,7 +99,8 @@ class XnnpackBackend:
                 context: Any = None) -> None:
         """Run the delegate. ``context.resize(value_index, sizes)``, when given, re-views an
         output tensor at new (dynamic) sizes and returns it."""
-        run(handle, values, args, getattr(context, "resize", None))
+        run(handle, values, args, getattr(context, "resize", None),
+            getattr(context, "event_tracer", None))
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
@@ -114,6 +121,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     dims: list[tuple[int, ...]] = []
     dtypes: list[np.dtype] = []
     consts: list[np.ndarray | None] = []
+    quant: list[QParams | None] = []
     inputs: list[tuple[int, int, np.dtype]] = []
     outputs: list[tuple[int, int]] = []
     nbytes = 0
@@ -123,14 +131,25 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
         if t.id_out in slots:
             raise FormatError(f"{where} is defined twice; the blob is corrupted")
         slots[t.id_out] = s
-        dtype = _dtype(value, where)
         shape = tuple(int(d) for d in t.dims)
         if len(shape) > MAX_DIMS:
             raise FormatError(f"{where} has {len(shape)} dimensions; XNNPACK allows {MAX_DIMS}")
+        const, qparams = None, None
+        if isinstance(value.xvalue_union, x.XNNQuantizedTensorValue):
+            def load(idx: int, what: str, where: str = where) -> memoryview:
+                return _constant_bytes(blob, idx, named_data, f"{where} ({what})")
+            dtype, const, qparams = decode_value(value, load, where)
+            nbytes += 0 if const is None else const.nbytes
+        else:
+            dtype = _dtype(value, where)
+        if math.prod(d for d in shape if d) * dtype.itemsize >= MAX_TENSOR_BYTES:
+            # (zero-sized dims included: NumPy refuses such shapes even when empty)
+            raise FormatError(f"{where}: dims {list(shape)} describe more than "
+                              f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
         dims.append(shape)
         dtypes.append(dtype)
-        const = None
-        if t.constant_buffer_idx:
+        quant.append(qparams)
+        if t.constant_buffer_idx and qparams is None:
             data = _constant_bytes(blob, t.constant_buffer_idx, named_data, where)
             count = math.prod(shape)
             if len(data) < count * dtype.itemsize:
@@ -150,30 +169,31 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             if t.flags & x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT:
                 outputs.append((t.external_id, s))
     env: list[Any] = list(consts)
-    ctx = Ctx(env, slots, dims, dtypes, consts)
-    steps, descriptions = [], []
+    ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
+    steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
-        desc = f"node {k} {type(node.xnode_union).__name__} (debug handle {node.debug_handle})"
+        kind = type(node.xnode_union).__name__
+        desc = f"node {k} {kind} (debug handle {node.debug_handle})"
         ctx.where = f"XNNPACK {desc}"
-        steps.append(lower(node, ctx))
+        steps.append(lower_node(node, ctx))
         descriptions.append(desc)
+        node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
     inputs.sort(key=lambda e: e[0])
     outputs.sort()
     externs = [e[0] for e in inputs] + [e[0] for e in outputs]
     if len(set(externs)) != len(externs):
         raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
     return CompiledGraph(env, list(consts), steps, descriptions, inputs, outputs,
-                         max(externs, default=-1) + 1, nbytes)
+                         max(externs, default=-1) + 1, nbytes, node_ids)
 
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
     t = value.tensor
-    if isinstance(value.xvalue_union, x.XNNQuantizedTensorValue) or (
-            t.dq_datatype != x.XNNDatatype.xnn_datatype_invalid):
+    if t.dq_datatype != x.XNNDatatype.xnn_datatype_invalid:
         raise InvalidProgramError(
-            f"{where}: quantized XNNPACK values ({t.datatype.name}) are not supported by the "
-            "NumPy runtime yet; export the model without quantization",
-            code=ErrorCode.NotImplemented)
+            f"{where}: the legacy dq_datatype encoding of dynamic quantization "
+            f"({t.dq_datatype.name}) is not supported; re-export with ExecuTorch 1.5 "
+            "(XNNQuantizedTensorValue with PerTokenDynamicQuant)", code=ErrorCode.NotImplemented)
     dtype = _DTYPES.get(t.datatype)
     if dtype is None:
         raise InvalidProgramError(
@@ -233,7 +253,7 @@ Resize = Callable[[int, tuple[int, ...]], np.ndarray]
 
 
 def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
-        resize: Resize | None = None) -> None:
+        resize: Resize | None = None, tracer: Any = None) -> None:
     if len(args) < g.num_args:
         raise InvalidArgumentError(
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
@@ -249,8 +269,15 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
         env[slot] = _physical(a)
     try:
         k = 0
-        for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
-            step()
+        if tracer is None:
+            for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
+                step()
+        else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
+            for k, step in enumerate(g.steps):  # noqa: B007
+                name, handle = g.node_ids[k]
+                start = now_ns()
+                step()
+                tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
     except EdgeTorchError:
         raise
     except Exception as e:

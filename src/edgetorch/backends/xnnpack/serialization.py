@@ -15,31 +15,36 @@ A blob without the magic is a bare flatbuffer with no constant data (old blobs).
 leaves the constant region empty: weights go to the program's named data and the graph refers
 to them by key (``ConstantDataOffset.named_key``).
 
-ExecuTorch builds the flatbuffer with ``flatc`` from JSON. The writer reproduces flatc's order:
-a table's strings, vectors, sub-tables and union values are built first, in field order; then
-its fields are added largest first (8, 4, 2, 1 bytes) and, within a size, from the last field
-id to the first; scalars equal to their default (all 0 here) are omitted. With flatbuffers'
-Builder this gives ExecuTorch's bytes exactly. Reading goes through the bounds-checked
-primitives of ``edgetorch.schema._fbreader``, so corruption raises ``FormatError``.
+ExecuTorch builds the flatbuffer with ``flatc`` from JSON; ``XNNPACK_SCHEMA`` declares the
+schema for the engine in ``edgetorch.schema.fbs`` with flatc's write order, which gives
+ExecuTorch's bytes exactly, and its checked reader turns corruption into ``FormatError``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import flatbuffers
 
 from ...errors import FormatError
-from ...schema._fbreader import U32, U64, FbReader, Table
-from ...schema._fbwriter import aligned, as_byte_view, raw_vector, scalar_vector, table_vector
+from ...schema.fbs import (
+    FLATC,
+    FLOAT,
+    INT,
+    SHORT,
+    STRING,
+    UINT,
+    ULONG,
+    Bytes,
+    Enum,
+    F,
+    Schema,
+    Union,
+    aligned,
+    as_byte_view,
+)
 from . import schema as x
 
-_I16 = struct.Struct("<h")
-_I32 = struct.Struct("<i")
-_F32 = struct.Struct("<f")
 _HINT = (
     "The delegate blob is truncated or corrupted, or was not written for the XNNPACK backend; "
     "re-export the model."
@@ -47,270 +52,104 @@ _HINT = (
 
 CONSTANT_TENSOR_ALIGNMENT = 16  # alignment of the flatbuffer and constant data in a blob
 
-# ---- table specs ------------------------------------------------------------------------
-# (field name, vtable slot, kind, extra); kinds with their inline sizes:
-_SIZE = {"u8": 1, "i16": 2, "u32": 4, "i32": 4, "f32": 4, "u64": 8}
-# offset kinds (4 bytes inline): str, vu32, vf32, bytes16, table, tables, union (slot = value
-# slot; its type byte is in slot - 1).
+
+@dataclass
+class _Buffer:
+    """``table Buffer`` of the deprecated ``XNNGraph.constant_buffer`` (XN00 blobs)."""
+
+    storage: bytes
 
 
-@dataclass(frozen=True)
-class _F:
-    name: str
-    slot: int
-    kind: str
-    ref: Any = None
+def _uints(cls: type, **types) -> list[F]:
+    """One field per dataclass field of ``cls``, in order; ``uint`` unless named in ``types``."""
+    return [F(f.name, types.get(f.name, UINT)) for f in dataclasses.fields(cls)]
 
 
-def _u32s(cls: type, first_slot: int = 0, **kinds: str) -> tuple[_F, ...]:
-    """Consecutive slots for the dataclass fields of ``cls``; uint32 unless named in kinds."""
-    from dataclasses import fields
+_DATATYPE = Enum(x.XNNDatatype, SHORT)
 
-    return tuple(
-        _F(f.name, first_slot + i, kinds.get(f.name, "u32")) for i, f in enumerate(fields(cls))
-    )
-
-
-SPECS: dict[type, tuple[_F, ...]] = {
-    x.PerChannelGroupQuant: (
-        _F("scale", 0, "vf32"),
-        _F("channel_dim", 1, "i32"),
-        _F("group_size", 2, "i32"),
-        # slot 3: scale_bf16, deprecated
-        _F("scale_buffer_idx", 4, "u32"),
-        _F("num_scales", 5, "u32"),
-    ),
-    x.PerChannelQuant: _u32s(x.PerChannelQuant, scale="vf32", channel_dim="i32"),
-    x.PerTokenDynamicQuant: (_F("num_nonbatch_dims", 0, "i32"),),
-    x.PerTensorQuant: (_F("scale", 0, "f32"), _F("zero_point", 1, "i32")),
-    x.XNNTensorValue: _u32s(x.XNNTensorValue, datatype="i16", dims="vu32", dq_datatype="i16"),
-    x.XNNQuantizedTensorValue: (
-        _F("tensor_value", 0, "table", x.XNNTensorValue),
-        _F("quant_params", 2, "union", x.XNN_QUANT_PARAMS),
-    ),
-    x.XValue: (_F("xvalue_union", 1, "union", x.XVALUE_UNION),),
-    x.XNNNode1x1: _u32s(x.XNNNode1x1),
-    x.XNNNode2x1: _u32s(x.XNNNode2x1),
-    x.XNNCat: _u32s(x.XNNCat),
-    x.XNNNodeConv: _u32s(x.XNNNodeConv),
-    x.XNNPooling2D: _u32s(x.XNNPooling2D),
-    x.XNNStaticTranspose: _u32s(x.XNNStaticTranspose, perm="vu32"),
-    x.XNNStaticResizeBilinear2D: _u32s(x.XNNStaticResizeBilinear2D),
-    x.XNNStaticConstantPad: _u32s(
-        x.XNNStaticConstantPad, pre_paddings="vu32", post_paddings="vu32", padding_value="f32"
-    ),
-    x.XNNELU: _u32s(x.XNNELU, alpha="f32"),
-    x.XNNFullyConnected: _u32s(x.XNNFullyConnected),
-    x.XNNStaticReshape: _u32s(x.XNNStaticReshape, new_shape="vu32"),
-    x.XNNStaticSlice: _u32s(x.XNNStaticSlice, offsets="vu32", sizes="vu32"),
-    x.XNNScaledDotProductAttention: _u32s(x.XNNScaledDotProductAttention),
-    x.XNNArgMaxPooling2d: _u32s(x.XNNArgMaxPooling2d),
-    x.XNNLeakyReLU: _u32s(x.XNNLeakyReLU, negative_slope="f32"),
-    x.OutputMinMax: (_F("output_min", 0, "f32"), _F("output_max", 1, "f32")),
-    x.XNode: (
-        _F("xnode_union", 1, "union", x.XNODE_UNION),
-        _F("debug_handle", 2, "u32"),
-        _F("output_min_max", 3, "table", x.OutputMinMax),
-    ),
-    x.ConstantDataOffset: (
-        _F("offset", 0, "u64"),
-        _F("size", 1, "u64"),
-        _F("named_key", 2, "str"),
-    ),
-    x.XNNGraph: (
-        _F("version", 0, "str"),
-        _F("xnodes", 1, "tables", x.XNode),
-        _F("xvalues", 2, "tables", x.XValue),
-        _F("num_externs", 3, "u32"),
-        _F("input_ids", 4, "vu32"),
-        _F("output_ids", 5, "vu32"),
-        _F("constant_buffer", 6, "tables", "Buffer"),  # deprecated: [ubyte] storage, align 16
-        _F("mem_buffer_sizes", 7, "vu32"),  # deprecated
-        _F("constant_data", 8, "tables", x.ConstantDataOffset),
-    ),
-}
-# Fields that stay None when absent (everything else reads as its empty value).
-_OPTIONAL = {(x.XNNGraph, "constant_buffer"), (x.XNNGraph, "mem_buffer_sizes"),
-             (x.ConstantDataOffset, "named_key"), (x.XNode, "output_min_max")}
-
-
-def _spec(cls: type) -> tuple[_F, ...]:
-    for base in cls.__mro__:  # union members share their base table's layout
-        spec = SPECS.get(base)
-        if spec is not None:
-            return spec
-    raise FormatError(f"XNNPACK schema has no table for {cls.__name__}")
-
-
-# ---- writing ----------------------------------------------------------------------------
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.b = flatbuffers.Builder(1024)
-
-    def table(self, obj: Any) -> int:
-        b = self.b
-        spec = _spec(type(obj))
-        built: dict[int, int] = {}
-        tags: dict[int, int] = {}
-        for f in spec:  # children first, in field order (flatc builds them while parsing)
-            v = getattr(obj, f.name)
-            if v is None or f.kind in _SIZE:
-                continue
-            if f.kind == "union":
-                members = f.ref
-                if type(v) not in members:
-                    raise FormatError(
-                        f"cannot serialize {type(obj).__name__}.{f.name}: {type(v).__name__} "
-                        f"is not a member of the union "
-                        f"({', '.join(m.__name__ for m in members)})")
-                tags[f.slot - 1] = members.index(type(v)) + 1
-            built[f.slot] = self.child(f, v)
-        b.StartObject(max(f.slot for f in spec) + 1)
-        adds: list[tuple[int, int, Callable[[], None]]] = []
-        for f in spec:
-            v = getattr(obj, f.name)
-            if f.kind in _SIZE:
-                adds.append((f.slot, _SIZE[f.kind], _scalar_adder(b, f, v)))
-            elif f.slot in built:
-                adds.append((f.slot, 4, _offset_adder(b, f.slot, built[f.slot])))
-                if f.kind == "union":
-                    tag_slot = f.slot - 1
-                    adds.append((tag_slot, 1, _tag_adder(b, tag_slot, tags[tag_slot])))
-        for size in (8, 4, 2, 1):
-            for _, _, add in sorted((a for a in adds if a[1] == size), key=lambda a: -a[0]):
-                add()
-        return b.EndObject()
-
-    def child(self, f: _F, v: Any) -> int:
-        b = self.b
-        name = f.name
-        if f.kind == "str":
-            return b.CreateString(v)
-        if f.kind == "vu32":
-            return scalar_vector(b, "I", 4, v, name)
-        if f.kind == "vf32":
-            return scalar_vector(b, "f", 4, v, name)
-        if f.kind in ("table", "union"):
-            return self.table(v)
-        if f.kind == "tables":
-            if f.ref == "Buffer":
-                return table_vector(b, [self.buffer(d) for d in v])
-            return table_vector(b, [self.table(item) for item in v])
-        raise AssertionError(f.kind)
-
-    def buffer(self, data: bytes) -> int:
-        view = as_byte_view(data, "XNNGraph.constant_buffer entry")
-        storage = raw_vector(self.b, view, 1, len(view), 16)
-        self.b.StartObject(1)
-        self.b.PrependUOffsetTRelativeSlot(0, storage, 0)
-        return self.b.EndObject()
-
-
-def _scalar_adder(b: flatbuffers.Builder, f: _F, v: Any) -> Callable[[], None]:
-    prepend = {
-        "u8": b.PrependUint8Slot,
-        "i16": b.PrependInt16Slot,
-        "u32": b.PrependUint32Slot,
-        "i32": b.PrependInt32Slot,
-        "f32": b.PrependFloat32Slot,
-        "u64": b.PrependUint64Slot,
-    }[f.kind]
-    value = float(v) if f.kind == "f32" else int(v)
-    return lambda: prepend(f.slot, value, 0)
-
-
-def _offset_adder(b: flatbuffers.Builder, slot: int, off: int) -> Callable[[], None]:
-    return lambda: b.PrependUOffsetTRelativeSlot(slot, off, 0)
-
-
-def _tag_adder(b: flatbuffers.Builder, slot: int, tag: int) -> Callable[[], None]:
-    return lambda: b.PrependUint8Slot(slot, tag, 0)
+XNNPACK_SCHEMA = Schema(
+    "XNNPACK schema.fbs",
+    FLATC,  # ExecuTorch writes the graph with flatc from JSON
+    {
+        x.PerChannelGroupQuant: [
+            F("scale", [FLOAT]),
+            F("channel_dim", INT),
+            F("group_size", INT),
+            F("scale_buffer_idx", UINT, slot=4),  # slot 3: scale_bf16, deprecated
+            F("num_scales", UINT),
+        ],
+        x.PerChannelQuant: _uints(x.PerChannelQuant, scale=[FLOAT], channel_dim=INT),
+        x.PerTokenDynamicQuant: [F("num_nonbatch_dims", INT)],
+        x.PerTensorQuant: [F("scale", FLOAT), F("zero_point", INT)],
+        x.XNNTensorValue: _uints(
+            x.XNNTensorValue, datatype=_DATATYPE, dims=[UINT], dq_datatype=_DATATYPE
+        ),
+        x.XNNQuantizedTensorValue: [
+            F("tensor_value", x.XNNTensorValue, required=True),
+            F("quant_params", Union(x.XNN_QUANT_PARAMS)),
+        ],
+        x.XValue: [F("xvalue_union", Union(x.XVALUE_UNION))],
+        x.XNNNode1x1: _uints(x.XNNNode1x1),
+        x.XNNNode2x1: _uints(x.XNNNode2x1),
+        x.XNNCat: _uints(x.XNNCat),
+        x.XNNNodeConv: _uints(x.XNNNodeConv),
+        x.XNNPooling2D: _uints(x.XNNPooling2D),
+        x.XNNStaticTranspose: _uints(x.XNNStaticTranspose, perm=[UINT]),
+        x.XNNStaticResizeBilinear2D: _uints(x.XNNStaticResizeBilinear2D),
+        x.XNNStaticConstantPad: _uints(
+            x.XNNStaticConstantPad,
+            pre_paddings=[UINT],
+            post_paddings=[UINT],
+            padding_value=FLOAT,
+        ),
+        x.XNNELU: _uints(x.XNNELU, alpha=FLOAT),
+        x.XNNFullyConnected: _uints(x.XNNFullyConnected),
+        x.XNNStaticReshape: _uints(x.XNNStaticReshape, new_shape=[UINT]),
+        x.XNNStaticSlice: _uints(x.XNNStaticSlice, offsets=[UINT], sizes=[UINT]),
+        x.XNNScaledDotProductAttention: _uints(x.XNNScaledDotProductAttention),
+        x.XNNArgMaxPooling2d: _uints(x.XNNArgMaxPooling2d),
+        x.XNNLeakyReLU: _uints(x.XNNLeakyReLU, negative_slope=FLOAT),
+        x.OutputMinMax: [F("output_min", FLOAT), F("output_max", FLOAT)],
+        x.XNode: [
+            F("xnode_union", Union(x.XNODE_UNION)),
+            F("debug_handle", UINT),
+            F("output_min_max", x.OutputMinMax),
+        ],
+        x.ConstantDataOffset: [
+            F("offset", ULONG),
+            F("size", ULONG),
+            F("named_key", STRING, optional=True),
+        ],
+        _Buffer: [F("storage", Bytes(16))],
+        x.XNNGraph: [
+            F("version", STRING),
+            F("xnodes", [x.XNode]),
+            F("xvalues", [x.XValue]),
+            F("num_externs", UINT),
+            F("input_ids", [UINT]),
+            F("output_ids", [UINT]),
+            F("constant_buffer", [_Buffer], optional=True, unwrap="storage"),  # deprecated
+            F("mem_buffer_sizes", [UINT], optional=True),  # deprecated
+            F("constant_data", [x.ConstantDataOffset]),
+        ],
+    },
+)
 
 
 def xnngraph_to_flatbuffer(graph: x.XNNGraph, *, identifier: bytes = x.FILE_IDENTIFIER) -> bytes:
     """Serialize ``graph`` to the flatbuffer bytes ExecuTorch's ``convert_to_flatbuffer`` makes."""
-    w = _Writer()
-    try:
-        root = w.table(graph)
-    except (TypeError, ValueError, AttributeError, struct.error) as e:
-        raise FormatError(
-            f"cannot serialize the XNNGraph: {e}. Check that every field holds a value of its "
-            "schema type (ids are uint32, lists where lists are expected)."
-        ) from e
-    w.b.Finish(root, file_identifier=identifier)
-    return bytes(w.b.Output())
-
-
-# ---- reading ----------------------------------------------------------------------------
-
-
-def _read_table(t: Table, cls: type) -> Any:
-    kwargs: dict[str, Any] = {}
-    for f in _spec(cls):
-        name, slot, kind = f.name, f.slot, f.kind
-        if kind == "u32":
-            v: Any = t.scalar(slot, U32, 0, name)
-        elif kind == "i32":
-            v = t.scalar(slot, _I32, 0, name)
-        elif kind == "u64":
-            v = t.scalar(slot, U64, 0, name)
-        elif kind == "f32":
-            v = t.scalar(slot, _F32, 0.0, name)
-        elif kind == "i16":
-            raw = t.scalar(slot, _I16, 0, name)
-            try:
-                v = x.XNNDatatype(raw)
-            except ValueError:
-                t.fail(name, f"{raw} is not a valid XNNDatatype")
-        elif kind == "str":
-            v = t.string(slot, name)
-            if v is None and (cls, name) not in _OPTIONAL:
-                v = ""
-        elif kind == "vu32":
-            v = t.scalars(slot, "I", 4, name)
-        elif kind == "vf32":
-            v = t.scalars(slot, "f", 4, name)
-        elif kind == "table":
-            sub = t.table(slot, name)
-            v = None if sub is None else _read_table(sub, f.ref)
-        elif kind == "tables":
-            subs = t.tables(slot, name)
-            if subs is None:
-                v = None
-            elif f.ref == "Buffer":
-                v = [_read_buffer(s) for s in subs]
-            else:
-                v = [_read_table(s, f.ref) for s in subs]
-        elif kind == "union":
-            member, sub = t.union(slot - 1, slot, f.ref, name)
-            v = _read_table(sub, member)
-        else:  # pragma: no cover - the specs above use only these kinds
-            raise AssertionError(kind)
-        if v is None and kind in ("vu32", "vf32", "tables") and (cls, name) not in _OPTIONAL:
-            v = []
-        if v is None and kind == "table" and (cls, name) not in _OPTIONAL:
-            t.fail(name, "required table is missing")
-        kwargs[name] = v
-    return cls(**kwargs)
-
-
-def _read_buffer(t: Table) -> memoryview:
-    data = t.ubytes(0, "storage")
-    return data if data is not None else memoryview(b"")
+    return XNNPACK_SCHEMA.write(graph, identifier=identifier)
 
 
 def xnngraph_from_flatbuffer(data: bytes | bytearray | memoryview) -> x.XNNGraph:
     """Parse an ``XNNGraph`` flatbuffer (identifier ``XN01`` or the older ``XN00``)."""
-    r = FbReader(data, what="XNNPACK graph flatbuffer", hint=_HINT)
-    ident = r.identifier()
-    if ident not in (x.FILE_IDENTIFIER, x.LEGACY_FILE_IDENTIFIER):
-        raise FormatError(
-            f"XNNPACK graph flatbuffer has identifier {ident!r}, expected {x.FILE_IDENTIFIER!r} "
-            f"or {x.LEGACY_FILE_IDENTIFIER!r}. {_HINT}"
-        )
-    return _read_table(r.root("XNNGraph"), x.XNNGraph)
+    return XNNPACK_SCHEMA.read(
+        data,
+        x.XNNGraph,
+        identifiers=(x.FILE_IDENTIFIER, x.LEGACY_FILE_IDENTIFIER),
+        what="XNNPACK graph flatbuffer",
+        hint=_HINT,
+    )
 
 
 # ---- the blob: header + flatbuffer + constant data --------------------------------------
@@ -361,6 +200,9 @@ class XNNHeader:
         _, _, length, fb_off, fb_size, cd_off, cd_size = cls._LAYOUT.unpack_from(view, 0)
         if length < cls.LENGTH:
             raise FormatError(f"XNNPACK header length is {length}, expected {cls.LENGTH}. {_HINT}")
+        if fb_off < length:
+            raise FormatError(f"XNNPACK header: the flatbuffer at {fb_off} overlaps the "
+                              f"{length}-byte header. {_HINT}")
         if fb_size < 8:
             raise FormatError(f"XNNPACK header: flatbuffer size {fb_size} is smaller than the "
                               f"8-byte flatbuffer prefix. {_HINT}")

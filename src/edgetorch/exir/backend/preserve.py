@@ -18,6 +18,7 @@ from torch._ops import OpOverload
 from torch.export import ExportedProgram
 
 from ...errors import ExportError
+from ..edge import as_edge_op
 from .partitioner import Partitioner
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def park_accepted(ep: ExportedProgram, preserved: Preserved) -> dict[OpOverload,
 def unpark(ep: ExportedProgram, parked: dict[OpOverload, OpOverload]) -> None:
     for node in ep.graph.nodes:
         if node.op == "call_function" and node.target in parked:
-            node.target = parked[node.target]
+            node.target = as_edge_op(parked[node.target])
     ep.graph_module.recompile()
 
 

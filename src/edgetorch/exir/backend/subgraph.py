@@ -30,6 +30,8 @@ from torch.fx.passes.utils.fuser_utils import erase_nodes, fuse_as_graphmodule, 
 from torch.utils import _pytree as pytree
 
 from ...errors import ExportError
+from ..debug_handles import next_debug_handle
+from ..node_meta import copy_provenance
 from .lowered_backend_module import (
     LoweredBackendModule,
     executorch_call_delegate,
@@ -197,14 +199,18 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     with gm.graph.inserting_after(attr):
         call = gm.graph.call_function(executorch_call_delegate, (attr, *inputs))
     call.meta["val"] = [o.meta["val"] for o in outputs]
-    call.meta["stack_trace"] = last.meta.get("stack_trace")
+    copy_provenance(last, call)
     anchor = call
     for i, out in enumerate(outputs):
         with gm.graph.inserting_after(anchor):
             item = gm.graph.call_function(operator.getitem, (call, i))
         item.meta["val"] = out.meta["val"]
+        copy_provenance(out, item)  # a delegate output keeps its source node's provenance
         out.replace_all_uses_with(item)
         anchor = item
+    # The call's handle is one past those left in the graph, as ExecuTorch numbers it.
+    taken = set(nodes)
+    call.meta["debug_handle"] = next_debug_handle(n for n in gm.graph.nodes if n not in taken)
     erase_nodes(gm, nodes)
     for name in consumed:
         del owner.input_specs[name]

@@ -9,6 +9,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from ...errors import ExportError
 from .lowered_backend_module import executorch_call_delegate
 from .partitioner import TAG
 
@@ -80,3 +81,51 @@ def format_delegated_graph(graph_module: torch.fx.GraphModule) -> str:
 
 def print_delegated_graph(graph_module: torch.fx.GraphModule) -> None:
     print(format_delegated_graph(graph_module))
+
+
+class DelegateMappingBuilder:
+    """Builds a backend's ``PreprocessResult.debug_handle_map``: delegate debug identifier
+    (what the backend's runtime reports its events under) -> the debug handles of the Edge
+    nodes that work came from. The emitter puts it in ``delegate_map`` (ExecuTorch's class).
+
+    With ``generated_identifiers=True`` identifiers are 0, 1, 2, ... in insertion order;
+    otherwise each entry names its own (an int or a str), once.
+    """
+
+    def __init__(self, generated_identifiers: bool = False) -> None:
+        self._generated = generated_identifiers
+        self._map: dict[int | str, set[int]] = {}
+
+    def get_delegate_mapping(self) -> dict[int | str, tuple[int, ...]]:
+        return {k: tuple(sorted(v)) for k, v in self._map.items()}
+
+    def insert_delegate_mapping_entry(
+        self,
+        nodes: torch.fx.Node | list[torch.fx.Node] | None = None,
+        handles: int | list[int | None] | None = None,
+        identifier: int | str | None = None,
+    ) -> int | str:
+        """Map ``identifier`` to the handles of ``nodes`` (or to ``handles``); returns it."""
+        if self._generated and identifier is not None:
+            raise ExportError(f"this DelegateMappingBuilder generates identifiers; do not pass "
+                              f"one ({identifier!r})")
+        if (nodes is None) == (handles is None):
+            raise ExportError("give exactly one of nodes= or handles= to "
+                              "insert_delegate_mapping_entry")
+        if identifier is None:
+            if not self._generated:
+                raise ExportError("insert_delegate_mapping_entry needs an identifier= (or build "
+                                  "with DelegateMappingBuilder(generated_identifiers=True))")
+            identifier = len(self._map)
+        if identifier in self._map:
+            raise ExportError(f"delegate debug identifier {identifier!r} was already inserted")
+        if nodes is not None:
+            found = [n.meta.get("debug_handle") for n in (nodes if isinstance(nodes, list) else [nodes])]
+        else:
+            found = list(handles) if isinstance(handles, (list, tuple)) else [handles]
+        kept = {int(h) for h in found if h is not None}
+        if not kept:
+            raise ExportError(f"delegate debug identifier {identifier!r}: none of the given "
+                              "nodes/handles has a debug handle (run to_edge first)")
+        self._map[identifier] = kept
+        return identifier

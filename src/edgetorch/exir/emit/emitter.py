@@ -54,6 +54,10 @@ class ProgramState:
     named_data: NamedDataStore = field(default_factory=NamedDataStore)
 
     _delegate_index: dict[bytes, int] = field(default_factory=dict)
+    # Per method, ExecuTorch's emitter outputs for the devtools (see MethodEmitter._provenance).
+    debug_handle_map: dict[str, dict[int, int | list[int]]] = field(default_factory=dict)
+    delegate_map: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    instruction_id_to_num_outs_map: dict[str, dict[int, int]] = field(default_factory=dict)
 
     def add_delegate_blob(self, data: bytes) -> int:
         """Index of ``data`` in ``Program.backend_delegate_data`` (identical blobs shared)."""
@@ -110,6 +114,9 @@ class MethodEmitter:
         self.inputs: list[int] = []
         self.outputs: list[int] = []
         self.node: torch.fx.Node | None = None
+        self.debug_handle_map: dict[int, int | list[int]] = {}
+        self.delegate_map: dict[int, dict[str, Any]] = {}
+        self.instruction_id_to_num_outs_map: dict[int, int] = {}
 
     # ---- values ------------------------------------------------------------------------
 
@@ -243,8 +250,30 @@ class MethodEmitter:
             self.stacktrace.append(_frames(self.node))
         return len(self.instructions) - 1
 
-    def _kernel_call(self, name: str, overload: str, args: list[int]) -> None:
-        self._append(S.KernelCall(self._operator(name, overload), args))
+    def _kernel_call(self, name: str, overload: str, args: list[int]) -> int:
+        return self._append(S.KernelCall(self._operator(name, overload), args))
+
+    def _provenance(self, instr: int, node: torch.fx.Node, lowered: Any = None) -> None:
+        """Record which debug handle(s) instruction ``instr`` runs, as ExecuTorch's emitter
+        does: an operator's own handle; for a delegate call, the handles of every
+        call_function node of the lowered subgraph, its number of outputs, and the backend's
+        ``debug_handle_map`` (delegate debug identifier -> handles) under ``delegate_map``."""
+        if len(self._gm_stack) > 1:
+            return  # inside a cond branch: ExecuTorch's sub-emitters' maps are not kept
+        if lowered is None:
+            handle = node.meta.get("debug_handle")
+            if handle is not None:
+                self.debug_handle_map[instr] = handle
+            return
+        graph = lowered.original_module.graph
+        self.debug_handle_map[instr] = [
+            n.meta["debug_handle"] for n in graph.nodes
+            if n.op == "call_function" and n.meta.get("debug_handle") is not None]
+        outs = graph.output_node().args[0]
+        self.instruction_id_to_num_outs_map[instr] = len(outs) if isinstance(outs, (list, tuple)) else 1
+        meta = lowered.meta if lowered.meta is not None else {}
+        self.delegate_map[instr] = {"name": lowered.backend_id,
+                                    "delegate_map": meta.get("debug_handle_map", {})}
 
     def _emit_cond(self, node: torch.fx.Node) -> list[int]:
         """``torch.cond`` as ExecuTorch emits it: jump over the true branch when the predicate
@@ -308,7 +337,7 @@ class MethodEmitter:
         else:  # ops returning a scalar, e.g. aten::sym_size.int
             ret = self._add(S.Int(0))
             args.append(ret)
-        self._kernel_call(name, overload, args)
+        self._provenance(self._kernel_call(name, overload, args), node)
         return ret
 
     def _emit_view(self, node: torch.fx.Node) -> int:
@@ -329,7 +358,9 @@ class MethodEmitter:
         args = [self.env[a] if isinstance(a, torch.fx.Node) else self._const(a) for a in node.args]
         ret = self._add(S.Int(0) if not isinstance(node.meta.get("val"), (float, torch.SymFloat))
                         else S.Double(0.0))
-        self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar", args + [ret])
+        instr = self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar",
+                                  args + [ret])
+        self._provenance(instr, node)
         return ret
 
     def _emit_delegate(self, node: torch.fx.Node) -> int | list[int]:
@@ -360,6 +391,7 @@ class MethodEmitter:
         self.instructions.append(S.Instruction(S.DelegateCall(len(self.delegates) - 1, args + outs)))
         if self.emit_stacktrace:
             self.stacktrace.append(_frames(node))
+        self._provenance(len(self.instructions) - 1, node, lowered)
         return outs if isinstance(spec, (tuple, list)) else outs[0]
 
     # ---- graph walk --------------------------------------------------------------------
@@ -379,6 +411,9 @@ class MethodEmitter:
                 self.env[node] = None  # delegates and submodules are emitted by their users
         in_spec = self.ep.call_spec.in_spec
         out_spec = self.ep.call_spec.out_spec
+        self.state.debug_handle_map[self.name] = self.debug_handle_map
+        self.state.delegate_map[self.name] = self.delegate_map
+        self.state.instruction_id_to_num_outs_map[self.name] = self.instruction_id_to_num_outs_map
         return S.ExecutionPlan(
             name=self.name,
             container_meta_type=S.ContainerMetadata(

@@ -1,10 +1,16 @@
-"""Graph passes of the compiler, with torch.fx's ``PassResult(graph_module, modified)`` contract.
+"""Graph passes of the compiler.
 
-``to_executorch`` runs an explicit, ordered list of them (see ``exir/lowering.py``).
+Every internal pass has one shape: ``fn(ep: ExportedProgram) -> bool`` -- it edits ``ep`` (and
+its nested graphs) in place and says whether it changed anything; node-local ones are rule
+tables run by :func:`rewrite`. User passes are ExecuTorch's shapes (``ExportPass``,
+``PassBase``, ``gm -> PassResult`` callables; see ``edgetorch.exir.pass_base``), run by
+``EdgeProgramManager.transform`` and ``ExecutorchBackendConfig(passes=...)``.
+``to_executorch`` runs an explicit, ordered list of steps (see ``exir/lowering.py``).
 """
 
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from .memory_planning_pass import MemoryPlanningPass
+from .rewrite import rewrite
 
-__all__ = ["MemoryPlanningPass", "PassBase", "PassResult"]
+__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "rewrite"]

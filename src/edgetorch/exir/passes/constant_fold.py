@@ -13,6 +13,7 @@ from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
 
+from ..node_meta import copy_provenance
 from ..signature import constant_placeholders
 
 # Ops with side effects or randomness are never folded.
@@ -47,7 +48,7 @@ def fold_constants(ep: ExportedProgram) -> bool:
             continue
         value = value.contiguous() if not value.is_contiguous() else value
         name = _fresh_name(ep, f"_folded_{node.name}")
-        placeholder = add_constant(ep, name, value, node.meta["val"], node.meta.get("stack_trace"))
+        placeholder = add_constant(ep, name, value, node.meta["val"], node)
         node.replace_all_uses_with(placeholder)
         graph.erase_node(node)
         consts[placeholder] = value
@@ -71,8 +72,9 @@ def _fresh_name(ep: ExportedProgram, base: str) -> str:
 
 
 def add_constant(ep: ExportedProgram, name: str, value: torch.Tensor, val: object,
-                 stack_trace: str | None = None) -> torch.fx.Node:
-    """A new lifted-constant placeholder holding ``value`` (``val`` is its meta value)."""
+                 source: torch.fx.Node | None = None) -> torch.fx.Node:
+    """A new lifted-constant placeholder holding ``value`` (``val`` is its meta value),
+    with the provenance of the node ``source`` it stands for."""
     name = _fresh_name(ep, name)
     graph = ep.graph
     specs = ep.graph_signature.input_specs
@@ -88,7 +90,10 @@ def add_constant(ep: ExportedProgram, name: str, value: torch.Tensor, val: objec
         with graph.inserting_after(placeholders[-1] if placeholders else None):
             node = graph.placeholder(name)
     node.meta["val"] = val
-    node.meta["stack_trace"] = stack_trace
+    if source is not None:
+        copy_provenance(source, node)
+        # torch.export's rule: placeholders belong to no module (run_decompositions checks).
+        node.meta.pop("nn_module_stack", None)
     specs.insert(first_user, InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), name))
     ep.constants[name] = value
     return node

@@ -54,7 +54,7 @@ def root(spec: TensorSpec) -> TensorSpec:
     return spec
 
 
-def propagate_specs(ep: ExportedProgram) -> None:
+def propagate_specs(ep: ExportedProgram) -> bool:
     infos = placeholder_infos(ep)
     for node in ep.graph.nodes:
         val = node.meta.get("val")
@@ -73,6 +73,7 @@ def propagate_specs(ep: ExportedProgram) -> None:
             node.meta["spec"] = _call_spec(node, val)
             if is_cond(node):
                 _propagate_branches(ep.graph_module, node)
+    return True
 
 
 def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:

@@ -7,11 +7,14 @@ import operator
 
 import torch
 from torch._ops import OpOverload
+from torch.export import ExportedProgram
 
 from ...errors import ExportError
 from .. import memory
+from ..node_meta import copy_provenance
 from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
 from ..tensor import dim_order_of
+from .rewrite import rewrite
 from .spec_prop import upper_bound
 
 # Ops the runtime implements directly (they return a scalar, not an out tensor).
@@ -23,7 +26,7 @@ def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> t
     with graph.inserting_before(before):
         node = graph.call_function(memory.alloc, ((shape, val.dtype),))
     node.meta["val"] = val
-    node.meta["stack_trace"] = before.meta.get("stack_trace")
+    copy_provenance(before, node)
     return node
 
 
@@ -31,59 +34,56 @@ def _is_contiguous(val: object) -> bool:
     return isinstance(val, torch.Tensor) and list(dim_order_of(val)) == list(range(val.dim()))
 
 
-def view_copy_to_view(gm: torch.fx.GraphModule) -> bool:
+def _as_view(node: torch.fx.Node) -> bool:
+    base = node.args[0]
+    if any(u.op == "output" for u in node.users):
+        return False
+    if not (isinstance(base, torch.fx.Node) and _is_contiguous(base.meta.get("val"))):
+        return False
+    if base.op == "placeholder" and any(u.op == "output" for u in base.users):
+        return False
+    node.target = memory.view
+    return True
+
+
+def view_copy_to_view(ep: ExportedProgram) -> bool:
     """ExecuTorch's ``remove_view_copy``: a ``view_copy`` of a contiguous, non-output tensor
     becomes a view that shares its base's memory (no copy, no planned buffer)."""
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target is not torch.ops.aten.view_copy.default:
-            continue
-        base = node.args[0]
-        if any(u.op == "output" for u in node.users):
-            continue
-        if not (isinstance(base, torch.fx.Node) and _is_contiguous(base.meta.get("val"))):
-            continue
-        if base.op == "placeholder" and any(u.op == "output" for u in base.users):
-            continue
-        node.target = memory.view
-        changed = True
-    return changed
+    return rewrite(ep.graph_module, {torch.ops.aten.view_copy.default: _as_view})
 
 
-def to_out_variants(gm: torch.fx.GraphModule) -> bool:
-    graph = gm.graph
-    changed = False
-    for node in list(graph.nodes):
-        if node.op != "call_function" or not isinstance(node.target, OpOverload):
-            continue
-        op = node.target
-        if op in NO_OUT_VARIANT or is_out_variant(op) or is_inplace(op):
-            continue
-        out_op = out_variant(op)
-        if out_op is None:
-            raise ExportError(
-                f"operator {op} has no out variant, so the runtime cannot call it.\n"
-                f"  {describe_node(node)}\n  Try: decompose it (leave it out of preserve_ops) "
-                "or lower it to a backend."
-            )
-        val = node.meta["val"]
-        vals = list(val) if isinstance(val, (tuple, list)) else [val]
-        names = out_arg_names(out_op)
-        allocs = [_alloc(graph, v, node) for v in vals]
-        accepted = {a.name for a in out_op._schema.arguments}
-        kwargs = {k: v for k, v in node.kwargs.items() if k in accepted}
-        out_args = [a for a in out_op._schema.arguments if a.is_out]
-        if len(out_args) == 1 and isinstance(out_args[0].type, torch.ListType):
-            kwargs[names[0]] = allocs  # one ``Tensor(a!)[] out``, e.g. split_with_sizes_copy
-        else:
-            kwargs.update(zip(names, allocs))
-        node.target = out_op
-        node.kwargs = kwargs
-        changed = True
-    if changed:
-        graph.lint()
-        gm.recompile()
-    return changed
+def _to_out_variant(node: torch.fx.Node) -> bool:
+    op = node.target
+    if not isinstance(op, OpOverload) or op in NO_OUT_VARIANT or is_out_variant(op) \
+            or is_inplace(op):
+        return False
+    out_op = out_variant(op)
+    if out_op is None:
+        raise ExportError(
+            f"operator {op} has no out variant, so the runtime cannot call it.\n"
+            f"  {describe_node(node)}\n  Try: decompose it (leave it out of preserve_ops) "
+            "or lower it to a backend."
+        )
+    val = node.meta["val"]
+    vals = list(val) if isinstance(val, (tuple, list)) else [val]
+    names = out_arg_names(out_op)
+    allocs = [_alloc(node.graph, v, node) for v in vals]
+    accepted = {a.name for a in out_op._schema.arguments}
+    kwargs = {k: v for k, v in node.kwargs.items() if k in accepted}
+    out_args = [a for a in out_op._schema.arguments if a.is_out]
+    if len(out_args) == 1 and isinstance(out_args[0].type, torch.ListType):
+        kwargs[names[0]] = allocs  # one ``Tensor(a!)[] out``, e.g. split_with_sizes_copy
+    else:
+        kwargs.update(zip(names, allocs))
+    node.target = out_op  # the ATen ``.out`` overload: what the emitter names
+    node.kwargs = kwargs
+    return True
+
+
+def to_out_variants(ep: ExportedProgram) -> bool:
+    """Functional operators (Edge or ATen) -> their ATen ``.out`` overloads writing into
+    ``memory.alloc`` buffers."""
+    return rewrite(ep.graph_module, _to_out_variant)
 
 
 def is_inplace(op: OpOverload) -> bool:

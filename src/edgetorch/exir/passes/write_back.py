@@ -12,6 +12,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import OutputKind
 
+from ..node_meta import copy_provenance
+
 _MUTATION_KINDS = (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)
 
 
@@ -36,7 +38,7 @@ def insert_write_back(ep: ExportedProgram) -> bool:
         with graph.inserting_before(output):
             copy = graph.call_function(torch.ops.aten.copy_.default, (dest, value))
         copy.meta["val"] = dest.meta.get("val")
-        copy.meta["stack_trace"] = value.meta.get("stack_trace")
+        copy_provenance(value, copy)
         outs[i] = copy
         changed = True
     if changed:

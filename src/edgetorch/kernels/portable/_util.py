@@ -37,6 +37,28 @@ def invalid(message: str) -> KernelError:
     return KernelError(message, code=ErrorCode.InvalidArgument)
 
 
+def check_result_fits(shape: Sequence[int], out: np.ndarray, op: str) -> None:
+    """Refuse, before computing, a result whose size comes from the arguments and cannot fit
+    ``out``. A planned output is a view into its method's arena sized for its upper bound, so
+    no valid result holds more elements than fit from ``out``'s first byte to the end of the
+    memory it views (ExecuTorch's kernels resize ``out`` before computing, to the same effect);
+    without this, sizes read from a corrupt file make a kernel allocate whatever they say."""
+    n = 1
+    for d in shape:
+        n *= max(int(d), 0)
+    root = out
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    cap = out.size
+    if root.flags.c_contiguous and out.itemsize:
+        end = root.__array_interface__["data"][0] + root.nbytes
+        cap = max(cap, (end - out.__array_interface__["data"][0]) // out.itemsize)
+    if n > cap:
+        raise invalid(f"{op}: the result {list(shape)} ({n} elements) cannot fit its output "
+                      f"{list(out.shape)} (room for {cap}); the program's sizes and this "
+                      "operator's arguments disagree (a corrupt or mis-exported program)")
+
+
 # ---- dtypes ----------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from ._util import FLOAT32, finish, float_compute, invalid, is_float
+from ._util import FLOAT32, check_result_fits, finish, float_compute, invalid, is_float
 
 
 def _upsample_sizes(x, output_size, scale_factors, op):
@@ -48,6 +48,7 @@ def _nearest_index(n, o, scale):
 @kernel("aten::upsample_nearest2d.vec_out")
 def upsample_nearest2d_vec_out(input, output_size, scale_factors, out):  # noqa: A002
     oh, ow, scales = _upsample_sizes(input, output_size, scale_factors, "upsample_nearest2d")
+    check_result_fits((*input.shape[:2], oh, ow), out, "upsample_nearest2d")
     H, W = input.shape[2:]
     hi = _nearest_index(H, oh, scales[0])
     wi = _nearest_index(W, ow, scales[1])
@@ -77,6 +78,7 @@ def _linear_weights(n, o, align_corners, scale, dt):
 def upsample_bilinear2d_vec_out(input, output_size, align_corners, scale_factors,  # noqa: A002
                                 out):
     oh, ow, scales = _upsample_sizes(input, output_size, scale_factors, "upsample_bilinear2d")
+    check_result_fits((*input.shape[:2], oh, ow), out, "upsample_bilinear2d")
     H, W = input.shape[2:]
     ct = float_compute(input.dtype)
     x = input.astype(ct, copy=False)
@@ -124,6 +126,7 @@ def upsample_bilinear2d_aa_out(self, output_size, align_corners, scales_h, scale
     if self.ndim != 4:
         raise invalid(f"_upsample_bilinear2d_aa: expected a 4-D input, got {list(self.shape)}")
     oh, ow = output_size
+    check_result_fits((*self.shape[:2], oh, ow), out, "_upsample_bilinear2d_aa")
     H, W = self.shape[2:]
     ct = float_compute(self.dtype)
     x = self.astype(ct, copy=False)

@@ -1,0 +1,94 @@
+"""Run one fuzz target for N iterations in total, restarting after each finding, and report.
+
+    nice -n 19 python scripts/fuzz/run_campaign.py pte --runs 1000000 --workdir /tmp/fuzz-pte
+
+libFuzzer stops at the first crash; this keeps the corpus in ``<workdir>/corpus`` (seeded from
+the checked-in one), restarts until the total reaches ``--runs``, and writes
+``<workdir>/summary.json``: iterations, seconds, exec/s, corpus size, coverage and the findings
+(``<workdir>/crash-*``, ``timeout-*``, ``oom-*``: copy them to
+``tests/fixtures/fuzz/regressions/<target>/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+_STATUS = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
+_DONE = re.compile(r"^(?:Done (\d+) runs|stat::number_of_executed_units: (\d+))")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("target", choices=["pte", "ptd", "xnnpack"])
+    ap.add_argument("--runs", type=int, default=1_000_000)
+    ap.add_argument("--workdir", type=Path, required=True)
+    ap.add_argument("--max-restarts", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0, help="libFuzzer -seed (0: random)")
+    args = ap.parse_args()
+
+    import targets  # after sys.path: needs edgetorch importable
+
+    work = args.workdir
+    corpus = work / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    for f in targets.corpus_files(args.target):
+        shutil.copy(f, corpus / f.name)
+    total, restarts, cov, ft = 0, 0, 0, 0
+    findings: list[dict] = []
+    start = time.time()
+    log = (work / "fuzz.log").open("a")
+    while total < args.runs and restarts <= args.max_restarts:
+        cmd = [sys.executable, str(HERE / f"fuzz_{args.target}.py"), f"-runs={args.runs - total}",
+               f"-artifact_prefix={work}/", "-print_final_stats=1", f"-seed={args.seed}",
+               "-timeout=10", "-rss_limit_mb=3072", str(corpus)]
+        before = set(work.glob("*-*"))
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                                cwd=work, env=os.environ.copy())
+        last, done = 0, None
+        tail: list[str] = []
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            log.write(line)
+            tail = (tail + [line])[-60:]
+            if m := _STATUS.match(line):
+                last, cov, ft = int(m[1]), int(m[2]), int(m[3])
+            elif m := _DONE.match(line):
+                done = int(m[1] or m[2])
+        proc.wait()
+        log.flush()
+        total += done if done is not None else last
+        new = sorted(set(work.glob("*-*")) - before)
+        artifacts = [p for p in new if p.name.split("-")[0] in ("crash", "timeout", "oom", "leak")]
+        if proc.returncode != 0 or artifacts:
+            restarts += 1
+            findings.append({"after_runs": total, "artifacts": [p.name for p in artifacts],
+                             "exit": proc.returncode, "log_tail": "".join(tail[-25:])})
+            if not artifacts:
+                break  # died without saying why (e.g. killed by a signal): stop and report
+    seconds = time.time() - start
+    files = [f for f in corpus.iterdir() if f.is_file()]
+    summary = {
+        "target": args.target, "iterations": total, "seconds": round(seconds, 1),
+        "exec_per_s": round(total / seconds, 1) if seconds else None,
+        "corpus_files": len(files), "corpus_bytes": sum(f.stat().st_size for f in files),
+        "coverage_edges": cov, "features": ft, "restarts": restarts, "findings": findings,
+    }
+    (work / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "findings"}))
+    print(f"{len(findings)} findings; details in {work / 'summary.json'}")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""What the fuzzers run on one input, and what counts as a finding (shared by the atheris
+harnesses ``fuzz_*.py`` and the corpus replay test ``tests/reliability/test_fuzz_corpus.py``).
+
+A target takes the bytes of one file and drives the runtime the way a user would: for a
+``.pte``, ``load_program`` + ``load_method`` + one ``execute`` of each method; for a ``.ptd``,
+a fixed program that reads its weights from the fuzzed data file; for an XNNPACK blob, the
+backend's ``init`` (with the named data of the seed programs) and one ``execute``.
+
+Success is an ``edgetorch.errors.EdgeTorchError`` or no error at all. Anything else escaping is
+a finding; so is a typed error that wraps a ``MemoryError`` or ``RecursionError`` (an
+allocation or a recursion the file controls), except ``MemoryAllocationError``: the runtime
+saying that a planned buffer (bounded, and checked before use) could not be allocated.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgetorch.errors import EdgeTorchError, MemoryAllocationError
+from edgetorch.runtime import Runtime
+from edgetorch.runtime.data_map import load_data_map
+from edgetorch.runtime.program import Program
+
+REPO = Path(__file__).resolve().parents[2]
+FUZZ_DIR = REPO / "tests" / "fixtures" / "fuzz"
+MAX_METHODS = 4  # methods executed per program
+MAX_INPUT_BYTES = 16 << 20  # the harness does not build bigger inputs than this
+FATAL_CAUSES = (MemoryError, RecursionError)
+
+
+class Finding(Exception):
+    """An input made the runtime fail in a way it must not (the message says how)."""
+
+
+def check(exc: BaseException) -> None:
+    """Raise ``Finding`` unless ``exc`` is an acceptable (typed, bounded) error."""
+    if not isinstance(exc, EdgeTorchError):
+        raise Finding(f"untyped {type(exc).__name__} escaped: {exc}") from exc
+    if isinstance(exc, MemoryAllocationError):
+        return  # the runtime's own report that a planned allocation failed: by design
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, FATAL_CAUSES):
+            raise Finding(f"{type(exc).__name__} wraps {type(cause).__name__}: {exc}") from exc
+        cause = cause.__cause__
+
+
+def _guarded(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as e:  # classified, re-raised as a Finding when it is one
+        check(e)
+        return None
+
+
+# ---- inputs ----------------------------------------------------------------------------
+
+
+def _inputs_for(method: Any) -> list[Any] | None:
+    """Inputs of the declared types and sizes (None when they would be too big to build)."""
+    from edgetorch.runtime.meta import TensorInfo
+    from edgetorch.schema.scalar_type import to_numpy_dtype
+
+    meta = method.metadata
+    out: list[Any] = []
+    for i in range(meta.num_inputs()):
+        info = meta.input_tensor_meta(i)
+        if isinstance(info, TensorInfo):
+            try:
+                dtype = np.dtype(to_numpy_dtype(info.dtype()))
+            except Exception:  # a dtype NumPy has no type for: the harness cannot build it
+                return None
+            sizes = info.sizes()
+            if any(s < 0 for s in sizes) or float(np.prod(sizes, dtype=np.float64)) * dtype.itemsize > MAX_INPUT_BYTES:
+                return None
+            n = int(np.prod(sizes, dtype=np.int64))
+            out.append((np.arange(n) % 7).astype(dtype).reshape(sizes))
+        else:
+            out.append({"Int": 1, "Double": 1.0, "Bool": True}.get(info.kind))
+    return out
+
+
+def _run_methods(program: Program) -> int:
+    """Load and execute up to MAX_METHODS methods; returns how many executed cleanly."""
+    ran = 0
+    for name in sorted(program.method_names)[:MAX_METHODS]:
+        method = _guarded(lambda n=name: program.load_method(n))
+        if method is None:
+            continue
+        inputs = _guarded(lambda m=method: _inputs_for(m))
+        if inputs is None:
+            continue
+        if _guarded(lambda m=method, x=inputs: m.execute(x)) is not None:
+            ran += 1
+    return ran
+
+
+# ---- targets ---------------------------------------------------------------------------
+
+
+def run_pte(data: bytes) -> None:
+    """One ``.pte``: load it, then load and execute its methods."""
+    program = _guarded(lambda: Runtime.get().load_program(data))
+    if program is not None:
+        _run_methods(program)
+
+
+class _PtdTarget:
+    """A fixed program whose constants live in a ``.ptd``; the fuzzed bytes are that file."""
+
+    def __init__(self) -> None:
+        self.pte = (FUZZ_DIR / "ptd_program.pte").read_bytes()
+        # tmpfs when there is one: load_data_map reads a path (and memory-maps it)
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.path = Path(tempfile.mkdtemp(prefix="edgetorch-fuzz-ptd-", dir=base)) / "data.ptd"
+
+    def __call__(self, data: bytes) -> None:
+        self.path.write_bytes(data)
+        data_map = _guarded(lambda: load_data_map(self.path))
+        if data_map is None:
+            return
+        program = _guarded(lambda: Runtime.get().load_program(self.pte))
+        if program is None:
+            raise Finding("the fixed .ptd program itself failed to load")
+        program._data_map = data_map  # what load_program(data_path=...) does, without re-reading the .pte
+        _run_methods(program)
+
+
+class _XnnpackTarget:
+    """An XNNPACK blob through ``XnnpackBackend.init`` (with the named data of the seed
+    programs, where ExecuTorch 1.5 keeps the weights) and one ``execute``."""
+
+    def __init__(self) -> None:
+        from edgetorch.backends.xnnpack.runtime import XnnpackBackend
+
+        self.backend = XnnpackBackend()
+        self.named: dict[str, bytes] = {}
+        for pte in sorted((FUZZ_DIR / "xnnpack_context").glob("*.pte")):
+            program = Runtime.get().load_program(pte.read_bytes())
+            for key in program._pte.named_data_keys():
+                self.named[key] = bytes(program.named_data(key))
+
+    def _named_data(self, key: str) -> bytes:
+        from edgetorch.errors import ExternalDataError
+
+        try:
+            return self.named[key]
+        except KeyError:
+            raise ExternalDataError(f"no named data {key!r}") from None
+
+    def __call__(self, data: bytes) -> None:
+        from types import SimpleNamespace
+
+        context = SimpleNamespace(named_data=self._named_data)
+        handle = _guarded(lambda: self.backend.init(data, {}, context))
+        if handle is None:
+            return
+        values = self._arguments(data, handle)
+        if values is not None:
+            args = list(range(len(values)))
+            _guarded(lambda: self.backend.execute(handle, values, args, None))
+        self.backend.destroy(handle)
+
+    @staticmethod
+    def _arguments(blob: bytes, handle: Any) -> list[Any] | None:
+        """The delegate call's values, indexed by external id, at the sizes the graph declares
+        (None when the harness would build something too big)."""
+        from edgetorch.backends.xnnpack import runtime as xr
+        from edgetorch.backends.xnnpack.serialization import deserialize_xnnpack_binary
+
+        values: list[Any] = [None] * handle.num_args
+        for value in deserialize_xnnpack_binary(blob).graph.xvalues:  # init parsed it already
+            t = value.tensor
+            dtype = xr._DTYPES.get(t.datatype)
+            if not t.flags or dtype is None or t.external_id >= len(values):
+                continue
+            shape = tuple(int(d) for d in t.dims)
+            if float(np.prod(shape, dtype=np.float64)) * dtype.itemsize > MAX_INPUT_BYTES:
+                return None
+            values[t.external_id] = (np.arange(int(np.prod(shape, dtype=np.int64))) % 5).astype(
+                dtype).reshape(shape)
+        return values
+
+
+TARGETS: dict[str, Callable[[], Callable[[bytes], None]]] = {
+    "pte": lambda: run_pte,
+    "ptd": _PtdTarget,
+    "xnnpack": _XnnpackTarget,
+}
+
+
+def corpus_files(target: str) -> list[Path]:
+    """The checked-in corpus of ``target`` plus its regression inputs."""
+    files = sorted((FUZZ_DIR / target).glob("*"))
+    files += sorted((FUZZ_DIR / "regressions" / target).glob("*"))
+    return [f for f in files if f.is_file() and f.name != "README.md" and not f.name.startswith(".")]

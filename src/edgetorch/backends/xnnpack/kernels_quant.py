@@ -1,0 +1,257 @@
+"""NumPy kernels with XNNPACK's quantized numerics (int8 activations, int8 / int4 weights).
+
+Pure functions of arrays and quantization parameters; ``lowering_quant.py`` binds them to nodes.
+Numerics follow XNNPACK (the commit ExecuTorch 1.5.1 pins), read from its sources:
+
+* quantize (``f32-qs8-vcvt``): ``q = clamp(rint(x * (1/scale)) + zp)``, the reciprocal taken
+  in float32, rounding half to even;
+* dequantize: ``(q - zp) * scale`` in float32;
+* requantization of a static GEMM / convolution (``requantization.h``, "fp32"):
+  ``q = clamp(rint(float32(acc) * (in_scale * w_scale / out_scale)) + zp)``, with ``acc`` the
+  exact int32 sum of ``(x - x_zp) * w`` plus the int32 bias;
+* add (``xnn_init_qs8_add_minmax_scalar_params``): fixed point, 20-bit multipliers, a shift and
+  round-half-up; multiply: float32 product scale, as the GEMM;
+* mean (``reduce-nd.c``): int32 sum, then ``rint(sum * s + zp')`` with
+  ``s = (in_scale / out_scale) * (1/n)`` and ``zp' = out_zp - n * in_zp * s``;
+* dynamic quantization (``quantization.h``, ``xnn_qd8_asymmetric_quantization_params``): per
+  row, the range widened to include 0, ``255 / (max - min)`` as the multiplier, the zero point
+  from the side with the smaller error.
+
+Integer sums are computed as float64 matrix products of integer-valued arrays: exact while
+``|acc| < 2**53``, far beyond any int8 layer. Deviations from XNNPACK are noted per function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels as K
+
+F32 = np.float32
+QMIN, QMAX = -128, 127
+
+
+def quantize(x: np.ndarray, scale: float, zero_point: int, qmin: int = QMIN,
+             qmax: int = QMAX) -> np.ndarray:
+    """float32 -> int8 as XNNPACK's convert: multiply by the float32 reciprocal, round."""
+    inv = F32(1) / F32(scale)
+    v = np.rint(np.asarray(x, F32) * inv)
+    return np.clip(v + F32(zero_point), qmin, qmax).astype(np.int8)
+
+
+def quantize_reference(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """XNNPACK's reference quantize (quantized unary ops, requantizing converts):
+    ``rint(x * (1/scale) + zp)`` (XNNPACK's compiler may fuse the multiply-add; we do not)."""
+    v = np.asarray(x, F32) * (F32(1) / F32(scale)) + F32(zero_point)
+    return np.clip(np.rint(np.nan_to_num(v)), QMIN, QMAX).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, scale, zero_point) -> np.ndarray:
+    return (q.astype(F32) - np.asarray(zero_point, F32)) * np.asarray(scale, F32)
+
+
+def output_bounds(lo: float, hi: float, scale: float, zero_point: int) -> tuple[int, int]:
+    """A node's float output range in the int8 domain (``xnn_qs8_quantize``: a division)."""
+    def q(v: float) -> int:
+        with np.errstate(over="ignore"):
+            t = F32(v) / F32(scale) + F32(zero_point)
+        return int(np.rint(np.clip(t, QMIN, QMAX)))
+    return q(lo), q(hi)
+
+
+def requantize(acc: np.ndarray, scale, zero_point: int, lo: int = QMIN,
+               hi: int = QMAX) -> np.ndarray:
+    """int32 accumulators (any integer-valued array) -> int8: fp32 scale, round half even."""
+    f = acc.astype(F32) * np.asarray(scale, F32)
+    f = np.clip(f, F32(lo - zero_point), F32(hi - zero_point))
+    return (np.rint(f) + zero_point).astype(np.int8)
+
+
+def requant_scale(in_scale: float, w_scale, out_scale: float) -> np.ndarray:
+    """``in_scale * w_scale / out_scale`` in float32, in XNNPACK's order."""
+    return (F32(in_scale) * np.asarray(w_scale, F32)) / F32(out_scale)
+
+
+# ---- dynamic (per-token) quantization ------------------------------------------------------
+
+
+@dataclass
+class DynQ:
+    """A dynamically quantized (qdint8) tensor: int8 values, one scale / zero point per row.
+
+    ``scale`` and ``zero_point`` have the shape of ``q`` with its ``num_nonbatch_dims`` inner
+    dimensions dropped."""
+
+    q: np.ndarray
+    scale: np.ndarray  # float32, the dequantization scale
+    zero_point: np.ndarray  # int32
+    num_nonbatch_dims: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.q.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.q.shape
+
+    def centered(self) -> np.ndarray:
+        """``q - zero_point`` as float64 (exact integers)."""
+        zp = self.zero_point.reshape(self.zero_point.shape + (1,) * self.num_nonbatch_dims)
+        return self.q.astype(np.float64) - zp
+
+    def row_scale(self, rank: int) -> np.ndarray:
+        """The per-row scale shaped to broadcast against an output of ``rank`` dims."""
+        return self.scale.reshape(self.scale.shape + (1,) * (rank - self.scale.ndim))
+
+
+def qd8_params(rmin: np.ndarray, rmax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(quantization multiplier, zero point) per row, in float32 as XNNPACK computes them."""
+    rmin = np.minimum(F32(0), rmin.astype(F32))
+    rmax = np.maximum(F32(0), rmax.astype(F32))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(rmin == rmax, F32(1), F32(255) / (rmax - rmin)).astype(F32)
+    dmin, dmax = rmin * scale, rmax * scale
+    from_min = F32(QMIN) + dmin
+    from_max = F32(QMAX) + dmax
+    zp = np.where(from_min + from_max > 0, F32(QMIN) - dmin, F32(QMAX) - dmax).astype(F32)
+    zp = np.rint(np.clip(zp, QMIN, QMAX)).astype(np.int32)
+    return scale, zp
+
+
+def quantize_dynamic(x: np.ndarray, num_nonbatch_dims: int) -> DynQ:
+    """fp32 -> qdint8: one (scale, zero point) per row of the ``num_nonbatch_dims`` inner dims."""
+    x = np.asarray(x, F32)
+    axes = tuple(range(x.ndim - num_nonbatch_dims, x.ndim))
+    if x.size == 0:
+        rows = x.shape[: x.ndim - num_nonbatch_dims]
+        return DynQ(x.astype(np.int8), np.ones(rows, F32), np.zeros(rows, np.int32),
+                    num_nonbatch_dims)
+    mult, zp = qd8_params(x.min(axis=axes), x.max(axis=axes))
+    shape = mult.shape + (1,) * num_nonbatch_dims
+    m, z = mult.reshape(shape), zp.reshape(shape).astype(F32)
+    v = np.clip(x * m, F32(QMIN) - z, F32(QMAX) - z)
+    q = (np.rint(v) + z).astype(np.int8)
+    return DynQ(q, F32(1) / mult, zp, num_nonbatch_dims)
+
+
+# ---- weights -------------------------------------------------------------------------------
+
+
+def unpack_int4(packed: np.ndarray, rows: int, cols: int, zero_point: int = 8) -> np.ndarray:
+    """``[rows, ceil(cols/2)]`` bytes -> int8 ``[rows, cols]``: the low nibble holds the even
+    column, the high nibble the odd one; values are ``nibble - zero_point`` (ExecuTorch's
+    ``convert_to_qc4w`` writes ``q + 8``)."""
+    b = packed.reshape(rows, -1)
+    out = np.empty((rows, b.shape[1] * 2), np.int8)
+    out[:, 0::2] = (b & 0x0F).astype(np.int8)
+    out[:, 1::2] = (b >> 4).astype(np.int8)
+    return out[:, :cols] - np.int8(zero_point)
+
+
+def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
+    return (raw.astype(np.uint32) << 16).view(F32)
+
+
+# ---- GEMM and convolution ------------------------------------------------------------------
+
+
+def static_fc(x: np.ndarray, x_zp: int, w_t: np.ndarray, bias: np.ndarray | None,
+              scale: np.ndarray, out_zp: int, lo: int, hi: int) -> np.ndarray:
+    """qint8 ``[..., K]`` x ``w_t`` (float64 ``[K, O]``, centered weights) -> qint8."""
+    acc = (x.astype(np.float64) - x_zp) @ w_t
+    if bias is not None:
+        acc += bias
+    return requantize(acc, scale, out_zp, lo, hi)
+
+
+def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
+               ) -> np.ndarray:
+    """qdint8 x per-channel int8 weights -> float32 (``qd8-f32-qc8w-gemm``):
+    ``float(acc) * in_scale * w_scale + bias``."""
+    acc = x.centered() @ w_t
+    out = acc.astype(F32) * x.row_scale(acc.ndim) * w_scale
+    if bias is not None:
+        out += bias
+    return out
+
+
+def dynamic_fc_blockwise(x: DynQ, w: np.ndarray, block_scale: np.ndarray, block: int,
+                         bias: np.ndarray | None) -> np.ndarray:
+    """qdint8 x qbint4 (``w``: int8 ``[O, K]``, ``block_scale``: float32 ``[O, K/block]``).
+
+    Each block's exact integer sum is scaled by its block scale and the blocks are summed in
+    float32, then multiplied by the row scale (``qd8-f32-qb4w-gemm``). XNNPACK folds the input
+    zero point in through a precomputed float ``ksum``; we fold it into the integer sums, so
+    results can differ from XNNPACK's in the last float32 bits."""
+    xc = x.centered()
+    lead = xc.shape[:-1]
+    xc = xc.reshape(-1, xc.shape[-1])
+    o, k = w.shape
+    nb = k // block
+    wb = w.astype(np.float64).reshape(o, nb, block)
+    xb = xc.reshape(xc.shape[0], nb, block)
+    acc = np.einsum("mbk,obk->bmo", xb, wb)  # exact per-block integer sums
+    out = np.zeros((xc.shape[0], o), F32)
+    for b in range(nb):
+        out += acc[b].astype(F32) * block_scale[:, b]
+    out = out.reshape(lead + (o,)) * x.row_scale(len(lead) + 1)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: K.Window, groups: int,
+             extra: tuple[int, ...] = ()) -> np.ndarray:
+    """Exact integer accumulators of a convolution of centered inputs (float64, padding
+    contributes 0 as XNNPACK pads with the input zero point). ``w`` is prepared as the float
+    kernel of the same ``kind`` expects."""
+    if kind == "conv":
+        return K.conv2d(xc, w, None, win, groups)
+    if kind == "dwconv":
+        return K.depthwise_conv2d(xc, w, None, win, extra[0])
+    return K.deconv2d(xc, w, None, win, groups, extra[0], extra[1])
+
+
+# ---- elementwise ---------------------------------------------------------------------------
+
+
+def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float, b_zp: int,
+        out_scale: float, out_zp: int) -> np.ndarray:
+    """XNNPACK's fixed-point int8 add (``qs8-vadd``)."""
+    sa = F32(a_scale) / F32(out_scale)
+    sb = F32(b_scale) / F32(out_scale)
+    top = max(abs(sa), abs(sb))
+    exponent = int((np.array(top, F32).view(np.uint32) >> 23) & 0xFF) - 127
+    shift = 20 - exponent
+    ma = int(np.rint(np.float64(abs(sa)) * 2.0**shift)) * (-1 if sa < 0 else 1)
+    mb = int(np.rint(np.float64(abs(sb)) * 2.0**shift)) * (-1 if sb < 0 else 1)
+    bias = (1 << (shift - 1)) - ma * a_zp - mb * b_zp
+    acc = bias + a.astype(np.int64) * ma + b.astype(np.int64) * mb
+    return np.clip((acc >> shift) + out_zp, QMIN, QMAX).astype(np.int8)
+
+
+def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
+             b_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """XNNPACK's int8 multiply (``qs8-vmul`` fp32): ``(a - a_zp) * (b - b_zp)`` requantized."""
+    scale = (F32(a_scale) * F32(b_scale)) / F32(out_scale)
+    acc = (a.astype(np.int32) - a_zp) * (b.astype(np.int32) - b_zp)
+    return requantize(acc, scale, out_zp)
+
+
+def mean(q: np.ndarray, axes: tuple[int, ...], in_scale: float, in_zp: int, out_scale: float,
+         out_zp: int, keepdims: bool) -> np.ndarray:
+    """int8 mean over ``axes`` (XNNPACK's reduce: int32 sum, one float32 rescale)."""
+    n = int(np.prod([q.shape[a] for a in axes]))
+    total = q.astype(np.int64).sum(axis=axes, keepdims=keepdims)
+    s = (F32(in_scale) / F32(out_scale)) * (F32(1) / F32(n))
+    zp = F32(out_zp) - F32(n * in_zp) * s
+    v = total.astype(F32) * s + zp
+    return np.clip(np.rint(v), QMIN, QMAX).astype(np.int8)
+
+
+def max_pool2d(q: np.ndarray, win: K.Window) -> np.ndarray:
+    """Max pooling of integers: padded cells hold the type's minimum, so they never win."""
+    return K.max_pool2d(q, win)

@@ -1,0 +1,366 @@
+"""Rules for XNNPACK nodes that read or write quantized values (``kernels_quant.py`` has the
+numerics, ``quant_values.py`` the value decoding).
+
+A node whose values include a quantized one is lowered here (:func:`lower_node`); float nodes
+go to ``lowering.lower``. Layout nodes (transpose, reshape, slice, copy, concatenation with
+equal parameters) move int8 data unchanged, so they reuse the float rules. Output min/max of a
+quantized node clamps in the int8 domain (``xnn_qs8_quantize`` of the bounds), as XNNPACK's
+subgraph does, and binary nodes get the clamp node XNNPACK inserts for them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import ErrorCode, InvalidProgramError
+from . import kernels_quant as Q
+from . import schema as x
+from .lowering import _UNARY, RULES, Compute, Ctx, Step, lower, output_range
+from .lowering_nn import _conv_window, _optional, _pool_window
+from .quant_values import D, QParams
+
+# ---- lowering ------------------------------------------------------------------------------
+
+
+class QCtx(Ctx):
+    """A :class:`Ctx` that also knows each value's quantization parameters."""
+
+    def __init__(self, *args: Any, quant: list[QParams | None]) -> None:
+        super().__init__(*args)
+        self._quant = quant
+
+    def quant(self, slot: int) -> QParams | None:
+        return self._quant[slot]
+
+    def is_quantized(self, value_id: int) -> bool:
+        """Whether value ``value_id`` is quantized (unknown ids are left to the rules)."""
+        s = self._slots.get(value_id)
+        return s is not None and self._quant[s] is not None
+
+    def static(self, slot: int, what: str) -> QParams:
+        q = self._quant[slot]
+        if q is None or not q.per_tensor or q.datatype != D.xnn_datatype_qint8:
+            got = "fp32" if q is None else q.datatype.name
+            raise self.fail(f"{what} must be a per-tensor qint8 value, it is {got}")
+        return q
+
+
+QRule = Callable[[Any, QCtx], tuple[Compute, int]]
+QRULES: dict[type, QRule] = {}
+PASS_THROUGH = (x.XNNStaticTranspose, x.XNNStaticReshape, x.XNNStaticSlice, x.XNNCopy)
+
+
+def qrule(*classes: type) -> Callable[[QRule], QRule]:
+    def deco(fn: QRule) -> QRule:
+        for cls in classes:
+            QRULES[cls] = fn
+        return fn
+    return deco
+
+
+def _value_ids(u: Any) -> list[int]:
+    return [v for k, v in vars(u).items() if k.endswith("_id") and v != x.XNN_INVALID_VALUE_ID]
+
+
+def lower_node(node: x.XNode, ctx: Ctx) -> Step:
+    """The step for ``node``: quantized rules for nodes that touch a quantized value."""
+    u = node.xnode_union
+    if not isinstance(ctx, QCtx) or not any(ctx.is_quantized(v) for v in _value_ids(u)):
+        return lower(node, ctx)
+    ctx.node = node
+    fn = QRULES.get(type(u))
+    if fn is None and type(u) in PASS_THROUGH:
+        return lower(node, ctx)
+    if fn is None:
+        raise InvalidProgramError(
+            f"{ctx.where}: no NumPy implementation of quantized XNNPACK node "
+            f"{type(u).__name__}; quantized nodes supported: "
+            f"{', '.join(sorted(c.__name__ for c in QRULES))}", code=ErrorCode.NotImplemented)
+    compute, out = fn(u, ctx)
+    env = ctx.env
+
+    def step() -> None:
+        env[out] = compute()
+    return step
+
+
+def _bounds(ctx: QCtx, q: QParams) -> tuple[int, int]:
+    assert ctx.node is not None
+    lo, hi = output_range(ctx.node)
+    return Q.output_bounds(lo, hi, float(q.scale), q.zero_point)
+
+
+def _float_clamp(ctx: QCtx) -> Callable[[np.ndarray], np.ndarray]:
+    assert ctx.node is not None
+    lo, hi = output_range(ctx.node)
+    if lo == -math.inf and hi == math.inf:
+        return lambda r: r
+    lo_, hi_ = np.float32(lo), np.float32(hi)
+    return lambda r: np.clip(r, lo_, hi_, out=r)
+
+
+@qrule(x.XNNConvert)
+def _convert(n: x.XNNConvert, ctx: QCtx) -> tuple[Compute, int]:
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qi, qo = ctx.quant(i), ctx.quant(o)
+    if qi is None and qo is not None and qo.dynamic:
+        nnb = qo.num_nonbatch_dims
+        return (lambda: Q.quantize_dynamic(env[i], nnb)), o
+    if qi is None and qo is not None:
+        s, zp = float(ctx.static(o, "output").scale), qo.zero_point
+        return (lambda: Q.quantize(env[i], s, zp)), o
+    if qi is not None and qo is None:
+        qi = ctx.static(i, "input")
+        s, zp, dtype = qi.scale, qi.zero_point, ctx.dtype(o)
+        return (lambda: Q.dequantize(env[i], s, zp).astype(dtype, copy=False)), o
+    a, b = ctx.static(i, "input"), ctx.static(o, "output")
+    return (lambda: Q.quantize_reference(Q.dequantize(env[i], a.scale, a.zero_point),
+                                         float(b.scale), b.zero_point)), o
+
+
+def _weights(ctx: QCtx, f: int, axis: int, n_out: int, what: str = "filter"
+             ) -> tuple[np.ndarray, np.ndarray, QParams]:
+    """(centered float64 weights, float32 scale per output channel, params) of a constant
+    quantized filter whose output channels lie along ``axis``."""
+    w, q = ctx.const(f), ctx.quant(f)
+    if w is None or q is None or q.dynamic:
+        raise ctx.fail(f"{what} must be a constant quantized tensor")
+    if q.group_size:
+        raise ctx.fail(f"{what}: blockwise weights only work in a fully connected node")
+    if not q.per_tensor and q.channel_dim != axis:
+        raise ctx.fail(f"{what}: per-channel scales run along dim {q.channel_dim}, the output "
+                       f"channels along dim {axis}")
+    zp = q.zero_point if q.per_tensor else 0
+    scale = np.broadcast_to(q.scale, (n_out,)).astype(np.float32)
+    return w.astype(np.float64) - zp, scale, q
+
+
+def _qbias(ctx: QCtx, bias_id: int, n_out: int, dynamic: bool) -> np.ndarray | None:
+    b = _optional(ctx, bias_id, "bias")
+    if b is None:
+        return None
+    v = ctx.const(b)
+    if v is None:
+        raise ctx.fail("a quantized node's bias must be a constant")
+    if v.size != n_out:
+        raise ctx.fail(f"bias has {v.size} values for {n_out} output channels")
+    qb = ctx.quant(b)
+    if dynamic:
+        if qb is not None:
+            raise ctx.fail("the bias of a dynamically quantized node must be fp32")
+        return v.reshape(-1).astype(np.float32)
+    if qb is None or qb.datatype not in (D.xnn_datatype_qint32, D.xnn_datatype_qcint32):
+        raise ctx.fail("the bias of a statically quantized node must be qint32 / qcint32")
+    return v.reshape(-1).astype(np.float64)
+
+
+@qrule(x.XNNFullyConnected)
+def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f, o = ctx.slot(n.filter_id, "filter"), ctx.slot(n.output_id, "output")
+    dims = ctx.dims(f)
+    if len(dims) != 2:
+        raise ctx.fail(f"filter must be 2-D, its dims are {list(dims)}")
+    transposed = bool(n.flags & x.XNN_FLAG_TRANSPOSE_WEIGHTS)
+    n_out = dims[1] if transposed else dims[0]
+    flatten = bool(n.flags & x.XNN_FLAG_TENSORFLOW_RESHAPE_2D)
+    qi, qf = ctx.quant(i), ctx.quant(f)
+    if qi is not None and qi.dynamic:
+        bias = _qbias(ctx, n.bias_id, n_out, True)
+        clamp = _float_clamp(ctx)
+        if qf is not None and qf.group_size:
+            w, gs = ctx.const(f), qf.group_size
+            assert w is not None
+            if transposed:
+                raise ctx.fail("blockwise int4 weights cannot be transposed")
+            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), w,
+                                                        qf.scale, gs, bias))), o
+        wc, ws, _ = _weights(ctx, f, 1 if transposed else 0, n_out)
+        w_t = wc if transposed else np.ascontiguousarray(wc.T)
+        return (lambda: clamp(Q.dynamic_fc(_flat(env[i], flatten, w_t.shape[0]), w_t, ws,
+                                           bias))), o
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    wc, ws, _ = _weights(ctx, f, 1 if transposed else 0, n_out)
+    w_t = wc if transposed else np.ascontiguousarray(wc.T)
+    bias = _qbias(ctx, n.bias_id, n_out, False)
+    scale = Q.requant_scale(float(qi.scale), ws, float(qo.scale))
+    lo, hi = _bounds(ctx, qo)
+    izp, ozp = qi.zero_point, qo.zero_point
+
+    def compute():
+        v = env[i]
+        if flatten:
+            v = v.reshape(-1, w_t.shape[0])
+        return Q.static_fc(v, izp, w_t, bias, scale, ozp, lo, hi)
+    return compute, o
+
+
+def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
+    """XNN_FLAG_TENSORFLOW_RESHAPE_2D on a dynamically quantized input: ``[-1, K]`` rows, each
+    keeping the scale and zero point of the token it came from."""
+    if not flatten or v.q.ndim == 2:
+        return v
+
+    def per_row(a: np.ndarray) -> np.ndarray:
+        a = a.reshape(a.shape + (1,) * v.num_nonbatch_dims)
+        return np.broadcast_to(a, v.q.shape).reshape(-1, k)[:, 0].copy()
+    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1)
+
+
+_CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose2d: "deconv"}
+
+
+@qrule(*_CONV)
+def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
+    from . import kernels as K
+
+    kind = _CONV[type(n)]
+    env, i = ctx.env, ctx.slot(n.input1_id, "input")
+    f, o = ctx.slot(n.filter_id, "filter"), ctx.slot(n.output_id, "output")
+    win = _conv_window(n, ctx, i)
+    g = max(n.groups, 1)
+    extra: tuple[int, ...] = ()
+    if kind == "dwconv":
+        if n.group_input_channels == 0 or n.group_output_channels % n.group_input_channels:
+            raise ctx.fail(f"group channels {n.group_input_channels} -> "
+                           f"{n.group_output_channels} do not give a depth multiplier")
+        mult = n.group_output_channels // n.group_input_channels
+        want, axis, extra = (1, win.kh, win.kw, n.groups * mult), 3, (mult,)
+    else:
+        want, axis = (g * n.group_output_channels, win.kh, win.kw, n.group_input_channels), 0
+        if kind == "deconv":
+            extra = (n.adjustment_height, n.adjustment_width)
+    if ctx.dims(f) != want:
+        raise ctx.fail(f"filter dims {list(ctx.dims(f))} do not match the node's {list(want)}")
+    n_out = want[axis]
+    wc, ws, _ = _weights(ctx, f, axis, n_out)
+    w = K.conv_filter_matrix(wc, g) if kind == "conv" else wc
+    qi = ctx.quant(i)
+    if qi is not None and qi.dynamic:
+        bias = _qbias(ctx, n.bias_id, n_out, True)
+        clamp = _float_clamp(ctx)
+
+        def dynamic():
+            v: Q.DynQ = env[i]
+            acc = Q.conv_acc(v.centered(), kind, w, win, g, extra)
+            out = acc.astype(np.float32) * v.row_scale(4) * ws
+            if bias is not None:
+                out += bias
+            return clamp(out)
+        return dynamic, o
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    qbias = _qbias(ctx, n.bias_id, n_out, False)
+    scale = Q.requant_scale(float(qi.scale), ws, float(qo.scale))
+    lo, hi = _bounds(ctx, qo)
+    izp, ozp = qi.zero_point, qo.zero_point
+
+    def static():
+        acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra)
+        if qbias is not None:
+            acc += qbias
+        return Q.requantize(acc, scale, ozp, lo, hi)
+    return static, o
+
+
+@qrule(x.XNNAdd, x.XNNMultiply)
+def _binary(n: x.XNNNode2x1, ctx: QCtx) -> tuple[Compute, int]:
+    env = ctx.env
+    a, b, o = (ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2"),
+               ctx.slot(n.output_id, "output"))
+    qa, qb, qo = ctx.static(a, "input1"), ctx.static(b, "input2"), ctx.static(o, "output")
+    fn = Q.add if isinstance(n, x.XNNAdd) else Q.multiply
+    args = (float(qa.scale), qa.zero_point, float(qb.scale), qb.zero_point,
+            float(qo.scale), qo.zero_point)
+    lo, hi = _bounds(ctx, qo)  # XNNPACK inserts a clamp node for a min/max
+    return (lambda: np.clip(fn(env[a], env[b], *args), lo, hi)), o
+
+
+@qrule(x.XNNMaxPooling2d)
+def _max_pool(n: x.XNNMaxPooling2d, ctx: QCtx) -> tuple[Compute, int]:
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    if not qi.same(qo):
+        raise ctx.fail("quantized max pooling needs equal input and output parameters")
+    win = _pool_window(n, ctx, i)
+    lo, hi = _bounds(ctx, qo)
+    return (lambda: np.clip(Q.max_pool2d(env[i], win), lo, hi)), o
+
+
+@qrule(x.XNNGlobalAvgPooling2d)
+def _global_avg_pool(n: x.XNNGlobalAvgPooling2d, ctx: QCtx) -> tuple[Compute, int]:
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    rank = len(ctx.dims(i))
+    if rank < 3:
+        raise ctx.fail(f"input must be at least 3-D, its dims are {list(ctx.dims(i))}")
+    axes, keep = tuple(range(1, rank - 1)), bool(n.flags & x.XNN_FLAG_KEEP_DIMS)
+    args = (float(qi.scale), qi.zero_point, float(qo.scale), qo.zero_point, keep)
+    lo, hi = _bounds(ctx, qo)
+    return (lambda: np.clip(Q.mean(env[i], axes, *args), lo, hi)), o
+
+
+@qrule(x.XNNClamp)
+def _clamp(n: x.XNNClamp, ctx: QCtx) -> tuple[Compute, int]:
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    lo, hi = _bounds(ctx, qo)
+    if qi.same(qo):
+        return (lambda: np.clip(env[i], lo, hi)), o
+    return (lambda: np.clip(Q.quantize_reference(
+        Q.dequantize(env[i], qi.scale, qi.zero_point), float(qo.scale), qo.zero_point),
+        lo, hi)), o
+
+
+_CAT = (x.XNNConcatenate2, x.XNNConcatenate3, x.XNNConcatenate4, x.XNNConcatenate5)
+
+
+@qrule(*_CAT)
+def _concat(n: x.XNNCat, ctx: QCtx) -> tuple[Compute, int]:
+    """Inputs with other parameters than the output's are requantized first (XNNPACK's
+    ExecuTorch graphs share one set of parameters, which makes this a copy)."""
+    ids = (n.input1_id, n.input2_id, n.input3_id, n.input4_id, n.input5_id)
+    ins = [ctx.slot(v, f"input{k + 1}") for k, v in enumerate(ids[: _CAT.index(type(n)) + 2])]
+    o = ctx.slot(n.output_id, "output")
+    qo = ctx.static(o, "output")
+    qs = [ctx.static(s, "input") for s in ins]
+    compute, out = RULES[type(n)](n, ctx)
+    if all(q.same(qo) for q in qs):
+        return compute, out
+    env, axis = ctx.env, n.axis
+
+    def requantized():
+        parts = [env[s] if q.same(qo) else Q.quantize_reference(
+            Q.dequantize(env[s], q.scale, q.zero_point), float(qo.scale), qo.zero_point)
+            for s, q in zip(ins, qs)]
+        return np.concatenate(parts, axis=axis)
+    return requantized, out
+
+
+@qrule(x.XNNStaticConstantPad)
+def _pad(n: x.XNNStaticConstantPad, ctx: QCtx) -> tuple[Compute, int]:
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qo = ctx.static(o, "output")
+    rank = len(ctx.dims(i))
+    if len(n.pre_paddings) < rank or len(n.post_paddings) < rank:
+        raise ctx.fail("paddings do not cover the input's dimensions")
+    widths = tuple(zip(n.pre_paddings[:rank], n.post_paddings[:rank]))
+    value = Q.quantize(np.float32(n.padding_value), float(qo.scale), qo.zero_point)
+    return (lambda: np.pad(env[i], widths, constant_values=value)), o
+
+
+@qrule(*[c for c in _UNARY if c is not x.XNNCopy])
+def _unary(n: x.XNNNode1x1, ctx: QCtx) -> tuple[Compute, int]:
+    """XNNPACK's reference path for quantized unary ops: dequantize, apply, quantize."""
+    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
+    fn = _UNARY[type(n)]
+
+    def compute():
+        with np.errstate(all="ignore"):
+            v = fn(Q.dequantize(env[i], qi.scale, qi.zero_point))
+        return Q.quantize_reference(v, float(qo.scale), qo.zero_point)
+    return compute, o

@@ -1,0 +1,1 @@
+"""ExecuTorch's operator dialects: ``from edgetorch.exir.dialects._ops import ops as exir_ops``."""

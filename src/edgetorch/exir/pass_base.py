@@ -1,0 +1,112 @@
+"""User passes, as ExecuTorch users write them.
+
+``ExportPass`` re-runs the graph on its fake values and rebuilds it node by node through
+overridable hooks, so a pass is a few lines: ``call_operator(op, args, kwargs, meta)`` returns
+``super().call_operator(other_op, ...)`` to retarget a node (1 -> 1), several such calls
+chained for a decomposition (1 -> N), or one of its ``args`` to drop it (1 -> 0). Each new
+node gets the metadata (stack trace, module stack, debug handle) of the node it replaces and
+a fresh fake value. The tracer is torch's own export pass base, which ExecuTorch's
+``ExportPass`` also follows; ``PassBase``/``PassResult`` are torch.fx's.
+
+:func:`run_passes` runs a list of user passes (``ExportPass``, ``PassBase``, or any callable
+``gm -> PassResult | GraphModule | None``) on an ``ExportedProgram`` in place, adopting
+rebuilt graphs into the program and its signature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import torch
+from torch._export.pass_base import _ExportPassBaseDeprecatedDoNotUse
+from torch._export.pass_infra.node_metadata import NodeMetadata
+from torch._export.pass_infra.proxy_value import ProxyValue
+from torch.export import ExportedProgram
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+
+from ..errors import EdgeTorchError, PassError
+from .backend.lowered_backend_module import LoweredBackendModule
+
+__all__ = ["ExportPass", "NodeMetadata", "PassBase", "PassResult", "ProxyValue", "run_passes"]
+
+
+class _Tracer(_ExportPassBaseDeprecatedDoNotUse.ExportTracer):
+    def create_arg(self, a):
+        # Delegates keep ExecuTorch's attribute names (``lowered_module_N``).
+        if isinstance(a, LoweredBackendModule) and a not in self.submodules:
+            name = f"lowered_module_{len(self.submodules)}"
+            self.root.add_module(name, a)
+            self.submodules[a] = name
+        return super().create_arg(a)
+
+
+class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
+    """Interpreter-based pass: override ``call_operator`` (and ``placeholder``, ``output``,
+    ``call_submodule``, ``call_getitem``, ``call_cond``, ``call_sym``) to rewrite the graph.
+    Calling the pass on a graph module returns ``PassResult(new_graph_module, True)``.
+    Delegated subgraphs (``executorch_call_delegate``) are kept as they are."""
+
+    ExportTracer = _Tracer
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        result = super().call(graph_module)
+        # The rebuilt module keeps what export recorded on the graph module.
+        for key, value in graph_module.meta.items():
+            result.graph_module.meta.setdefault(key, value)
+        return result
+
+
+def pass_name(p: object) -> str:
+    return p.__name__ if inspect.isfunction(p) else type(p).__name__
+
+
+def run_passes(ep: ExportedProgram, passes: list, method: str = "forward") -> bool:
+    """Run user passes on ``ep`` in order; a failure names the pass and the ones before it."""
+    changed = False
+    for i, p in enumerate(passes):
+        try:
+            result = p(ep.graph_module)
+        except EdgeTorchError:
+            raise
+        except Exception as e:
+            before = ", ".join(pass_name(q) for q in passes[:i]) or "none"
+            raise PassError(
+                f"method {method!r}: pass {pass_name(p)} failed: {type(e).__name__}: {e}\n"
+                f"  passes that ran before it: {before}\n"
+                "  Try: check that the pass keeps every node's meta['val'] (ExportPass does) "
+                "and returns a PassResult.") from e
+        gm = result.graph_module if hasattr(result, "graph_module") else result
+        if isinstance(gm, torch.fx.GraphModule) and gm is not ep.graph_module:
+            adopt_graph_module(ep, gm)
+        changed = changed or getattr(result, "modified", True)
+        ep.graph_module.recompile()
+    return changed
+
+
+def adopt_graph_module(ep: ExportedProgram, gm: torch.fx.GraphModule) -> None:
+    """Make ``gm`` (a pass's rebuilt graph) ``ep``'s graph: the signature's inputs follow its
+    placeholders in order, its outputs follow the output node's arguments."""
+    sig = ep.graph_signature
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(sig.input_specs):
+        raise PassError(
+            f"a pass changed the number of graph inputs ({len(sig.input_specs)} -> "
+            f"{len(placeholders)}); passes may rewrite operators but not the signature")
+    sig.input_specs[:] = [_renamed(spec, ph) for spec, ph in zip(sig.input_specs, placeholders)]
+    outputs = list(gm.graph.output_node().args[0])
+    if len(outputs) != len(sig.output_specs):
+        raise PassError(
+            f"a pass changed the number of graph outputs ({len(sig.output_specs)} -> "
+            f"{len(outputs)}); passes may rewrite operators but not the signature")
+    sig.output_specs[:] = [_renamed(spec, out) for spec, out in zip(sig.output_specs, outputs)]
+    for key, value in ep.graph_module.meta.items():
+        gm.meta.setdefault(key, value)
+    ep._graph_module = gm  # ExportedProgram has no public setter (ExecuTorch does the same)
+
+
+def _renamed(spec, node: object):
+    arg = spec.arg
+    if isinstance(node, torch.fx.Node) and hasattr(arg, "name") and arg.name != node.name:
+        return dataclasses.replace(spec, arg=dataclasses.replace(arg, name=node.name))
+    return spec

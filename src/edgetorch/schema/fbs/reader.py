@@ -1,0 +1,327 @@
+"""The checked reader of the flatbuffer engine: closures compiled per class from a schema.
+
+Nothing here trusts the buffer: see ``edgetorch.schema.fbs`` for the guarantees.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ...errors import FormatError
+from .types import STRING, Bytes, Enum, F, Scalar, Struct, Union
+
+if TYPE_CHECKING:
+    from . import Schema, TableDecl
+
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16X2 = struct.Struct("<HH")
+_BUDGET_FACTOR = 4  # a well-formed buffer decodes at most its own size; allow slack
+_BUDGET_SLACK = 1 << 16
+
+# ---------------------------------------------------------------------------------------
+# Error paths: (parent, label) tuples, rendered only when something fails
+# ---------------------------------------------------------------------------------------
+
+
+def _render(where: Any) -> str:
+    parts: list[str] = []
+    while isinstance(where, tuple):
+        where, label = where[0], where[1]
+        parts.append(f"[{label}]" if isinstance(label, int) else f".{label}")
+    return str(where) + "".join(reversed(parts))
+
+
+class BufferReader:
+    """One buffer being read: the bytes, the error class, the budget and a vtable cache."""
+
+    __slots__ = ("buf", "size", "what", "hint", "error", "budget", "vtables")
+
+    def __init__(self, data: Any, what: str, hint: str, error: type[FormatError]) -> None:
+        buf = memoryview(data)
+        if buf.format != "B" or buf.ndim != 1:
+            buf = buf.cast("B")
+        self.buf = buf
+        self.size = len(buf)
+        self.what = what
+        self.hint = hint
+        self.error = error
+        self.budget = _BUDGET_FACTOR * self.size + _BUDGET_SLACK
+        self.vtables: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+    def u32(self, pos: int) -> int:
+        return int(_U32.unpack_from(self.buf, pos)[0])
+
+    def fail(self, where: Any, message: str) -> NoReturn:
+        raise self.error(f"{self.what} is malformed: {_render(where)}: {message}. {self.hint}")
+
+    def field_fail(self, where: Any, name: str, pos: int, message: str) -> NoReturn:
+        self.fail((where, name), f"(table at {pos:#x}) {message}")
+
+    def charge(self, nbytes: int, where: Any) -> None:
+        self.budget -= nbytes
+        if self.budget < 0:
+            self.fail(
+                where,
+                f"decoding would touch more than {_BUDGET_FACTOR}x the {self.size}-byte buffer "
+                "(many offsets point at the same large object)",
+            )
+
+    def vtable(self, pos: int, where: Any) -> tuple[int, ...]:
+        """Field offsets of the table at ``pos``, with the table and its vtable checked."""
+        size = self.size
+        if pos < 0 or pos + 4 > size:
+            self.fail(where, f"table at offset {pos:#x} lies outside the {size}-byte buffer")
+        vpos = pos - _I32.unpack_from(self.buf, pos)[0]
+        vt = self.vtables.get(vpos)
+        if vt is None:
+            if vpos < 0 or vpos + 4 > size:
+                self.fail(where, f"vtable of table at {pos:#x} is at {vpos:#x}, outside the buffer")
+            vsize, osize = _U16X2.unpack_from(self.buf, vpos)
+            if vsize < 4 or vsize % 2 or vpos + vsize > size:
+                self.fail(where, f"vtable at {vpos:#x} has invalid size {vsize}")
+            vt = (osize, struct.unpack_from(f"<{(vsize - 4) // 2}H", self.buf, vpos + 4))
+            self.vtables[vpos] = vt
+        osize, fields = vt
+        if osize < 4 or pos + osize > size:
+            self.fail(where, f"table at {pos:#x} claims {osize} bytes, past the end of the buffer")
+        self.budget -= osize
+        if self.budget < 0:
+            self.charge(0, where)
+        return fields
+
+    def field(self, pos: int, vt: tuple[int, ...], slot: int, width: int, where: Any,
+              name: str) -> int:
+        """Absolute position of a present field, or 0 when absent.
+
+        Bounded by the buffer, not by the table's object size, as flatbuffers' own verifier
+        does (ExecuTorch writes Double EValues whose 8-byte field ends past it).
+        """
+        if slot >= len(vt):
+            return 0
+        off = vt[slot]
+        if not off:
+            return 0
+        if off < 4 or pos + off + width > self.size:
+            self.field_fail(where, name, pos, f"field offset {off} runs past the end of the buffer")
+        return pos + off
+
+    def deref(self, pos: int, vt: tuple[int, ...], slot: int, where: Any, name: str) -> int:
+        """Target of an offset field, or -1 when absent; the target's first 4 bytes exist."""
+        p = self.field(pos, vt, slot, 4, where, name)
+        if not p:
+            return -1
+        target = p + _U32.unpack_from(self.buf, p)[0]
+        if target + 4 > self.size:
+            self.field_fail(
+                where, name, pos,
+                f"offset at {p:#x} points to {target:#x}, past the end of the "
+                f"{self.size}-byte buffer",
+            )
+        return target
+
+    def vector(self, target: int, esize: int, where: Any, name: str) -> tuple[int, int]:
+        """(start, length) of the vector at ``target``, whose bytes must all be in the buffer."""
+        length = _U32.unpack_from(self.buf, target)[0]
+        start = target + 4
+        nbytes = length * esize
+        if nbytes > self.size - start:
+            self.fail(
+                (where, name),
+                f"vector at {target:#x} claims {length} elements of {esize} bytes, "
+                f"past the end of the {self.size}-byte buffer",
+            )
+        self.charge(nbytes, (where, name))
+        return start, length
+
+
+# ---------------------------------------------------------------------------------------
+# Readers
+# ---------------------------------------------------------------------------------------
+
+
+def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[BufferReader, int, Any], Any]:
+    readers = [_field_reader(schema, f, slot) for f, slot in decl.fields]
+
+    def read(r: BufferReader, pos: int, where: Any) -> Any:
+        vt = r.vtable(pos, where)
+        return cls(*[rd(r, pos, vt, where) for rd in readers])
+
+    return read
+
+
+def _field_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
+    name, t = f.name, f.type
+    if isinstance(t, (Scalar, Enum)):
+        return _scalar_reader(f, slot)
+    if isinstance(t, Union):
+        return _union_reader(schema, f, slot)
+    if isinstance(t, Struct):
+        unpack, size, cls, factory = t.st.unpack_from, t.size, t.cls, f.default
+
+        def read_struct(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            p = r.field(pos, vt, slot, size, where, name)
+            if p:
+                return cls(*unpack(r.buf, p))
+            return _absent(r, pos, where, f, None if factory is None else factory())
+
+        return read_struct
+    absent: Any = None if f.optional else ""
+    if t is STRING:
+        def read_string(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target < 0:
+                return _absent(r, pos, where, f, absent)
+            start, length = r.vector(target, 1, where, name)
+            buf = r.buf
+            if start + length >= r.size or buf[start + length] != 0:
+                r.fail((where, name), f"string at {target:#x} is not NUL-terminated")
+            try:
+                return str(buf[start : start + length], "utf-8")
+            except UnicodeDecodeError as e:
+                r.fail((where, name), f"string at {target:#x} is not valid UTF-8 ({e.reason})")
+
+        return read_string
+    if isinstance(t, Bytes):
+        copy = t.copy
+        empty: Any = None if f.optional else (b"" if copy else memoryview(b""))
+
+        def read_bytes(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target < 0:
+                return _absent(r, pos, where, f, empty)
+            start, length = r.vector(target, 1, where, name)
+            view = r.buf[start : start + length]
+            return bytes(view) if copy else view
+
+        return read_bytes
+    if isinstance(t, list):
+        return _vector_reader(schema, f, slot, t[0])
+    if isinstance(t, type):  # a table
+        sub = _lazy(schema.reader, t)
+        required, factory = f.required, f.default
+
+        def read_table(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target >= 0:
+                return sub()(r, target, (where, name))
+            if required:
+                _absent(r, pos, where, f, None)
+            return None if factory is None else factory()
+
+        return read_table
+    raise TypeError(f"field {name}: unsupported type {t!r}")
+
+
+def _scalar_reader(f: F, slot: int) -> Callable[..., Any]:
+    name = f.name
+    if isinstance(f.type, Enum):
+        base, enum_cls = f.type.base, f.type.cls
+        members = {int(m): m for m in enum_cls}
+        default = enum_cls(0) if f.default is None else f.default
+    else:
+        base, members = f.type, None
+        default = base.convert(0) if f.default is None else f.default
+    unpack, size = base.st.unpack_from, base.size
+
+    def read_scalar(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+        off = vt[slot] if slot < len(vt) else 0
+        if off:
+            if off < 4 or pos + off + size > r.size:
+                r.field(pos, vt, slot, size, where, name)  # raises, naming the field
+            value = unpack(r.buf, pos + off)[0]
+            if members is None:
+                return value
+            member = members.get(value)
+            if member is None:
+                r.field_fail(where, name, pos, f"{value} is not a valid {enum_cls.__name__}")
+            return member
+        return default
+
+    return read_scalar
+
+
+def _vector_reader(schema: Schema, f: F, slot: int, elem: Any) -> Callable[..., Any]:
+    name = f.name
+    optional = f.optional
+    if isinstance(elem, Scalar):
+        code, esize = elem.code, elem.size
+
+        def read_scalars(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target < 0:
+                return _absent(r, pos, where, f, None if optional else [])
+            start, length = r.vector(target, esize, where, name)
+            return list(struct.unpack_from(f"<{length}{code}", r.buf, start))
+
+        return read_scalars
+    if isinstance(elem, Struct):
+        st, ssize, scls = elem.st, elem.size, elem.cls
+
+        def read_structs(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+            target = r.deref(pos, vt, slot, where, name)
+            if target < 0:
+                return _absent(r, pos, where, f, None if optional else [])
+            start, length = r.vector(target, ssize, where, name)
+            return [scls(*v) for v in st.iter_unpack(r.buf[start : start + length * ssize])]
+
+        return read_structs
+    sub = _lazy(schema.reader, elem)
+    unwrap = f.unwrap
+
+    def read_tables(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+        target = r.deref(pos, vt, slot, where, name)
+        if target < 0:
+            return _absent(r, pos, where, f, None if optional else [])
+        start, length = r.vector(target, 4, where, name)
+        offsets = struct.unpack_from(f"<{length}I", r.buf, start)
+        read, parent = sub(), (where, name)
+        items = [read(r, start + 4 * i + off, (parent, i)) for i, off in enumerate(offsets)]
+        return items if unwrap is None else [getattr(item, unwrap) for item in items]
+
+    return read_tables
+
+
+def _union_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
+    name, members = f.name, f.type.members
+    tag_slot = slot - 1
+
+    def read_union(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
+        p = r.field(pos, vt, tag_slot, 1, where, name + "_type")
+        tag = r.buf[p] if p else 0
+        if tag == 0:
+            r.field_fail(where, name, pos, "union has no value (type NONE)")
+        if tag > len(members):
+            r.field_fail(where, name, pos,
+                         f"union type tag {tag} is not one of the {len(members)} members")
+        member = members[tag - 1]
+        target = r.deref(pos, vt, slot, where, name)
+        if target < 0:
+            r.field_fail(where, name, pos,
+                         f"union type is {member.__name__} but the value is missing")
+        return schema.reader(member)(r, target, (where, f"{name}<{member.__name__}>"))
+
+    return read_union
+
+
+def _absent(r: BufferReader, pos: int, where: Any, f: F, value: Any) -> Any:
+    """``value`` for an absent field, or a FormatError when the schema requires it."""
+    if f.required:
+        r.field_fail(where, f.name, pos, "required field is missing")
+    return value
+
+
+def _lazy(get: Callable[[type], Any], cls: type) -> Callable[[], Any]:
+    """``get(cls)`` on first use (tables may refer to tables declared later)."""
+    cache: list[Any] = []
+
+    def resolve() -> Any:
+        if not cache:
+            cache.append(get(cls))
+        return cache[0]
+
+    return resolve
+
+

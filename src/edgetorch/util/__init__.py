@@ -1,0 +1,1 @@
+"""Utilities (``executorch.util``): the activation memory profiler."""
