@@ -6,6 +6,7 @@ environment: our blobs equal ExecuTorch's and run in its runtime within one outp
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 
@@ -62,6 +63,32 @@ def assert_weights_constant(pte: bytes) -> None:
 
 def datatypes(g: x.XNNGraph) -> list[DT]:
     return [v.tensor.datatype for v in g.xvalues]
+
+
+def test_seed_snippet_xnnpack_quantization():
+    """FEATURES.md section 10, snippet 5, with ``executorch`` renamed ``edgetorch``."""
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from edgetorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from edgetorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    model, sample_inputs = build("cnn")
+    qparams = get_symmetric_quantization_config(is_per_channel=True)
+    quantizer = XNNPACKQuantizer()
+    quantizer.set_global(qparams)
+    training_ep = torch.export.export(model, sample_inputs).module()
+    prepared_model = prepare_pt2e(training_ep, quantizer)  # the snippet does not calibrate
+    quantized_model = convert_pt2e(prepared_model)
+    et_program = to_edge_transform_and_lower(
+        torch.export.export(quantized_model, sample_inputs),
+        partitioner=[XnnpackPartitioner()],
+    ).to_executorch()
+    f, (g,) = graphs(et_program.buffer)
+    assert not f.program.execution_plan[0].operators
+    assert DT.xnn_datatype_qcint8 in datatypes(g)
 
 
 def test_static_mlp_is_one_delegate_with_executorchs_types():
@@ -137,9 +164,10 @@ def test_fully_connected_never_gets_a_computed_weight():
 def test_precisions_select_what_is_delegated():
     model, inputs = build("tiny_classifier")
     ep, _ = quantize(model, inputs, "static", XNNPACKQuantizer, get_symmetric_quantization_config)
-    edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
 
     def tagged(*precisions):
+        edge = to_edge(copy.deepcopy(ep), compile_config=EdgeCompileConfig(
+            _check_ir_validity=False, preserve_ops=[torch.ops.aten.linear.default]))
         p = XnnpackPartitioner(config_precisions=list(precisions))
         result = p.partition(edge.exported_program())
         return {str(n.target) for n in result.tagged_exported_program.graph.nodes
