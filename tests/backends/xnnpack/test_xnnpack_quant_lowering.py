@@ -67,13 +67,14 @@ def datatypes(g: x.XNNGraph) -> list[DT]:
 
 def test_seed_snippet_xnnpack_quantization():
     """FEATURES.md section 10, snippet 5, with ``executorch`` renamed ``edgetorch``."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
     from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from edgetorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
     from edgetorch.exir import to_edge_transform_and_lower
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     model, sample_inputs = build("cnn")
     qparams = get_symmetric_quantization_config(is_per_channel=True)
