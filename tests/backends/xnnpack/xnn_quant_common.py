@@ -65,6 +65,16 @@ def quantize(model, inputs, mode, quantizer_cls=None, config_fn=None):
             filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and m.in_features % 32 == 0)
         return torch.export.export(model.eval(), inputs), model
     converted = converted_module(model, inputs, mode, quantizer_cls, config_fn)
+    if mode == "dynamic":  # one chain per linear, as ExecuTorch's LLM export does
+        try:
+            from executorch.backends.transforms.duplicate_dynamic_quant_chain import (
+                DuplicateDynamicQuantChainPass,
+            )
+        except ImportError:  # our environment: edgetorch's pass of the same name
+            from edgetorch.backends.transforms.duplicate_dynamic_quant_chain import (
+                DuplicateDynamicQuantChainPass,
+            )
+        DuplicateDynamicQuantChainPass()(converted)
     return torch.export.export(converted, inputs), converted
 
 

@@ -24,6 +24,7 @@ from torch.export import ExportedProgram
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from ....errors import ExportError
 from ....exir.backend import DelegationSpec, Partitioner, PartitionResult
 from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
@@ -62,6 +63,22 @@ class ConfigPrecisionType(Enum):
     FP32 = 1
     STATIC_QUANT = 2
     DYNAMIC_QUANT = 3
+
+
+def _has_cycle(nodes: set[torch.fx.Node]) -> bool:
+    """Does a path leave ``nodes`` and come back (so they cannot be one delegate)?"""
+    todo = [u for n in nodes for u in n.users if u not in nodes]
+    seen: set[torch.fx.Node] = set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for u in n.users:
+            if u in nodes:
+                return True
+            todo.append(u)
+    return False
 
 
 def _split_from(node: torch.fx.Node, group: dict[torch.fx.Node, int]) -> str | None:
@@ -234,6 +251,9 @@ class XnnpackPartitioner(Partitioner):
         while True:
             partitions = self._propose(gm, supported)
             group = {n: p.id for p in partitions for n in p.nodes}
+            if self._merge_dynamic_chains(partitions, group, supported):
+                self._prune_quantized(gm.graph, supported)
+                continue
             shared = {(n, w) for n in supported if n in group
                       for w in RULES[n.target].statics(n)
                       if any(group.get(u) != group[n] for u in w.users)}
@@ -243,6 +263,33 @@ class XnnpackPartitioner(Partitioner):
                 supported.discard(n)
                 self.reject(n, f"its weight %{w.name} is also used outside its delegate "
                                "(XNNPACK needs it as a constant of one delegate)")
+
+    def _merge_dynamic_chains(self, partitions: list[Partition],
+                              group: dict[torch.fx.Node, int],
+                              supported: set[torch.fx.Node]) -> bool:
+        """A dynamically quantized activation read by linears of several partitions: merge
+        them (its ``qdint8`` value cannot leave a delegate). Returns True when a merge would
+        make a cycle: the users outside the chain's partition are then left out."""
+        by_id = {p.id: p for p in partitions}
+        for dq in [n for n in group if is_dynamic_act(n)]:
+            ids = {group[u] for u in dq.users if u in group} | {group[dq]}
+            if len(ids) == 1:
+                continue
+            merged = {n for i in ids for n in by_id[i].nodes}
+            if _has_cycle(merged):
+                raise ExportError(
+                    f"XnnpackPartitioner: the dynamically quantized activation %{dq.name} is "
+                    f"read by {len(dq.users)} operators that cannot share one delegate, and its "
+                    "int8 value cannot leave one. Run DuplicateDynamicQuantChainPass "
+                    "(edgetorch.backends.transforms.duplicate_dynamic_quant_chain) on the "
+                    "converted module before torch.export, as ExecuTorch's LLM export does")
+            keep = by_id[group[dq]]
+            for i in ids - {keep.id}:
+                for n in by_id[i].nodes:
+                    keep.add_node(n)
+                    group[n] = keep.id
+                partitions.remove(by_id[i])
+        return False
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module

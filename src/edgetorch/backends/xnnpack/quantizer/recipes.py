@@ -94,4 +94,9 @@ def quantize_for_xnnpack(model: torch.nn.Module, example: tuple[torch.Tensor, ..
             prepared(*sample)
             if progress is not None:
                 progress(i + 1, len(samples))
-    return torch.export.export(convert_pt2e(prepared), example)
+    converted = convert_pt2e(prepared)
+    if mode == "dynamic":
+        from ...transforms.duplicate_dynamic_quant_chain import DuplicateDynamicQuantChainPass
+
+        DuplicateDynamicQuantChainPass()(converted)
+    return torch.export.export(converted, example)
