@@ -9,6 +9,7 @@ from ..errors import (
     ExternalDataError,
     FormatError,
     InternalError,
+    InvalidArgumentError,
     InvalidProgramError,
     MethodNotFoundError,
 )
@@ -79,6 +80,19 @@ class Program:
             self.event_tracer.log_profiling("Program::load_method", UNSET_CHAIN_ID,
                                             UNSET_DEBUG_HANDLE, start, now_ns())
         return method
+
+    def write_etdump_result_to_file(self, etdump_path: str, debug_buffer_path: str | None = None
+                                    ) -> None:
+        """Write the events recorded so far as an ETDump file (ExecuTorch's ``.etdp``), and the
+        captured intermediate outputs to ``debug_buffer_path`` (needs ``debug_buffer_size``)."""
+        from .event_tracer import RecordingEventTracer
+        from .etdump import write_etdump
+
+        if not isinstance(self.event_tracer, RecordingEventTracer):
+            raise InvalidArgumentError(
+                f"{self._source} records no events to write: load it with "
+                "Runtime.get().load_program(path, enable_etdump=True[, debug_buffer_size=N])")
+        write_etdump(self.event_tracer, etdump_path, debug_buffer_path)
 
     # ---- data access used by Method ----------------------------------------------------
 
