@@ -85,8 +85,8 @@ class Program:
                                     ) -> None:
         """Write the events recorded so far as an ETDump file (ExecuTorch's ``.etdp``), and the
         captured intermediate outputs to ``debug_buffer_path`` (needs ``debug_buffer_size``)."""
-        from .event_tracer import RecordingEventTracer
         from .etdump import write_etdump
+        from .event_tracer import RecordingEventTracer
 
         if not isinstance(self.event_tracer, RecordingEventTracer):
             raise InvalidArgumentError(
