@@ -116,3 +116,25 @@ def test_the_fusion_pass_is_a_step_of_to_executorch():
     from edgetorch.exir.lowering import STEPS
 
     assert STEPS[0][0].startswith("quant fusion")
+
+
+def test_out_variants_of_the_quantized_operators():
+    """Each functional op finds ExecuTorch's out variant (``.dtype`` keeps its dtype)."""
+    from edgetorch.exir.ops import out_variant
+
+    q = torch.ops.quantized_decomposed
+    pairs = {
+        q.quantize_per_tensor.default: q.quantize_per_tensor.out,
+        q.quantize_per_tensor.tensor: q.quantize_per_tensor.Tensor_out,
+        q.dequantize_per_tensor.tensor: q.dequantize_per_tensor.Tensor_out,
+        q.choose_qparams.tensor: q.choose_qparams.Tensor_out,
+        q.choose_qparams_per_token_asymmetric.default:
+            q.choose_qparams_per_token_asymmetric.out,
+        q.embedding_byte.default: q.embedding_byte.out,
+        q.embedding_byte.dtype: q.embedding_byte.dtype_out,
+        q.embedding_4bit.dtype: q.embedding_4bit.dtype_out,
+        q.mixed_linear.default: q.mixed_linear.out,
+        q.add.default: q.add.out,
+    }
+    for functional, out in pairs.items():
+        assert out_variant(functional) == out, functional
