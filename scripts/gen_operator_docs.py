@@ -22,6 +22,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "kernels")]
 from edgetorch.kernels import KERNELS  # noqa: E402
 from edgetorch.kernels.support import (  # noqa: E402
     DTYPES,
+    EXECUTORCH_OPTIMIZED_ONLY,
     EXECUTORCH_PORTABLE,
     EXECUTORCH_PRIM,
     EXECUTORCH_QUANTIZED,
@@ -77,6 +78,8 @@ def origin(name: str) -> str:
         return "portable"
     if name in EXECUTORCH_PRIM:
         return "prim"
+    if name in EXECUTORCH_OPTIMIZED_ONLY:
+        return "optimized"
     if name in EXECUTORCH_QUANTIZED:
         return "quantized"
     return "extra"
@@ -88,6 +91,7 @@ def render() -> str:
     scalar_ops = sorted(n for n in KERNELS if n not in SUPPORT)
     yaml_have = sum(1 for n in EXECUTORCH_PORTABLE if n in KERNELS)
     prim_have = sum(1 for n in EXECUTORCH_PRIM if n in KERNELS)
+    opt_have = sum(1 for n in EXECUTORCH_OPTIMIZED_ONLY if n in KERNELS)
     quant_have = sum(1 for n in EXECUTORCH_QUANTIZED if n in KERNELS)
     extra = [n for n in sorted(KERNELS) if origin(n) == "extra"]
     lines = [
@@ -105,6 +109,9 @@ def render() -> str:
         f"{len(EXECUTORCH_PORTABLE)} operators.",
         f"- ExecuTorch prim operators (`executorch_prim::*`, `aten::sym_*`): {prim_have} of "
         f"{len(EXECUTORCH_PRIM)}.",
+        f"- ExecuTorch operators with only an optimized kernel (`kernels/optimized/optimized.yaml`"
+        f", registered by its runtime all the same): {opt_have} of "
+        f"{len(EXECUTORCH_OPTIMIZED_ONLY)}.",
         f"- ExecuTorch 1.5 quantized library (`kernels/quantized/quantized.yaml`, "
         f"`edgetorch.kernels.quantized`): {quant_have} of {len(EXECUTORCH_QUANTIZED)}; their "
         "cases are in `tests/kernels/test_quantized.py`.",
