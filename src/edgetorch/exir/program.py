@@ -46,7 +46,16 @@ def to_edge(
     """Lower ATen programs to the Edge dialect and verify the runtime can run every op."""
     config = compile_config or EdgeCompileConfig()
     edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
-    return EdgeProgramManager(edge, constant_methods, config)
+    manager = EdgeProgramManager(edge, constant_methods, config)
+    return _with_etrecord(manager, programs) if generate_etrecord else manager
+
+
+def _with_etrecord(manager: EdgeProgramManager, programs: Any) -> EdgeProgramManager:
+    """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it)."""
+    from ..devtools.etrecord._etrecord import record_for  # devtools is optional at import
+
+    manager._etrecord = record_for(programs, manager)
+    return manager
 
 
 def to_edge_transform_and_lower(
@@ -86,7 +95,8 @@ def to_edge_transform_and_lower(
             {name: ps[i] for name, ps in by_method.items() if i < len(ps)})
     for name in manager.methods:
         preserve.check_consumed(name, manager.exported_program(name), kept[name])
-    return EdgeProgramManager(manager._edge_programs, constant_methods, config)
+    result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
+    return _with_etrecord(result, programs) if generate_etrecord else result
 
 
 class EdgeProgramManager:
@@ -98,6 +108,7 @@ class EdgeProgramManager:
         self.compile_config = compile_config or EdgeCompileConfig()
         self._edge_programs = dict(edge_programs)
         self._config_methods = dict(constant_methods or {})
+        self._etrecord: Any = None  # set by generate_etrecord=True
         clash = set(self._edge_programs) & set(self._config_methods)
         if clash:
             raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
@@ -160,7 +171,11 @@ class EdgeProgramManager:
         for name, value in self._config_methods.items():
             plans.append(constant_method_plan(name, value, state))
         program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)
-        return ExecutorchProgramManager(lowered, program, state, config, self._config_methods)
+        manager = ExecutorchProgramManager(lowered, program, state, config, self._config_methods)
+        if self._etrecord is not None:
+            manager._etrecord = self._etrecord.copy()
+            manager._etrecord.add_executorch_program(manager)
+        return manager
 
     def __repr__(self) -> str:
         return f"EdgeProgramManager(methods={sorted(self.methods)}, config_methods={sorted(self.config_methods)})"
@@ -178,6 +193,14 @@ class ExecutorchProgramManager:
         self._config = config
         self._config_methods = config_methods
         self._buffer: bytes | None = None
+        self._etrecord: Any = None
+
+    def get_etrecord(self) -> Any:
+        """The ETRecord recorded with ``generate_etrecord=True`` (``edgetorch.devtools.ETRecord``)."""
+        if self._etrecord is None:
+            raise RuntimeError("ETRecord was not generated; pass generate_etrecord=True to "
+                               "to_edge / to_edge_transform_and_lower")
+        return self._etrecord
 
     @property
     def methods(self) -> set[str]:
