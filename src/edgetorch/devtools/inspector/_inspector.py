@@ -235,14 +235,14 @@ class Inspector:
         return df.drop(columns=["raw", "delegate_debug_identifier", "stack_traces",
                                 "module_hierarchy", "debug_data"])
 
-    def print_data_tabular(self, file: IO[str] = sys.stdout, include_units: bool = True,
+    def print_data_tabular(self, file: IO[str] | None = None, include_units: bool = True,
                            include_delegate_debug_data: bool = False) -> None:
         """One row per event, without OPERATOR_CALL rows (ExecuTorch's table)."""
         import pandas as pd
 
         with pd.option_context("display.max_rows", None, "display.max_columns", None,
                                "display.width", 250, "display.max_colwidth", 60):
-            print(self._table().to_string(), file=file)
+            print(self._table().to_string(), file=file or sys.stdout)
 
     def save_data_to_tsv(self, file: IO[str] | str) -> None:
         self._table().to_csv(file, sep="\t", index=False)
