@@ -3,13 +3,17 @@
 
 from typing import Any
 
-_LAZY = {"ETRecord": "etrecord", "generate_etrecord": "etrecord", "parse_etrecord": "etrecord",
-         "Inspector": "inspector", "TimeScale": "inspector"}
+_ETRECORD = ("ETRecord", "generate_etrecord", "parse_etrecord")
+_INSPECTOR = ("Inspector", "TimeScale")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    if name in _ETRECORD:
+        from . import etrecord
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        return getattr(etrecord, name)
+    if name in _INSPECTOR:
+        from . import inspector
+
+        return getattr(inspector, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

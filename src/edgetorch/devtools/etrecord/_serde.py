@@ -231,10 +231,16 @@ _DESERIALIZER_HOOKS = {name: getattr(_DeserializerHooks, name) for name in
 def _deserialize_delegate(self: Any, serialized_node: schema.Node) -> None:
     first, *rest = serialized_node.inputs
     payload = json.loads(first.arg.as_string)
-    original = _deserialize_ep(
-        export_serialize._dict_to_dataclass(schema.ExportedProgram, payload["original_module"]),
-        base64.b64decode(payload["original_state_dict"]),
-        base64.b64decode(payload["original_constants"]), None)
+    outer = export_serialize._CURRENT_DESERIALIZER  # torch allows one deserializer at a time
+    export_serialize._CURRENT_DESERIALIZER = None
+    try:
+        original = _deserialize_ep(
+            export_serialize._dict_to_dataclass(schema.ExportedProgram,
+                                                payload["original_module"]),
+            base64.b64decode(payload["original_state_dict"]),
+            base64.b64decode(payload["original_constants"]), None)
+    finally:
+        export_serialize._CURRENT_DESERIALIZER = outer
     lowered = LoweredBackendModule(
         original, payload["backend_id"], base64.b64decode(payload["processed_bytes"]),
         [CompileSpec(cs["key"], base64.b64decode(cs["value"])) for cs in payload["compile_specs"]])

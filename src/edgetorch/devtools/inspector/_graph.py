@@ -57,14 +57,19 @@ class GraphInfo:
         return [n for h in handles for n in self.by_handle.get(h, [])]
 
     def annotate(self, event: Any, delegated: bool) -> None:
-        handles = self.handles(event._instruction_id or 0)
+        delegate = self.delegate_map.get(str(event._instruction_id))
+        if delegated:  # delegate-internal work: only what the backend's own map names
+            inner = (delegate or {}).get("delegate_map") or {}
+            h = inner.get(str(event.delegate_debug_identifier))
+            handles = tuple(h) if isinstance(h, list) else ((h,) if h is not None else ())
+        else:
+            handles = self.handles(event._instruction_id or 0)
         event.debug_handles = handles[0] if len(handles) == 1 else (handles or None)
+        if delegate is not None and event.chain_index != -1:
+            event.delegate_backend_name = delegate.get("name")
         if event.chain_index == -1:  # framework events: handles of instruction 0, no op types
             return
         nodes = self.nodes(handles)
         event.op_types = [op_name(n) for n in nodes]
         event.stack_traces = {n.name: n.meta.get("stack_trace") for n in nodes}
         event.module_hierarchy = {n.name: n.meta.get("nn_module_stack") for n in nodes}
-        delegate = self.delegate_map.get(str(event._instruction_id))
-        if delegate is not None:
-            event.delegate_backend_name = delegate.get("name")

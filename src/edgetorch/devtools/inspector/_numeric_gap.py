@@ -95,10 +95,14 @@ def numeric_gap(inspector: Any, distance: str, reference_graph: str | None):
     rows = []
     graph = inspector._graph
     block = next((b for b in inspector.event_blocks if b.name.startswith("Execute")), None)
+    # Instructions that share handles (a decomposed linear: permute + addmm) compare only the
+    # last one, whose output is the handles' output.
+    last_event: dict[tuple, Any] = {}
     for ev in block.events if block else []:
         if ev.name == "OPERATOR_CALL" or ev.is_delegated_op or not ev.debug_data:
             continue
-        handles = graph.handles(ev._instruction_id)
+        last_event[graph.handles(ev._instruction_id)] = ev
+    for handles, ev in last_event.items():
         present = [h for h in handles if h in aot]
         if not present:
             continue
