@@ -47,14 +47,17 @@ def to_edge(
     config = compile_config or EdgeCompileConfig()
     edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
     manager = EdgeProgramManager(edge, constant_methods, config)
-    return _with_etrecord(manager, programs) if generate_etrecord else manager
+    return _with_etrecord(manager, programs, edge) if generate_etrecord else manager
 
 
-def _with_etrecord(manager: EdgeProgramManager, programs: Any) -> EdgeProgramManager:
-    """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it)."""
+def _with_etrecord(manager: EdgeProgramManager, programs: Any,
+                   edge: dict[str, ExportedProgram]) -> EdgeProgramManager:
+    """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it). As in
+    ExecuTorch, it records the Edge programs before partitioning: delegated nodes keep their
+    debug handles there, so the Inspector can name what a delegate call ran."""
     from ..devtools.etrecord._etrecord import record_for  # devtools is optional at import
 
-    manager._etrecord = record_for(programs, manager)
+    manager._etrecord = record_for(programs, edge)
     return manager
 
 
@@ -88,6 +91,7 @@ def to_edge_transform_and_lower(
             edge[name] = to_edge_dialect(ep, config, keep=keep)
     manager = EdgeProgramManager(edge, constant_methods,
                                  dataclasses.replace(config, _check_ir_validity=False))
+    before_lowering = _etrecord_programs(edge) if generate_etrecord else {}
     if transform_passes is not None:
         manager = manager.transform(transform_passes)
     for i in range(max((len(ps) for ps in by_method.values()), default=0)):
@@ -96,7 +100,11 @@ def to_edge_transform_and_lower(
     for name in manager.methods:
         preserve.check_consumed(name, manager.exported_program(name), kept[name])
     result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
-    return _with_etrecord(result, programs) if generate_etrecord else result
+    return _with_etrecord(result, programs, before_lowering) if generate_etrecord else result
+
+
+def _etrecord_programs(edge: dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:
+    return {name: copy_program(ep) for name, ep in edge.items()}
 
 
 class EdgeProgramManager:
