@@ -142,3 +142,32 @@ def test_executorch_parses_our_etrecord(tmp_path):
                          check=True, capture_output=True, text=True, timeout=600).stdout
     assert str(sorted(record._debug_handle_map["forward"].items())) in out
     assert "aten.convolution.default" in out
+
+
+def test_standalone_generate_etrecord(tmp_path):
+    import copy
+
+    from edgetorch.devtools import generate_etrecord
+
+    x = torch.randn(1, 3, 8, 8)
+    ep = torch.export.export(CNN().eval(), (x,))
+    edge = to_edge(ep)
+    edge_copy = copy.deepcopy(edge)
+    et = edge.to_executorch()
+    generate_etrecord(tmp_path / "r.etrecord", edge_copy, et, exported_program=ep)
+    parsed = parse_etrecord(tmp_path / "r.etrecord")
+    assert parsed._debug_handle_map == {
+        "forward": {str(k): v for k, v in et.debug_handle_map["forward"].items()}}
+    assert parsed.exported_program is not None
+    torch.testing.assert_close(parsed.exported_program.module()(x), ep.module()(x))
+
+
+def test_loading_tensors_never_unpickles(tmp_path):
+    import zipfile
+
+    path = tmp_path / "evil.etrecord"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("ETRECORD_V0", "")
+        z.writestr("representative_inputs", b"\x80\x04cos\nsystem\n.")  # a pickle, not a tensor file
+    with pytest.raises(RuntimeError, match="weights_only"):
+        parse_etrecord(path)

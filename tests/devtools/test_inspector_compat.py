@@ -15,11 +15,11 @@ import torch
 from edgetorch.devtools import Inspector
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.runtime import Runtime
-from edgetorch.runtime import event_tracer as T
-from edgetorch.schema import etdump as E
-from edgetorch.schema.scalar_type import ScalarType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_inspector_etdump_file import etdump_from_tracer  # noqa: E402
 
 pytestmark = pytest.mark.compat
 
@@ -112,46 +112,6 @@ def test_our_inspector_reads_executorch_files(tmp_path, xnnpack):
 
 # ---- our files, read by ExecuTorch ---------------------------------------------------------
 
-_SCALAR = {np.dtype(np.float32): ScalarType.FLOAT, np.dtype(np.int64): ScalarType.LONG,
-           np.dtype(np.int32): ScalarType.INT, np.dtype(np.bool_): ScalarType.BOOL}
-
-
-def _etdump_from_tracer(tracer: T.RecordingEventTracer) -> tuple[bytes, bytes]:
-    """ETDump + debug buffer from a live tracer (until Program.write_etdump_result_to_file
-    lands on main): tensors at 64-byte boundaries, as ExecuTorch's buffer holds them."""
-    buf = bytearray()
-
-    def tensor(a: np.ndarray) -> E.Tensor:
-        a = np.ascontiguousarray(a)
-        buf.extend(b"\0" * (-len(buf) % 64))
-        offset = len(buf)
-        buf.extend(a.tobytes())
-        strides = [s // a.itemsize for s in a.strides]
-        return E.Tensor(_SCALAR[a.dtype], list(a.shape), strides, offset)
-
-    runs = []
-    for block in tracer.run_blocks:
-        events = []
-        for e in block.events:
-            if isinstance(e, T.ProfileEvent):
-                events.append(E.Event(profile_event=E.ProfileEvent(
-                    e.name, e.chain_index, e.instruction_id, e.delegate_debug_id_int,
-                    e.delegate_debug_id_str, e.delegate_debug_metadata, e.start_time,
-                    e.end_time)))
-                continue
-            if isinstance(e.value, np.ndarray):
-                value = E.Value(E.ValueType.TENSOR, tensor=tensor(e.value))
-            else:
-                value = E.Value(E.ValueType.TENSOR_LIST, tensor_list=E.TensorList(
-                    [tensor(a) for a in e.value]))
-            value.output = E.Bool(True) if e.output else None
-            events.append(E.Event(debug_event=E.DebugEvent(
-                e.chain_index % (1 << 64), e.instruction_id, value, e.delegate_debug_id_int,
-                e.delegate_debug_id_str, e.name)))
-        runs.append(E.RunData(block.name, block.bundled_input_index, None, events))
-    return E.serialize_to_etdump_flatcc(E.ETDump(0, runs)), bytes(buf) + b"\0" * 64
-
-
 def _our_files(d: Path, xnnpack: bool) -> None:
     ns: dict = {}
     exec(_MODEL, ns)
@@ -170,7 +130,7 @@ def _our_files(d: Path, xnnpack: bool) -> None:
     method = program.load_method("forward")
     for _ in range(2):
         method.execute([x.numpy()])
-    etdump, buffer = _etdump_from_tracer(program.event_tracer)
+    etdump, buffer = etdump_from_tracer(program.event_tracer)
     (d / "et.etdp").write_bytes(etdump)
     (d / "et.bin").write_bytes(buffer)
 

@@ -31,13 +31,18 @@ def edge_nodes(ep: Any) -> list[torch.fx.Node]:
     return out
 
 
+def _str_keys(maps: dict | None, method: str = "forward") -> dict[str, Any]:
+    return {str(k): v for k, v in ((maps or {}).get(method) or {}).items()}
+
+
 class GraphInfo:
     def __init__(self, etrecord: Any, enable_module_hierarchy: bool = False) -> None:
         edge = etrecord.edge_dialect_program
         self.program = edge["forward"] if isinstance(edge, dict) else edge
-        self.handle_map = (etrecord._debug_handle_map or {}).get("forward", {})
-        self.delegate_map = (etrecord._delegate_map or {}).get("forward", {})
-        self.num_outs_map = (etrecord._instruction_id_to_num_outs_map or {}).get("forward", {})
+        # string keys whatever the record holds (ExecuTorch's in-memory record has int keys)
+        self.handle_map = _str_keys(etrecord._debug_handle_map)
+        self.delegate_map = _str_keys(etrecord._delegate_map)
+        self.num_outs_map = _str_keys(etrecord._instruction_id_to_num_outs_map)
         self.by_handle: dict[int, list[torch.fx.Node]] = {}
         for node in edge_nodes(self.program) if self.program is not None else []:
             h = node.meta[DEBUG_HANDLE]
