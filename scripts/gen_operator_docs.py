@@ -22,8 +22,10 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "kernels")]
 from edgetorch.kernels import KERNELS  # noqa: E402
 from edgetorch.kernels.support import (  # noqa: E402
     DTYPES,
+    EXECUTORCH_OPTIMIZED_ONLY,
     EXECUTORCH_PORTABLE,
     EXECUTORCH_PRIM,
+    EXECUTORCH_QUANTIZED,
     LEFT_OUT,
     NOT_COVERED,
     SUPPORT,
@@ -64,7 +66,11 @@ def case_counts() -> dict[str, int]:
     import table_tensor  # noqa: F401
     from kernel_harness import OPS, cases_for
 
-    return {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    counts = {r.name: sum(len(cases_for(r, dt)) for dt in r.dtypes) for r in OPS}
+    import test_quantized  # the quantized library's own table
+
+    counts.update({r.name: len(test_quantized.cases(r.name)) for r in test_quantized.RECORDS})
+    return counts
 
 
 def origin(name: str) -> str:
@@ -72,6 +78,10 @@ def origin(name: str) -> str:
         return "portable"
     if name in EXECUTORCH_PRIM:
         return "prim"
+    if name in EXECUTORCH_OPTIMIZED_ONLY:
+        return "optimized"
+    if name in EXECUTORCH_QUANTIZED:
+        return "quantized"
     return "extra"
 
 
@@ -81,6 +91,8 @@ def render() -> str:
     scalar_ops = sorted(n for n in KERNELS if n not in SUPPORT)
     yaml_have = sum(1 for n in EXECUTORCH_PORTABLE if n in KERNELS)
     prim_have = sum(1 for n in EXECUTORCH_PRIM if n in KERNELS)
+    opt_have = sum(1 for n in EXECUTORCH_OPTIMIZED_ONLY if n in KERNELS)
+    quant_have = sum(1 for n in EXECUTORCH_QUANTIZED if n in KERNELS)
     extra = [n for n in sorted(KERNELS) if origin(n) == "extra"]
     lines = [
         "# Portable operators and dtypes",
@@ -97,6 +109,12 @@ def render() -> str:
         f"{len(EXECUTORCH_PORTABLE)} operators.",
         f"- ExecuTorch prim operators (`executorch_prim::*`, `aten::sym_*`): {prim_have} of "
         f"{len(EXECUTORCH_PRIM)}.",
+        f"- ExecuTorch operators with only an optimized kernel (`kernels/optimized/optimized.yaml`"
+        f", registered by its runtime all the same): {opt_have} of "
+        f"{len(EXECUTORCH_OPTIMIZED_ONLY)}.",
+        f"- ExecuTorch 1.5 quantized library (`kernels/quantized/quantized.yaml`, "
+        f"`edgetorch.kernels.quantized`): {quant_have} of {len(EXECUTORCH_QUANTIZED)}; their "
+        "cases are in `tests/kernels/test_quantized.py`.",
         f"- Beyond those: {len(extra)} ({', '.join(f'`{n}`' for n in extra)}).",
         f"- {len(KERNELS)} kernels in all, {sum(counts.values())} test cases.",
         "",

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz the runtime with mutated pte inputs (see harness.py for flags and limits)."""
 
 from harness import main

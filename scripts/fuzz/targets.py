@@ -14,8 +14,6 @@ saying that a planned buffer (bounded, and checked before use) could not be allo
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,9 @@ import numpy as np
 
 from edgetorch.errors import EdgeTorchError, MemoryAllocationError
 from edgetorch.runtime import Runtime
-from edgetorch.runtime.data_map import load_data_map
+from edgetorch.runtime.data_map import DataMap
 from edgetorch.runtime.program import Program
+from edgetorch.schema.ptd import PtdFile
 
 REPO = Path(__file__).resolve().parents[2]
 FUZZ_DIR = REPO / "tests" / "fixtures" / "fuzz"
@@ -112,23 +111,20 @@ def run_pte(data: bytes) -> None:
 
 
 class _PtdTarget:
-    """A fixed program whose constants live in a ``.ptd``; the fuzzed bytes are that file."""
+    """A fixed program whose constants live in a ``.ptd``; the fuzzed bytes are that file
+    (parsed as ``load_data_map`` parses a file, without the round trip through the disk)."""
 
     def __init__(self) -> None:
         self.pte = (FUZZ_DIR / "ptd_program.pte").read_bytes()
-        # tmpfs when there is one: load_data_map reads a path (and memory-maps it)
-        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self.path = Path(tempfile.mkdtemp(prefix="edgetorch-fuzz-ptd-", dir=base)) / "data.ptd"
 
     def __call__(self, data: bytes) -> None:
-        self.path.write_bytes(data)
-        data_map = _guarded(lambda: load_data_map(self.path))
+        data_map = _guarded(lambda: DataMap([("<fuzzed .ptd>", PtdFile.parse(data))]))
         if data_map is None:
             return
         program = _guarded(lambda: Runtime.get().load_program(self.pte))
         if program is None:
             raise Finding("the fixed .ptd program itself failed to load")
-        program._data_map = data_map  # what load_program(data_path=...) does, without re-reading the .pte
+        program._data_map = data_map  # what load_program(data_path=...) does
         _run_methods(program)
 
 

@@ -1,6 +1,6 @@
-"""The ``edgetorch`` command: export, run, inspect, demo.
+"""The ``edgetorch`` command: export, run, inspect, oplist, demo.
 
-``run`` and ``inspect`` need only the runtime (no torch); ``export`` and ``demo`` need the
+``run``, ``inspect`` and ``oplist`` need only the runtime (no torch); ``export`` and ``demo`` need the
 compiler (``pip install edgetorch[compiler]``).
 """
 
@@ -27,8 +27,12 @@ def _fmt_bytes(n: int) -> str:
 # ---- export --------------------------------------------------------------------------
 
 
-def export_model(spec: str, out: str, algo: str = "greedy") -> dict:
-    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats."""
+def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None = None,
+                 quantize: str | None = None, calibration: str | None = None) -> dict:
+    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats.
+
+    ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
+    first, calibrating on the example inputs or the ``.npy`` files in ``calibration``."""
     import torch
 
     from .examples import load_model_spec
@@ -36,8 +40,28 @@ def export_model(spec: str, out: str, algo: str = "greedy") -> dict:
 
     model, inputs = load_model_spec(spec)
     t0 = time.perf_counter()
-    ep = torch.export.export(model, inputs)
-    et = to_edge(ep).to_executorch(
+    if quantize is not None:
+        if delegate != "xnnpack":
+            raise EdgeTorchError("--quantize needs --delegate xnnpack (the quantized operators "
+                                 "run in XNNPACK)")
+        from .backends.xnnpack.quantizer.recipes import (
+            load_calibration,
+            progress_bar,
+            quantize_for_xnnpack,
+        )
+
+        samples = load_calibration(calibration, inputs) if calibration else None
+        ep = quantize_for_xnnpack(model, inputs, quantize, samples, progress_bar)
+    else:
+        ep = torch.export.export(model, inputs)
+    if delegate == "xnnpack":
+        from .backends.xnnpack.partition import XnnpackPartitioner
+        from .exir import to_edge_transform_and_lower
+
+        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    else:
+        edge = to_edge(ep)
+    et = edge.to_executorch(
         ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo))
     )
     with open(out, "wb") as f:
@@ -48,7 +72,8 @@ def export_model(spec: str, out: str, algo: str = "greedy") -> dict:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    stats = export_model(args.model, args.output, args.algo)
+    stats = export_model(args.model, args.output, args.algo, args.delegate, args.quantize,
+                         args.calibration)
     planned = ", ".join(f"{k}: {_fmt_bytes(sum(v))}" for k, v in stats["planned"].items())
     print(f"wrote {stats['path']}: {_fmt_bytes(stats['bytes'])}; planned memory {planned}; "
           f"export took {stats['export_seconds']:.2f} s")
@@ -180,6 +205,31 @@ def _cmd_visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- oplist (selective build) ------------------------------------------------------------
+
+
+def _cmd_oplist(args: argparse.Namespace) -> int:
+    from .runtime.selective_build import dump_oplist, gen_oplist
+    from .schema.pte import PteFile
+
+    programs = []
+    for path in args.programs:
+        try:
+            with open(path, "rb") as f:
+                programs.append((path, PteFile.parse(memoryview(f.read())).program))
+        except OSError as e:
+            raise EdgeTorchError(f"cannot read program {path!r}: {e}") from e
+    out = args.output
+    if os.path.isdir(out):  # as gen_oplist.py: a directory gets selected_operators.yaml
+        out = os.path.join(out, "selected_operators.yaml")
+    oplist = gen_oplist(programs)
+    with open(out, "w") as f:
+        f.write(dump_oplist(oplist))
+    print(f"wrote {out}: {len(oplist['operators'])} operators from {len(programs)} program(s); "
+          f"restrict a runtime to it with EDGETORCH_SELECTED_OPS={out}")
+    return 0
+
+
 # ---- demo ----------------------------------------------------------------------------
 
 
@@ -198,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", required=True)
     e.add_argument("--algo", default="greedy", choices=["greedy", "naive"],
                    help="memory planning algorithm")
+    e.add_argument("--delegate", choices=["xnnpack"], help="lower to a backend")
+    e.add_argument("--quantize", choices=["static", "dynamic", "8da4w"],
+                   help="quantize for XNNPACK first (needs --delegate xnnpack)")
+    e.add_argument("--calibration", metavar="DIR",
+                   help="calibrate on the .npy files in DIR (default: the example inputs)")
     e.set_defaults(fn=_cmd_export)
 
     r = sub.add_parser("run", help="run a .pte program with random or .npy inputs")
@@ -214,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--tensors", type=int, default=0, metavar="N",
                    help="also list the N largest stored tensors, delegate blobs and named data")
     i.set_defaults(fn=_cmd_inspect)
+
+    o = sub.add_parser("oplist", help="write ExecuTorch's selected_operators.yaml for .pte files")
+    o.add_argument("programs", nargs="+", metavar="program.pte")
+    o.add_argument("-o", "--output", default="selected_operators.yaml",
+                   help="the YAML file (or a directory for selected_operators.yaml)")
+    o.set_defaults(fn=_cmd_oplist)
 
     v = sub.add_parser("visualize", help="draw a model's graph as a self-contained HTML page")
     v.add_argument("model", help="a built-in example name, or path/to/file.py:factory")

@@ -151,6 +151,12 @@ class MemoryPlanningError(ExportError):
     code = ErrorCode.MemoryAllocationFailed
 
 
+class FeatureNotAvailableError(ExportError, NotImplementedError):
+    """A requested compiler feature (ETRecord, a quantized recipe...) is not built yet."""
+
+    code = ErrorCode.NotImplemented
+
+
 def near_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
     """Names close to ``name`` among ``candidates``, for 'did you mean' hints."""
     return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)

@@ -223,3 +223,23 @@ def _tail(text: str | bytes | None, limit: int = 6000) -> str:
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+REF_OPERATORS = Path(__file__).with_name("ref_operators.py")
+
+
+def ref_operator_names() -> dict[str, list[str]]:
+    """The operators ExecuTorch's runtime registers, by kernel set (see ``ref_operators.py``)."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        out = Path(tmp) / "operators.json"
+        _run_tool([str(out)], STATS_TIMEOUT_S, REF_OPERATORS)
+        return json.loads(out.read_text())
+
+
+REF_OPLIST = Path(__file__).with_name("ref_oplist.py")
+
+
+def ref_gen_oplist(pte: str | os.PathLike, out: str | os.PathLike) -> str:
+    """The selected_operators.yaml text ExecuTorch's ``gen_oplist.py`` writes for ``pte``."""
+    _run_tool([str(pte), str(out)], STATS_TIMEOUT_S, REF_OPLIST)
+    return Path(out).read_text()

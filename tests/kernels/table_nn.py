@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from kernel_harness import (
     BF16,
+    C64,
+    C128,
     F16,
     I8,
     I16,
@@ -232,3 +234,29 @@ op("aten::_cdist_forward.out", F("_cdist_forward.default"), _cdist_cases, tol=1e
 op("aten::_pdist_forward.out", F("_pdist_forward.default"),
    lambda rng, dt: [[arr(rng, s, dt), p] for s in ((5, 3), (2, 4), (1, 3))
                     for p in (2.0, 1.0, 0.0, float("inf"), 1.5)], tol=1e-5)
+
+# FFTs (ExecuTorch's optimized library): dims are non-negative, as torch.fft passes them
+_COMPLEX = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+
+
+def _fft_cases(r2c):
+    def gen(rng, dt):
+        cases = []
+        for shape, dims in (((8,), [0]), ((3, 8), [1]), ((3, 5, 8), [1, 2]), ((4, 6, 7), [0, 2]),
+                            ((2, 3, 4, 5), [0, 1, 2, 3])):
+            for norm in (0, 1, 2):
+                if r2c:
+                    cases += [[arr(rng, shape, dt), dims, norm, onesided] for onesided in (True, False)]
+                    continue
+                x = arr(rng, shape, dt)  # a Hermitian one-sided input: the r2c of a real signal
+                if dt in _COMPLEX:
+                    x = np.asarray(A._fft_r2c(to_torch(x), dims, 0, True).numpy())
+                for n in (shape[dims[-1]], shape[dims[-1]] + 1 - shape[dims[-1]] % 2):
+                    cases.append([x, dims, norm, n])
+        return cases
+
+    return gen
+
+
+op("aten::_fft_r2c.out", F("_fft_r2c.default"), _fft_cases(True), tols={C64: 1e-5, C128: 1e-10})
+op("aten::_fft_c2r.out", F("_fft_c2r.default"), _fft_cases(False))

@@ -34,8 +34,8 @@ def test_registry_lists_the_portable_ops():
     for name in CORE_OPS:
         assert name in names
     assert len(names) > 150
-    assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::", "et_copy::"))
-               for n in names)
+    assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::", "et_copy::",
+                             "quantized_decomposed::")) for n in names)
 
 
 def test_unknown_operator_suggests_near_names():
@@ -224,10 +224,15 @@ def test_batch_norm_inference_stats_outputs():
 
 
 def test_executorch_portable_library_is_covered():
-    from edgetorch.kernels.support import EXECUTORCH_PORTABLE, EXECUTORCH_PRIM, LEFT_OUT
+    from edgetorch.kernels.support import (
+        EXECUTORCH_OPTIMIZED_ONLY,
+        EXECUTORCH_PORTABLE,
+        EXECUTORCH_PRIM,
+        LEFT_OUT,
+    )
 
-    names = set(operator_names())
-    missing = sorted((EXECUTORCH_PORTABLE | EXECUTORCH_PRIM) - names - set(LEFT_OUT))
+    executorch = EXECUTORCH_PORTABLE | EXECUTORCH_PRIM | EXECUTORCH_OPTIMIZED_ONLY
+    missing = sorted(executorch - set(operator_names()) - set(LEFT_OUT))
     assert not missing, missing
 
 
@@ -281,3 +286,123 @@ def test_bfloat16_computes_in_float32():
     np.testing.assert_array_equal(r.astype(np.float32), [1.0, 256.0])  # rounded once, to even
     r = call("aten::sum.IntList_out", np.ones(1000, bf16), [0], False, None, np.empty((), bf16))
     assert float(r) == 1000.0  # a bfloat16 accumulator would stop at 256
+
+
+# ---- the quantized library (ExecuTorch's kernels/quantized), hand-computed --------------
+
+
+def test_quantized_library_is_registered_without_any_import():
+    from edgetorch.kernels.quantized import OPERATORS
+    from edgetorch.kernels.support import EXECUTORCH_QUANTIZED
+
+    assert set(OPERATORS) == EXECUTORCH_QUANTIZED
+    assert EXECUTORCH_QUANTIZED <= set(operator_names())
+    assert len(EXECUTORCH_QUANTIZED) == 19
+
+
+def test_quantize_rounds_half_to_even_and_clamps():
+    x = np.array([0.25, 0.35, -0.25, 0.15, 100.0, -100.0, np.nan], np.float32)
+    r = call("quantized_decomposed::quantize_per_tensor.out", x, 0.1, 1, -128, 127, 1,
+             np.empty(7, np.int8))
+    # 2.5 -> 2 and -2.5 -> -2 (half to even), 1.5 -> 2, then + zero point; NaN -> quant_min
+    np.testing.assert_array_equal(r, [3, 5, -1, 3, 127, -128, -128])
+    r = call("quantized_decomposed::quantize_per_tensor.Tensor_out", x[:3],
+             np.array([0.1]), np.array([1]), 0, 255, 0, np.empty(3, np.uint8))
+    np.testing.assert_array_equal(r, [3, 5, 0])
+    with pytest.raises(KernelError, match="float64"):  # ExecuTorch wants a double scale
+        call("quantized_decomposed::quantize_per_tensor.Tensor_out", x[:3],
+             np.array([0.1], np.float32), np.array([1]), 0, 255, 0, np.empty(3, np.uint8))
+
+
+def test_quantize_uses_a_float32_reciprocal():
+    # 1/0.3 in float32 is 3.3333333 (rounded up); 0.15 * that is 0.50000006, which rounds to 1,
+    # while 0.15 / 0.3 computed exactly is 0.49999997 -> 0
+    r = call("quantized_decomposed::quantize_per_tensor.out", np.array([0.15], np.float32),
+             0.3, 0, -128, 127, 1, np.empty(1, np.int8))
+    assert int(r[0]) == int(np.rint(np.float32(0.15) * (np.float32(1) / np.float32(0.3))))
+
+
+def test_dequantize_per_tensor_and_channel():
+    q = np.array([[-128, 0, 127], [5, 6, 7]], np.int8)
+    r = call("quantized_decomposed::dequantize_per_tensor.out", q, 0.5, -1, -128, 127, 1, None,
+             np.empty((2, 3), np.float32))
+    np.testing.assert_array_equal(r, [[-63.5, 0.5, 64.0], [3.0, 3.5, 4.0]])
+    r = call("quantized_decomposed::dequantize_per_channel.out", q, np.array([1.0, 0.25]),
+             np.array([0, 4]), 0, -128, 127, 1, None, np.empty((2, 3), np.float32))
+    np.testing.assert_array_equal(r, [[-128, 0, 127], [0.25, 0.5, 0.75]])
+    r = call("quantized_decomposed::dequantize_per_channel.out", q,
+             np.array([1.0, 2.0, 4.0], np.float32), None, 1, -128, 127, 1, None,
+             np.empty((2, 3), np.float32))
+    np.testing.assert_array_equal(r, [[-128, 0, 508], [5, 12, 28]])
+
+
+def test_choose_qparams_widens_to_zero_and_nudges_the_zero_point():
+    scale, zp = np.empty(1, np.float64), np.empty(1, np.int64)
+    x = np.array([1.0, 2.0, 3.0], np.float32)  # range widened to [0, 3]
+    call("quantized_decomposed::choose_qparams.Tensor_out", x, -128, 127, 1e-5, 1, scale, zp)
+    assert scale[0] == 3.0 / 255 and zp[0] == -128
+    x = np.array([-1.0, 0.5], np.float32)
+    call("quantized_decomposed::choose_qparams.Tensor_out", x, 0, 255, 1e-5, 0, scale, zp)
+    assert scale[0] == 1.5 / 255 and zp[0] == 170  # 255 - 0.5 / scale, from the max side
+    x = np.zeros(4, np.float32)  # no range at all: scale 0.1 (eps is ignored), and the
+    call("quantized_decomposed::choose_qparams.Tensor_out", x, -128, 127, 1e-5, 1, scale, zp)
+    assert scale[0] == 0.1 and zp[0] == 127  # max side wins the error comparison (|127| < 128)
+    x = np.array([0.0, 1e-4], np.float32)  # tiny range: scale raised to 6.1e-5
+    call("quantized_decomposed::choose_qparams.Tensor_out", x, -128, 127, 1e-5, 1, scale, zp)
+    assert scale[0] == float(np.float32(6.1e-5)) and zp[0] == -128
+    scales, zps = np.empty((2, 1), np.float64), np.empty((2, 1), np.int64)
+    x = np.array([[0.0, 2.55], [-2.55, 0.0]], np.float32)
+    call("quantized_decomposed::choose_qparams_per_token_asymmetric.out", x, 1, scales, zps)
+    np.testing.assert_allclose(scales[:, 0], [0.01, 0.01])
+    np.testing.assert_array_equal(zps[:, 0], [-128, 127])
+
+
+def test_quantize_and_dequantize_per_token():
+    x = np.array([[0.5, -0.5], [3.0, 1.0]], np.float32)
+    q = call("quantized_decomposed::quantize_per_token.out", x, np.array([[0.5], [1.0]]),
+             np.array([[0], [-1]]), -128, 127, 1, np.empty((2, 2), np.int8))
+    np.testing.assert_array_equal(q, [[1, -1], [2, 0]])
+    r = call("quantized_decomposed::dequantize_per_token.out", q, np.array([[0.5], [1.0]]),
+             np.array([[0], [-1]]), -128, 127, 1, 6, np.empty((2, 2), np.float32))
+    np.testing.assert_array_equal(r, [[0.5, -0.5], [3.0, 1.0]])
+
+
+def test_embeddings_unpack_as_executorch_packs():
+    values = np.array([[-8, 7, 0, 1], [3, -3, -1, 2]])
+    packed = ((values[:, 0::2] + 8) << 4 | (values[:, 1::2] + 8)).astype(np.uint8)
+    scales = np.array([0.5, 2.0], np.float32)
+    r = call("quantized_decomposed::embedding_4bit.out", packed, scales, None, -8, 7,
+             np.array([1, 0, 1]), np.empty((3, 4), np.float32))
+    np.testing.assert_array_equal(r, [[6, -6, -2, 4], [-4, 3.5, 0, 0.5], [6, -6, -2, 4]])
+    two = np.array([[-2, 1, 0, -1]])
+    packed2 = ((two[:, 0] + 2) | (two[:, 1] + 2) << 2 | (two[:, 2] + 2) << 4
+               | (two[:, 3] + 2) << 6).astype(np.uint8)[:, None]
+    r = call("quantized_decomposed::embedding_2bit.out", packed2, np.array([1.0], np.float32),
+             None, -2, 1, np.array([0], np.int32), np.empty((1, 4), np.float32))
+    np.testing.assert_array_equal(r, [[-2, 1, 0, -1]])
+    w = np.array([[1, 2, 3, 4], [-1, -2, -3, -4]], np.int8)
+    r = call("quantized_decomposed::embedding_byte.dtype_out", w,
+             np.array([[1.0, 10.0], [2.0, 3.0]], np.float32), np.array([[1.0, 0.0], [0.0, 1.0]],
+                                                                        np.float16),
+             -128, 127, np.array([[1]]), 5, np.empty((1, 1, 4), np.float16))
+    np.testing.assert_array_equal(r, [[[-2, -4, -12, -15]]])  # per-group scales and zero points
+    with pytest.raises(KernelError, match="out of range"):
+        call("quantized_decomposed::embedding_byte.out", w, np.ones(2, np.float32), None, -128,
+             127, np.array([2]), np.empty((1, 4), np.float32))
+
+
+def test_quantized_add_and_mixed_products():
+    a = np.array([10, 200], np.uint8)
+    b = np.array([20, 100], np.uint8)
+    r = call("quantized_decomposed::add.out", a, 0.5, 0, 0, 255, b, 0.25, 10, 0, 255, 1.0, 5, 0,
+             255, np.empty(2, np.uint8))
+    np.testing.assert_array_equal(r, [5 + 8, 5 + 122])  # 5 + 2.5 -> 7.5 -> 8; 100 + 22.5 -> 122
+    x = np.array([[1.0, 2.0]], np.float32)
+    w = np.array([[1, -1, 2], [3, 0, -2]], np.int8)  # [n=2, p=3]
+    r = call("quantized_decomposed::mixed_mm.out", x, w, np.array([0.5, 2.0], np.float32), None,
+             np.empty((1, 3), np.float32))
+    np.testing.assert_array_equal(r, [[12.5, -0.5, -7.0]])
+    wt = np.array([[1, 3], [-1, 0], [2, -2]], np.int8)  # [p=3, n=2], per-row scales
+    r = call("quantized_decomposed::mixed_linear.out", x, wt, np.array([1.0, 2.0, 0.5],
+             np.float32), None, None, np.empty((1, 3), np.float32))
+    np.testing.assert_array_equal(r, [[7.0, -2.0, -1.0]])

@@ -109,6 +109,9 @@ def test_debug_buffer_too_small_drops_values_and_says_so():
     tracer = program.event_tracer
     assert tracer.debug_buffer_overflowed
     assert tracer.debug_buffer_used <= 64
+    tracer.reset()
+    assert tracer.run_blocks == [] and tracer.debug_buffer_used == 0
+    assert not tracer.debug_buffer_overflowed
 
 
 def test_xnnpack_reports_one_event_per_node_with_its_debug_handle():

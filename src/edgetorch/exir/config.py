@@ -53,3 +53,6 @@ class ExecutorchBackendConfig:
     # Fold operators whose inputs are all constants (e.g. the weight transpose of a Linear)
     # into new constants when that does not grow the file. ExecuTorch leaves them to run time.
     fold_constants: bool = True
+    # ExecuTorch's quant fusion: weight-only quantized embeddings become one
+    # quantized_decomposed::embedding_{byte,4bit,2bit} kernel (exir/passes/quant_fusion.py).
+    do_quant_fusion_and_const_prop: bool = False

@@ -21,6 +21,7 @@ from .config import EdgeCompileConfig
 from .debug_handles import generate_debug_handles
 from .dialects._ops import ops as exir_ops
 from .dialects.edge._ops import EdgeOpOverload
+from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
 from .passes.rewrite import erase, rewrite
 from .tensor import dim_order_of
 
@@ -220,6 +221,7 @@ def to_edge_dialect(
 ) -> ExportedProgram:
     """Decompose ``ep`` to core ATen (keeping ``keep``) and apply the Edge rewrites."""
     ep = ep.run_decompositions(_decomposition_table(config, keep or []))
+    remove_unused_parameters_pass(ep)  # on the decomposed copy: the caller's ep is untouched
     passes = [p for p in EDGE_PASSES
               if not (config._skip_dim_order and p is layout_ops_to_dim_order_ops)]
     for edge_pass in [*passes, scalars_to_tensors, to_edge_ops]:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from torch.export import ExportedProgram
 
 from ..errors import EdgeTorchError, PassError
+from ..kernels.quantized import aot as _quantized_aot  # noqa: F401  (quantized out variants)
 from ..schema import program as S
 from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
 from .pass_base import run_passes
 from .passes.constant_fold import fold_constants
+from .passes.quant_fusion import quant_fusion_and_const_prop
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
 from .passes.write_back import insert_write_back
@@ -27,6 +29,11 @@ Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
+
+
+def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.do_quant_fusion_and_const_prop:
+        quant_fusion_and_const_prop(ep)
 
 
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -62,6 +69,7 @@ def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 
 STEPS: list[Step] = [
+    ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
     ("write back mutated buffers", _write_back),
     ("fold constants", _fold),

@@ -50,14 +50,20 @@ def out_variant(op: OpOverload) -> OpOverload | None:
     if any(a.is_out for a in schema.arguments):
         return op
     key = _signature_key(schema)
+    exact = tuple((a.name, str(a.type)) for a in schema.arguments)
     packet = op.overloadpacket
+    found = None
     for name in packet.overloads():
         cand = getattr(packet, name)
         cs = cand._schema
         outs = [a for a in cs.arguments if a.is_out]
         if outs and _signature_key(cs) == key and len(outs) == max(1, len(schema.returns)):
-            return cand
-    return None
+            # An overload keeping every argument wins (``embedding_byte.dtype`` ->
+            # ``dtype_out``, not ``out``, which drops ``dtype`` like a tensor option).
+            if tuple((a.name, str(a.type)) for a in cs.arguments if not a.is_out) == exact:
+                return cand
+            found = found or cand
+    return found
 
 
 def out_arg_names(op: OpOverload) -> list[str]:

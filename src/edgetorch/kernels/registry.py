@@ -37,6 +37,12 @@ class KernelEntry:
 
 KERNELS: dict[str, KernelEntry] = {}
 
+# Operators ExecuTorch's emitter calls *without* the return slot: its map/scan loops emit
+# ``et_copy_index(copy_to, copy_from, index)``, whose C++ kernel grows ``copy_to`` in place.
+# The runtime hands such a kernel its first argument at full planned size and takes the
+# kernel's result as that argument's new (resized) value.
+NO_RETURN_SLOT = frozenset({"executorch_prim::et_copy_index.tensor"})
+
 
 def kernel(*names: str) -> Callable[[KernelFn], KernelFn]:
     """Register ``fn`` under each operator string in ``names``.

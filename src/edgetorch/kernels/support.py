@@ -114,6 +114,10 @@ _add(FLOAT, *_aten("_native_batch_norm_legit_no_training.out",
 _add(FLOAT - {S.HALF, S.BFLOAT16}, "aten::_pdist_forward.out")
 _add(FLOAT, "aten::_cdist_forward.out",
      note="half/bfloat16 only where torch takes the matrix-product path (p=2, > 25 rows)")
+_add(frozenset({S.FLOAT, S.DOUBLE}), "aten::_fft_r2c.out",
+     note="complex64/complex128 out; onesided=False too (ExecuTorch's kernel refuses it)")
+_add(frozenset({S.FLOAT, S.DOUBLE}), "aten::_fft_c2r.out", arg="out",
+     note="complex64/complex128 input")
 _add(REAL, "aten::max_pool2d_with_indices.out")
 _add(FLOAT | {S.LONG}, "aten::avg_pool2d.out")
 _add(FLOAT | {S.BYTE}, *_aten("upsample_nearest2d.vec_out", "upsample_bilinear2d.vec_out"),
@@ -146,8 +150,7 @@ _add(ALL, *_aten(
     "flip.out", "roll.out", "repeat.out", "tril.out", "triu.out", "pixel_shuffle.out",
     "pixel_unshuffle.out", "select_scatter.out", "slice_scatter.out", "_conj_physical.out",
 ))
-_add(NONE, "aten::view_as_real_copy.out",
-     note="complex inputs only; a .pte cannot hold complex tensors (scalar_type.fbs)")
+_add(NONE, "aten::view_as_real_copy.out", note="complex64/complex128 inputs only")
 _add(ALL, "et_copy::_h2d_copy.out", "et_copy::_d2h_copy.out", note="host memory: a copy")
 
 # ---- creation ----------------------------------------------------------------------------
@@ -163,7 +166,40 @@ _add(ALL, "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_or
      "executorch_prim::et_copy_index.tensor")
 _add(ALL, *_aten("sym_size.int", "sym_numel", "_local_scalar_dense"))
 
+# ---- ExecuTorch's quantized library (kernels/quantized/quantized.yaml) -------------------
+# (key arguments named: their torch schemas exist only once edgetorch.exir is imported)
+
+QUANTIZED_INT = frozenset({S.BYTE, S.CHAR, S.SHORT, S.INT, S.UINT16})
+
+
+def _q(*names: str) -> list[str]:
+    return [f"quantized_decomposed::{n}" for n in names]
+
+
+_add(FLOAT, *_q("quantize_per_tensor.out", "quantize_per_tensor.Tensor_out",
+                "quantize_per_channel.out", "quantize_per_token.out"), arg="input",
+     note="float32 reciprocal multiply, round half to even (ExecuTorch's numerics)")
+_add(QUANTIZED_INT, *_q("dequantize_per_tensor.out", "dequantize_per_tensor.Tensor_out",
+                        "dequantize_per_channel.out", "dequantize_per_token.out"),
+     arg="input", note="also uint16; computes in float32, then casts to the output dtype")
+_add(frozenset({S.FLOAT}), *_q("choose_qparams.Tensor_out",
+                               "choose_qparams_per_token_asymmetric.out"),
+     arg="input", note="eps ignored: scales below 6.1e-5 are raised to it (as ExecuTorch)")
+_add(frozenset({S.BYTE, S.CHAR}), *_q("embedding_byte.out", "embedding_byte.dtype_out"),
+     arg="weight")
+_add(frozenset({S.BYTE}), *_q("embedding_4bit.out", "embedding_4bit.dtype_out",
+                              "embedding_2bit.out", "embedding_2bit.dtype_out"),
+     arg="weight", note="packed: two (4-bit) or four (2-bit) values per byte")
+_add(INT, "quantized_decomposed::add.out", arg="a",
+     note="quant ranges within [0, 255]; no broadcasting")
+_add(frozenset({S.FLOAT, S.HALF}), *_q("mixed_mm.out", "mixed_linear.out"), arg="input",
+     note="int8 weight; accumulates term by term in the output dtype")
+
 # ---- what ExecuTorch ships ---------------------------------------------------------------
+
+# Operators ExecuTorch 1.5.1's runtime registers from its optimized library alone (no portable
+# kernel): kernels/optimized/optimized.yaml. Its pybindings report them with the portable set.
+EXECUTORCH_OPTIMIZED_ONLY = frozenset({"aten::_fft_c2r.out", "aten::_fft_r2c.out", "aten::linear.out"})
 
 # The operators of ExecuTorch 1.5's portable kernel library, as the .pte names them:
 # kernels/portable/functions.yaml (identical at 1.5.1 and the mirror's HEAD) plus the prim ops
@@ -248,17 +284,28 @@ EXECUTORCH_PRIM = frozenset({
     "executorch_prim::trunc.Scalar",
 })
 
+# ExecuTorch 1.5.1's quantized library (kernels/quantized/quantized.yaml): 19 kernels.
+EXECUTORCH_QUANTIZED = frozenset(_q(
+    "add.out", "choose_qparams.Tensor_out", "choose_qparams_per_token_asymmetric.out",
+    "dequantize_per_channel.out", "dequantize_per_tensor.out",
+    "dequantize_per_tensor.Tensor_out", "dequantize_per_token.out", "embedding_2bit.dtype_out",
+    "embedding_2bit.out", "embedding_4bit.dtype_out", "embedding_4bit.out",
+    "embedding_byte.dtype_out", "embedding_byte.out", "mixed_linear.out", "mixed_mm.out",
+    "quantize_per_channel.out", "quantize_per_tensor.out", "quantize_per_tensor.Tensor_out",
+    "quantize_per_token.out",
+))
+
 # Operators of those lists with no kernel here, and why (the documentation prints them).
 LEFT_OUT: dict[str, str] = {}
 
 # What the kernel library deliberately does not cover, beyond single operators.
 NOT_COVERED: dict[str, str] = {
-    "complex dtypes": "a .pte cannot hold complex tensors (scalar_type.fbs leaves COMPLEX* "
-    "unimplemented); _conj_physical and view_as_real_copy still accept complex NumPy arrays",
+    "complex dtypes": "only the FFT operators, _conj_physical and view_as_real_copy take "
+    "complex64/complex128 (scalar_type.fbs comments COMPLEX* out, but ExecuTorch's emitter "
+    "writes COMPLEX64 = 9 for rfft's result and its runtime runs it); complex32 has no NumPy "
+    "dtype",
     "uint16/uint32/uint64, float8, quantized dtypes": "torch has almost no CPU kernels for "
     "them; only copies and conversions see them",
-    "aten::_fft_r2c.out, aten::_fft_c2r.out": "registered by ExecuTorch 1.5.1's optimized "
-    "library, not the portable one; complex outputs",
 }
 
 

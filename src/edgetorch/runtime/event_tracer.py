@@ -195,6 +195,12 @@ class RecordingEventTracer(EventTracer):
 
     # ---- reading --------------------------------------------------------------------------
 
+    def reset(self) -> None:
+        """Forget every event and free the debug buffer (events accumulate per execute)."""
+        self.run_blocks.clear()
+        self.debug_buffer_used = 0
+        self.debug_buffer_overflowed = False
+
     def events(self, block: str | None = None) -> list[ProfileEvent | DebugEvent]:
         """All events, or those of the blocks named ``block``, in order."""
         return [e for b in self.run_blocks if block is None or b.name == block for e in b.events]

@@ -28,7 +28,7 @@ from ..errors import (
     MemoryAllocationError,
     MethodBusyError,
 )
-from ..kernels.registry import get_kernel
+from ..kernels.registry import NO_RETURN_SLOT, get_kernel
 from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .buffers import BufferTable, MutableBuffer
@@ -242,6 +242,8 @@ class Method:
                 fn, desc = self._compile_kernel(pc, a, where)
                 name = self._plan.operators[a.op_index].qualified_name
                 args, outs, logged = kernel_io(self._plan, a.args)
+                if desc.endswith(" in place"):  # no return slot: the first argument is written
+                    args, outs, logged = tuple(int(x) for x in a.args), args[:1], args[:1]
                 rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
                                         where_from.get(pc), logged)
             elif isinstance(a, S.DelegateCall):
@@ -274,6 +276,8 @@ class Method:
         name = ops[call.op_index].qualified_name
         entry = get_kernel(name)
         args = [int(x) for x in call.args]
+        if len(args) == entry.num_args and name in NO_RETURN_SLOT:
+            return self._compile_in_place(pc, entry.fn, name, args, where)
         if len(args) != entry.num_args + 1:
             raise InvalidProgramError(
                 f"{where}: {name} is called with {len(args)} values; its kernel takes "
@@ -302,6 +306,28 @@ class Method:
                     store(ret, res, name)
                 return pc + 1
         return run, desc
+
+    def _compile_in_place(self, pc: int, fn: Callable[..., Any], name: str, args: list[int],
+                          where: str) -> tuple[Instr, str]:
+        """A call without a return slot: the kernel sees its first argument at full planned size
+        and returns that argument's new value, a view of the same bytes (resized in place)."""
+        getters = [self._arg_getter(x, where) for x in args]
+        target = args[0]
+        slot = self._slots.get(target)
+        if slot is None or slot.buffer is None:
+            raise InvalidProgramError(f"{where}: {name} writes value {target} in place, which is "
+                                      "not a planned tensor")
+        full = slot.view(slot.bound)
+        vals = self._vals
+        rest = getters[1:]
+
+        def run() -> int:
+            res = np.asarray(fn(full, *[vals[g] if isinstance(g, int) else g() for g in rest]))
+            if res.shape != vals[target].shape:
+                slot.check_resize(res.shape, f"{name} (value {target})")
+                vals[target] = slot.view(res.shape)
+            return pc + 1
+        return run, f"{name}({', '.join(map(str, args))}) in place"
 
     def _compile_delegate(self, pc: int, call: S.DelegateCall, where: str) -> tuple[Instr, str]:
         delegates = self._plan.delegates

@@ -23,10 +23,11 @@ class Program:
     """A loaded program. Constants stay in the file's bytes (zero-copy, memory-mapped for paths)."""
 
     def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None,
-                 event_tracer: EventTracer | None = None) -> None:
+                 event_tracer: EventTracer | None = None, selected_ops: Any = None) -> None:
         self._pte = pte
         #: Where loading and every method loaded from here report events (None: no tracing).
         self.event_tracer = event_tracer
+        self._selected_ops = selected_ops  # a SelectedOperators (selective build) or None
         self._source = source
         self._data_map = data_map
         self._named_keys = {nd.key for nd in pte.program.named_data or []}
@@ -72,6 +73,8 @@ class Program:
                 f"{self._source} method {name!r}: loading failed inside edgetorch "
                 f"({type(e).__name__}: {e}). This is a bug in edgetorch rather than a problem "
                 "with the file; please report it with the .pte attached.") from e
+        if self._selected_ops is not None:  # after Method validated every index it reads
+            self._selected_ops.check(plan, f"{self._source} method {name!r}")
         if self.event_tracer is not None:
             self.event_tracer.log_profiling("Program::load_method", UNSET_CHAIN_ID,
                                             UNSET_DEBUG_HANDLE, start, now_ns())

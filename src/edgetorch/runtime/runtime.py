@@ -13,6 +13,7 @@ from ..schema.pte import PteFile
 from .backends import BackendRegistry
 from .event_tracer import EventTracer, RecordingEventTracer
 from .program import Program
+from .selective_build import resolve as resolve_selection
 
 
 class Verification(enum.Enum):
@@ -78,11 +79,17 @@ class Runtime:
         enable_etdump: bool = False,
         debug_buffer_size: int = 0,
         event_tracer: EventTracer | None = None,
+        selected_ops: Any = None,
     ) -> Program:
         """Parse a program. ``enable_etdump=True`` records the events of loading and of every
         ``execute`` (``program.event_tracer``, a :class:`RecordingEventTracer`);
         ``debug_buffer_size`` > 0 also keeps each instruction's outputs, up to that many
-        bytes (ExecuTorch's intermediate-output level). Or pass your own ``event_tracer``."""
+        bytes (ExecuTorch's intermediate-output level). Or pass your own ``event_tracer``.
+        ``selected_ops`` restricts the program to a selective build's operators: a
+        ``selected_operators.yaml`` path (``edgetorch oplist``), a ``SelectedOperators``, or
+        operator names; None uses ``$EDGETORCH_SELECTED_OPS`` when set, False nothing. A method
+        needing more fails at ``load_method`` with OperatorMissingError."""
+        selection = resolve_selection(selected_ops)
         if debug_buffer_size < 0:
             raise InvalidArgumentError(f"debug_buffer_size must be >= 0, got {debug_buffer_size}")
         if event_tracer is None and enable_etdump:
@@ -94,7 +101,7 @@ class Runtime:
             from .data_map import load_data_map
 
             data_map = load_data_map(data_path)
-        program = Program(pte, source, data_map, event_tracer)
+        program = Program(pte, source, data_map, event_tracer, selection)
         if verification == Verification.InternalConsistency:
             for name in program.method_names:
                 program.metadata(name)

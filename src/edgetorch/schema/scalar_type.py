@@ -23,6 +23,11 @@ class ScalarType(IntEnum):
     HALF = 5
     FLOAT = 6
     DOUBLE = 7
+    # scalar_type.fbs comments the complex types out, yet ExecuTorch's emitter writes them
+    # (exir/scalar_type.py names them so) for rfft's result, and its runtime runs them.
+    COMPLEX32 = 8
+    COMPLEX64 = 9
+    COMPLEX128 = 10
     BOOL = 11
     QINT8 = 12
     QUINT8 = 13
@@ -49,6 +54,8 @@ _TO_NUMPY: dict[ScalarType, np.dtype] = {
     ScalarType.HALF: np.dtype(np.float16),
     ScalarType.FLOAT: np.dtype(np.float32),
     ScalarType.DOUBLE: np.dtype(np.float64),
+    ScalarType.COMPLEX64: np.dtype(np.complex64),
+    ScalarType.COMPLEX128: np.dtype(np.complex128),
     ScalarType.BOOL: np.dtype(np.bool_),
     ScalarType.QINT8: np.dtype(np.int8),
     ScalarType.QUINT8: np.dtype(np.uint8),
@@ -70,6 +77,7 @@ _FROM_NUMPY: dict[np.dtype, ScalarType] = {}
 for _st in (
     ScalarType.BYTE, ScalarType.CHAR, ScalarType.SHORT, ScalarType.INT, ScalarType.LONG,
     ScalarType.HALF, ScalarType.FLOAT, ScalarType.DOUBLE, ScalarType.BOOL, ScalarType.BFLOAT16,
+    ScalarType.COMPLEX64, ScalarType.COMPLEX128,
     ScalarType.UINT16, ScalarType.UINT32, ScalarType.UINT64, ScalarType.FLOAT8E5M2,
     ScalarType.FLOAT8E4M3FN, ScalarType.FLOAT8E5M2FNUZ, ScalarType.FLOAT8E4M3FNUZ,
 ):
@@ -80,6 +88,7 @@ for _st in (
 ELEMENT_SIZE: dict[ScalarType, int] = {
     ScalarType.BYTE: 1, ScalarType.CHAR: 1, ScalarType.SHORT: 2, ScalarType.INT: 4,
     ScalarType.LONG: 8, ScalarType.HALF: 2, ScalarType.FLOAT: 4, ScalarType.DOUBLE: 8,
+    ScalarType.COMPLEX32: 4, ScalarType.COMPLEX64: 8, ScalarType.COMPLEX128: 16,
     ScalarType.BOOL: 1, ScalarType.QINT8: 1, ScalarType.QUINT8: 1, ScalarType.QINT32: 4,
     ScalarType.BFLOAT16: 2, ScalarType.QUINT4X2: 1, ScalarType.QUINT2X4: 1, ScalarType.BITS16: 2,
     ScalarType.FLOAT8E5M2: 1, ScalarType.FLOAT8E4M3FN: 1, ScalarType.FLOAT8E5M2FNUZ: 1,

@@ -18,7 +18,13 @@ from xnn_helpers import INVALID, MODELS, GraphBuilder
 from edgetorch.backends.xnnpack import BACKEND_ID, XnnpackBackend
 from edgetorch.backends.xnnpack import schema as x
 from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
-from edgetorch.errors import ErrorCode, InvalidArgumentError, InvalidProgramError, KernelError
+from edgetorch.errors import (
+    ErrorCode,
+    FormatError,
+    InvalidArgumentError,
+    InvalidProgramError,
+    KernelError,
+)
 from edgetorch.runtime import Runtime
 from edgetorch.runtime import backends as runtime_backends
 from edgetorch.runtime.backends import BACKENDS
@@ -197,7 +203,8 @@ def test_a_failing_node_is_named():
     i, f = b.input(2, 3), b.const(np.ones((4, 5), np.float32))
     o = b.output(2, 4)
     b.node(x.XNNFullyConnected(i, f, INVALID, o))
-    with pytest.raises(KernelError, match="node 0 XNNFullyConnected"):
+    # (channels that disagree are now refused at init, as xnn_define_fully_connected does)
+    with pytest.raises((KernelError, FormatError), match="node 0 XNNFullyConnected"):
         _run(b, [np.zeros((2, 3), np.float32)], [np.zeros((2, 4), np.float32)])
 
 

@@ -48,10 +48,17 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     if len(ctx.dims(f)) != 2:
         raise ctx.fail(f"filter must be 2-D, its dims are {list(ctx.dims(f))}")
     transposed = bool(n.flags & x.XNN_FLAG_TRANSPOSE_WEIGHTS)
+    k, o = ctx.dims(f)[::-1] if not transposed else ctx.dims(f)
+    out_slot = ctx.slot(n.output_id, "output")
+    in_dims, out_dims = ctx.dims(i), ctx.dims(out_slot)
+    # As xnn_define_fully_connected: channels agree, so the result is the declared output's size.
+    flatten = bool(n.flags & x.XNN_FLAG_TENSORFLOW_RESHAPE_2D)  # input viewed as [-1, k]
+    if (in_dims and not flatten and in_dims[-1] != k) or (out_dims and out_dims[-1] != o):
+        raise ctx.fail(f"input {list(in_dims)}, filter {list(ctx.dims(f))} and output "
+                       f"{list(out_dims)} disagree on channels (in {k}, out {o})")
     weights = _prepared(ctx, f, (lambda v: v) if transposed
                         else (lambda v: np.ascontiguousarray(v.T)))
     bias = _bias(ctx, n.bias_id)
-    flatten = bool(n.flags & x.XNN_FLAG_TENSORFLOW_RESHAPE_2D)
 
     def compute():
         w = weights()
@@ -63,7 +70,7 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
         if b is not None:
             out += b
         return out
-    return compute, ctx.slot(n.output_id, "output")
+    return compute, out_slot
 
 
 @rule(x.XNNBatchMatrixMultiply)

@@ -19,6 +19,7 @@ key)``), as ExecuTorch 1.5 writes them.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import operator
 from collections.abc import Callable, Iterable
@@ -178,6 +179,10 @@ class Builder:
         self._constant_index: dict[str, int] = {}
         self._statics: dict[torch.fx.Node, torch.Tensor] = {}
         self.inputs: list[torch.fx.Node] = []
+        from .preprocess_quant import QuantPlan  # (it builds on this module)
+
+        self.plan = QuantPlan(ep)
+        self.act_quant: tuple[x.XNNDatatype, Any] | None = None  # see value()
         for node in ep.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -190,13 +195,29 @@ class Builder:
     # -- values ---------------------------------------------------------------------------
 
     def value(self, dims: Iterable[int], constant_index: int = 0) -> int:
-        """A new fp32 value of the given (physical) dims."""
+        """A new value of the given (physical) dims: fp32, or, for the intermediate values of
+        a quantized operator (``act_quant``), quantized like its output."""
+        if self.act_quant is not None and not constant_index:
+            return self.new_value(dims, *self.act_quant)
+        return self.new_value(dims, FP32, None, constant_index)
+
+    def new_value(self, dims: Iterable[int], datatype: x.XNNDatatype, quant: Any = None,
+                  constant_index: int = 0) -> int:
+        """A new value; ``quant`` (XNNQuantParams) makes it a quantized value."""
         vid = len(self.graph.xvalues)
         dims = [int(d) for d in dims] or [1]  # XNNPACK has no 0-d tensors
-        self.graph.xvalues.append(x.XValue(x.XNNTensorValue(
-            datatype=FP32, num_dims=len(dims), dims=dims, constant_buffer_idx=constant_index,
-            external_id=x.XNN_INVALID_VALUE_ID, flags=0, id_out=vid)))
+        tv = x.XNNTensorValue(
+            datatype=datatype, num_dims=len(dims), dims=dims, constant_buffer_idx=constant_index,
+            external_id=x.XNN_INVALID_VALUE_ID, flags=0, id_out=vid)
+        self.graph.xvalues.append(x.XValue(
+            tv if quant is None else x.XNNQuantizedTensorValue(tv, copy.copy(quant))))
         return vid
+
+    def like(self, vid: int, dims: Iterable[int]) -> int:
+        """A new computed value with ``vid``'s datatype and quantization (layout changes)."""
+        u = self.graph.xvalues[vid].xvalue_union
+        quant = u.quant_params if isinstance(u, x.XNNQuantizedTensorValue) else None
+        return self.new_value(dims, self.tensor_value(vid).datatype, quant)
 
     def tensor_value(self, vid: int) -> x.XNNTensorValue:
         return self.graph.xvalues[vid].tensor
@@ -256,7 +277,9 @@ class Builder:
 
     def out(self, node: torch.fx.Node, nhwc: bool = NCHW) -> int:
         """A new value for ``node``'s output in the given layout."""
-        vid = self.value(permuted(shape_of(node), nhwc))
+        dims = permuted(shape_of(node), nhwc)
+        quant = self.plan.values.get(node)
+        vid = self.new_value(dims, *quant) if quant is not None else self.value(dims)
         self.put(node, vid, nhwc)
         return vid
 
@@ -284,7 +307,7 @@ class Builder:
     def transpose(self, vid: int, perm: Iterable[int], debug_handle: int | None = None) -> int:
         perm = list(perm)
         dims = self.dims(vid)
-        out = self.value([dims[p] for p in perm])
+        out = self.like(vid, [dims[p] for p in perm])
         self.add(x.XNNStaticTranspose(len(perm), perm, vid, out), debug_handle=debug_handle)
         return out
 
@@ -295,7 +318,7 @@ class Builder:
             dims, shape = shape_of(shape), reshape_target(shape)
         else:
             dims = shape = [int(d) for d in shape]
-        out = self.value(dims)
+        out = self.like(vid, dims)
         shape = shape or [1]
         self.add(x.XNNStaticReshape(len(shape), shape, vid, out))
         return out
@@ -305,8 +328,16 @@ class Builder:
     def build(self) -> x.XNNGraph:
         g = self.graph
         for k, node in enumerate(self.inputs):
+            quant = None
+            if _val(node).dtype != torch.float32:
+                quant = self.plan.input_quant(node)  # int8 from a quantize in another delegate
+                if quant is None:
+                    raise ExportError(
+                        f"XNNPACK delegate input %{node.name} is {_val(node).dtype}; edgetorch's "
+                        "delegates take float32, or int8 read only by dequantize nodes")
             nhwc = len(shape_of(node)) == 4 and is_channels_last(node)
-            vid = self.value(permuted(shape_of(node), nhwc))
+            dims = permuted(shape_of(node), nhwc)
+            vid = self.new_value(dims, *quant) if quant else self.value(dims)
             tv = self.tensor_value(vid)
             tv.external_id, tv.flags = k, x.XNN_VALUE_FLAG_EXTERNAL_INPUT
             g.input_ids.append(vid)
@@ -315,6 +346,7 @@ class Builder:
             if node.op != "call_function" or node in self.done:
                 continue
             self.node = node
+            self.act_quant = self.plan.op_quant.get(node)
             if node.target is operator.getitem:
                 self._getitem(node)
                 continue
@@ -324,6 +356,7 @@ class Builder:
                                   "partitioner should not have delegated it")
             r.emit(self, node)
         self.node = None
+        self.act_quant = None
         outputs = self.ep.graph.output_node().args[0]
         for k, node in enumerate(outputs):
             self._mark_output(node, len(self.inputs) + k)
@@ -344,8 +377,8 @@ class Builder:
         vid = self.get(node, nhwc)
         tv = self.tensor_value(vid)
         if tv.flags or tv.constant_buffer_idx:  # already an external value, or a weight
-            copy = self.value(tv.dims)
-            self.add(x.XNNCopy(vid, copy), debug_handle=DEFAULT_DEBUG_HANDLE)
-            vid, tv = copy, self.tensor_value(copy)
+            dup = self.like(vid, tv.dims)
+            self.add(x.XNNCopy(vid, dup), debug_handle=DEFAULT_DEBUG_HANDLE)
+            vid, tv = dup, self.tensor_value(dup)
         tv.external_id, tv.flags = external_id, x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT
         self.graph.output_ids.append(vid)

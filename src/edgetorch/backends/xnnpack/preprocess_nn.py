@@ -30,6 +30,14 @@ from .preprocess_builder import (
     static_tensor,
 )
 from .preprocess_ops import arg, fused_activation
+from .preprocess_quant import (
+    QDQ_OPS,
+    emit_conv,
+    emit_linear,
+    gemm_reason,
+    gemm_statics,
+    weight_quant,
+)
 
 aten = torch.ops.aten
 Node = torch.fx.Node
@@ -133,7 +141,14 @@ def _batch_norm(g: Builder, node: Node) -> None:
 # ---- convolution --------------------------------------------------------------------------
 
 
+def _is_quantized_gemm(node: Node, ep: ExportedProgram) -> bool:
+    w = node.args[1]
+    return isinstance(w, Node) and w.op == "call_function" and w.target in QDQ_OPS
+
+
 def _check_conv(node: Node, ep: ExportedProgram) -> str | None:
+    if _is_quantized_gemm(node, ep):
+        return gemm_reason(node, ep)
     rank = len(shape_of(node.args[1]))
     if rank not in (3, 4):
         return f"{rank - 2}-D convolution (XNNPACK lowers 1-D and 2-D)"
@@ -159,9 +174,13 @@ def _conv_params(node: Node) -> dict:
                 transposed=bool(transposed), groups=int(groups), one_d=one_d)
 
 
-@rule(aten.convolution.default, check=_check_conv, statics=_weights(1, 2))
+@rule(aten.convolution.default, check=_check_conv, statics=gemm_statics)
 def _convolution(g: Builder, node: Node) -> None:
     p = _conv_params(node)
+    wq = weight_quant(g.ep, node.args[1])
+    if wq is not None:
+        emit_conv(g, node, wq, fused_activation, p)
+        return
     weight = g.static(node.args[1]).detach()
     bias_node = node.args[2]
     bias = g.static(bias_node).detach() if bias_node is not None else None
@@ -466,12 +485,25 @@ def _prelu(g: Builder, node: Node) -> None:
 def _check_linear(node: Node, ep: ExportedProgram) -> str | None:
     if len(shape_of(node.args[0])) < 2:
         return "linear of a 1-D input"
+    if _is_quantized_gemm(node, ep):
+        return gemm_reason(node, ep)
+    # ExecuTorch 1.5.1's XNNPACK runtime crashes on a fully connected node whose weight is
+    # computed at run time (e.g. dequantized outside the delegate): keep those outside.
+    for i, what in ((1, "weight"), (2, "bias")):
+        a = arg(node, i, what)
+        if a is not None and static_tensor(ep, a) is None:
+            return f"the {what} %{getattr(a, 'name', a)} is not a constant (XNNPACK's fully " \
+                "connected node needs constant weights)"
     return None
 
 
-@rule(aten.linear.default, check=_check_linear)
+@rule(aten.linear.default, check=_check_linear, statics=gemm_statics)
 def _linear(g: Builder, node: Node) -> None:
     inp, w_node = node.args[0], node.args[1]
+    wq = weight_quant(g.ep, w_node)
+    if wq is not None:
+        emit_linear(g, node, wq, fused_activation)
+        return
     b_node = arg(node, 2, "bias")
     weight, bias = g.static(w_node), g.static(b_node)
     tail = node

@@ -85,15 +85,13 @@ def park_accepted(ep: ExportedProgram, preserved: Preserved) -> dict[OpOverload,
     """Move the nodes the filters accept onto wrapper ops; returns wrapper -> original."""
     parked: dict[OpOverload, OpOverload] = {}
     filtered = [(set(ops), f) for _, ops, f in preserved if f is not None]
-    for node in ep.graph.nodes:
-        if node.op != "call_function":
-            continue
-        for ops, node_filter in filtered:
-            if node.target in ops and node_filter(node):
-                wrapper = _wrapper(node.target)
-                parked[wrapper] = node.target
-                node.target = wrapper
-                break
+    # Decide for every node before parking any: a filter may look at its neighbours' targets.
+    accepted = [node for node in ep.graph.nodes if node.op == "call_function" and any(
+        node.target in ops and node_filter(node) for ops, node_filter in filtered)]
+    for node in accepted:
+        wrapper = _wrapper(node.target)
+        parked[wrapper] = node.target
+        node.target = wrapper
     ep.graph_module.recompile()
     return parked
 

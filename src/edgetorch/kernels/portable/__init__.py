@@ -6,6 +6,7 @@ Importing this package registers every kernel; each family lives in its own modu
 from . import creation  # noqa: F401, I001  (one line per family, on purpose)
 from . import dim_order  # noqa: F401
 from . import elementwise  # noqa: F401
+from . import fft  # noqa: F401
 from . import indexing  # noqa: F401
 from . import inplace  # noqa: F401
 from . import linalg  # noqa: F401

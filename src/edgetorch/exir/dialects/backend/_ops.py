@@ -23,8 +23,8 @@ _TRACEABLE = (DispatchKey.CompositeExplicitAutograd, DispatchKey.CompositeImplic
 class BackendOpOverload(EdgeOpOverload):
     """An Edge op of a backend namespace, with the pattern callable it replaces."""
 
-    def __init__(self, op: OpOverload, namespace_prefix: str = "backend"):
-        super().__init__(op, namespace_prefix)
+    def __init__(self, op: OpOverload, dialect: str = "backend"):
+        super().__init__(op, dialect)
         self._equivalent_callable = None
         if not any(op.has_kernel_for_dispatch_key(k) for k in _TRACEABLE):
             raise RuntimeError(

@@ -5,7 +5,8 @@
 ATen overload it wraps, so the compiler's tables keyed by ``torch.ops.aten.*`` and every
 ``node.target == torch.ops.aten.add.Tensor`` keep working on Edge graphs, while passes
 written for ExecuTorch match ``exir_ops.edge.aten.add.Tensor`` on the same nodes. Its
-``_schema`` adds ``allowed_types`` to every tensor argument and result.
+``_schema`` adds ``allowed_types`` to its tensor arguments and results (and the scalars
+edge.yaml types), exactly where ExecuTorch puts them.
 """
 
 from __future__ import annotations
@@ -139,15 +140,15 @@ class EdgeFunctionSchema:
 class EdgeOpOverload(OpOverload):
     """An Edge-dialect operator overload; ``_op`` is the ATen ``OpOverload`` it stands for."""
 
-    def __init__(self, op: OpOverload, namespace_prefix: str = "edge"):
+    def __init__(self, op: OpOverload, dialect: str = "edge"):
         # Share the ATen overload's state (dispatch tables, packet, tags), then specialise.
         self.__dict__.update(op.__dict__)
         self._op = op
         self._schema = EdgeFunctionSchema(op._schema)
-        self._dialect = namespace_prefix
+        self._dialect = dialect
         self.__name__ = f"{op.namespace}.{op.__name__}"
         # torch.fx prints (and names in generated code) ``exir_ops.edge.aten.add.Tensor``.
-        self.__module__ = f"exir_ops.{namespace_prefix}"
+        self.__module__ = f"exir_ops.{dialect}"
 
     def __call__(self, /, *args, **kwargs):
         return self._op(*args, **kwargs)

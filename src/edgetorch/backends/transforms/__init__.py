@@ -1,0 +1,1 @@
+"""Graph transforms shared by backends (ExecuTorch's ``backends/transforms``)."""

@@ -1,0 +1,1 @@
+"""ExecuTorch's ``examples/portable``: scripts that export models for the portable runtime."""
