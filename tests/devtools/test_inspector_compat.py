@@ -95,7 +95,8 @@ def _ours(d: Path) -> dict:
 
 def _agree(ours: dict, theirs: dict) -> None:
     assert ours["rows"] == theirs["rows"]
-    np.testing.assert_allclose(ours["avg"], theirs["avg"], rtol=1e-9)
+    # ExecuTorch computes delegate-internal times in float32
+    np.testing.assert_allclose(ours["avg"], theirs["avg"], rtol=1e-6)
     assert ours["conv"] == pytest.approx(theirs["conv"])
     assert ours["lin"] == pytest.approx(theirs["lin"])
     assert [g[0] for g in ours["gaps"]] == [g[0] for g in theirs["gaps"]]
