@@ -125,3 +125,35 @@ def test_executorchs_inspector_reads_our_etdump(pte, tmp_path):
     assert by_name[("Execute", "native_call_convolution.out")] == (3, [[1, 4, 6, 6]])
     assert by_name[("Execute", "native_call_addmm.out")] == (3, [[1, 5]])
     assert ("Default", "Program::load_method") in by_name
+
+
+def test_seed_snippet_etrecord_and_inspector_on_our_etdump(tmp_path, capsys):
+    """FEATURES.md §10 snippet 7 end to end: ETRecord from the compiler, ETDump and debug
+    buffer from our runtime, our Inspector joining them."""
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from edgetorch.devtools import Inspector
+    from edgetorch.exir.program import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model, x = ConvReluLinear().eval(), torch.randn(1, 3, 8, 8)
+    edge_manager = to_edge_transform_and_lower(export(model, (x,)),
+                                               partitioner=[XnnpackPartitioner()],
+                                               generate_etrecord=True)
+    et_manager = edge_manager.to_executorch()
+    etrecord = et_manager.get_etrecord()
+    etrecord.update_representative_inputs([x])
+    etrecord.save(str(tmp_path / "debug.etrecord"))
+    (tmp_path / "m.pte").write_bytes(et_manager.buffer)
+    program, _ = _run(tmp_path / "m.pte", x, runs=2)
+    program.write_etdump_result_to_file(tmp_path / "m.etdp", tmp_path / "m.bin")
+    inspector = Inspector(etdump_path=str(tmp_path / "m.etdp"),
+                          etrecord=str(tmp_path / "debug.etrecord"),
+                          debug_buffer_path=str(tmp_path / "m.bin"))
+    inspector.print_data_tabular()
+    printed = capsys.readouterr().out
+    assert "DELEGATE_CALL" in printed and "XnnpackBackend" in printed
+    frame = inspector.to_dataframe()
+    delegate = frame[frame.event_name == "DELEGATE_CALL"].iloc[0]
+    assert "aten.convolution.default" in delegate.op_types and len(delegate.raw) == 2
+    gaps = inspector.calculate_numeric_gap("MSE")
+    assert len(gaps) >= 1 and max(max(g) for g in gaps["gap"]) <= 1e-6
