@@ -91,6 +91,9 @@ def test_quantize_and_etrecord_say_what_is_missing(tmp_path):
     else:
         path = aot_compiler.main(["--model_name=linear", "--quantize", "-o", str(tmp_path)])
         assert path.endswith("linear_xnnpack_q8.pte")
+        model, inputs, _, _ = create_model("linear")
+        got = Runtime.get().load_program(path).load_method("forward").execute(list(inputs))[0]
+        assert (got - model(*inputs)).abs().max() < 0.05  # int8 quantization error
     with pytest.raises(FeatureNotAvailableError, match="ETRecord"):
         aot_compiler.main(["--model_name=add", "--etrecord", "x.etrecord", "-o", str(tmp_path)])
     with pytest.raises(RuntimeError, match="not a valid name"):

@@ -1,9 +1,9 @@
 """``XNNPACKRecipeProvider``: the XNNPACK export recipes (ExecuTorch 1.5's provider).
 
-FP32 lowers with ``XnnpackPartitioner`` and XNNPACK's edge/backend configs. The quantized
-types are registered with ExecuTorch's names; creating one needs edgetorch's XNNPACK quantizer
-(``edgetorch.backends.xnnpack.quantizer``) and raises ``FeatureNotAvailableError`` saying so
-while it is not there.
+Every recipe lowers with ``XnnpackPartitioner`` and XNNPACK's edge/backend configs; the
+quantized ones quantize first with edgetorch's XNNPACK quantizer (PT2E) or torchao's
+``Int8DynamicActivationIntxWeightConfig`` (8da4w), and raise ``FeatureNotAvailableError`` where
+``edgetorch.backends.xnnpack.quantizer`` cannot be imported.
 """
 
 from __future__ import annotations
