@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from ._util import FLOAT64, INT64, finish, invalid, is_bool, is_float, scalar
+from ._util import FLOAT64, INT64, check_result_fits, finish, invalid, is_bool, is_float, scalar
 
 
 def _shape(size) -> tuple[int, ...]:
@@ -72,8 +72,12 @@ def _arange(start, end, step, out):
     if (end - start) * step < 0:
         raise invalid(f"arange: upper bound {end} and lower bound {start} are inconsistent "
                       f"with step sign {step}")
+    count = (float(end) - float(start)) / float(step)
+    if not math.isfinite(count):
+        raise invalid(f"arange: start {start}, end {end} and step {step} give no finite length")
+    check_result_fits((math.ceil(count),), out, "arange")
     if is_float(out.dtype) or is_bool(out.dtype):
-        n = math.ceil((float(end) - float(start)) / float(step))
+        n = math.ceil(count)
         # torch accumulates start + i * step in double for floating outputs
         r = float(start) + float(step) * np.arange(n, dtype=FLOAT64)
     else:
