@@ -275,3 +275,13 @@ def test_tensor_data_is_read_in_its_dim_order():
     channels_last = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     t = B.Tensor(ScalarType.FLOAT, [2, 3, 4, 5], channels_last.tobytes(), [0, 2, 3, 1])
     np.testing.assert_array_equal(tensor_to_numpy(t), x)
+
+
+@pytest.mark.parametrize("t", [torch.tensor(3.5), torch.tensor([True, False]), torch.zeros(0, 3),
+                               torch.randn(2, 3).t(), torch.arange(4, dtype=torch.int8)])
+def test_bundled_tensor_values_roundtrip(t):
+    from edgetorch.devtools.bundled_program.core import _tensor_value
+
+    got = tensor_to_numpy(_tensor_value(t).val)
+    assert got.shape == tuple(t.shape)
+    np.testing.assert_array_equal(got, t.numpy())

@@ -63,6 +63,8 @@ def tensor_to_numpy(t: B.Tensor) -> np.ndarray:
             f"needs {need}; the .bpte is corrupted: bundle the program again",
             code=ErrorCode.InvalidArgument)
     flat = np.frombuffer(t.data, dtype=dtype, count=numel)
+    if not sizes:
+        return flat.reshape(()).copy()
     physical = flat.reshape([sizes[d] for d in order])
     return np.ascontiguousarray(physical.transpose(np.argsort(order)))
 

@@ -28,8 +28,8 @@ _KIND = {"Int": int, "Bool": bool, "Double": float}
 def _tensor_value(t: torch.Tensor) -> B.Value:
     t = t.detach().cpu().contiguous()
     st = scalar_type_of(t.dtype)
-    raw = t.view(torch.uint8) if t.numel() and t.element_size() else t
-    data = bytes(raw.numpy().tobytes()) if t.numel() else b""
+    # Raw bytes through a uint8 view: works for dtypes NumPy lacks (bfloat16) too.
+    data = bytes(t.reshape(-1).view(torch.uint8).numpy().tobytes()) if t.numel() else b""
     return B.Value(B.Tensor(scalar_type=st, sizes=list(t.shape), data=data,
                             dim_order=list(range(t.dim()))))
 
