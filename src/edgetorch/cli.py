@@ -298,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--delegate", choices=["xnnpack"], help="lower to a backend first")
     v.set_defaults(fn=_cmd_visualize)
 
+    from .devtools.inspector import inspector_cli  # no torch import until it runs
+
+    ins = sub.add_parser("inspector", help="profile table of an ETDump (+ ETRecord)")
+    inspector_cli.add_arguments(ins)
+    ins.set_defaults(fn=inspector_cli.run)
+
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)

@@ -3,7 +3,7 @@
 In scope: everything ExecuTorch's runtime reports on its own (the portable library, the prim
 ops, and the optimized-only ``_fft_r2c``/``_fft_c2r``): none may be missing. The quantized
 library (``quantized_decomposed::*``, registered by importing ``executorch.kernels.quantized``)
-is the quantized-kernels work, checked by a strict xfail until it lands. The LLM custom ops
+is covered by ``edgetorch.kernels.quantized``, also without a gap. The LLM custom ops
 (``llama::*``, ``preprocess::*``) belong to ExecuTorch's LLM extension and are out of scope here.
 """
 
@@ -46,8 +46,6 @@ def test_our_record_of_executorchs_operators_is_exact():
     assert sorted(ours - theirs) == [] and sorted(theirs - ours) == []
 
 
-@pytest.mark.xfail(strict=True, reason="quantized_decomposed kernels are the quantized-kernels "
-                   "work (issue 14's qkernels helper), not landed yet")
 def test_executorchs_quantized_library_is_covered():
     quantized = _executorch()["quantized"]
     assert quantized, "importing executorch.kernels.quantized registered nothing"

@@ -116,3 +116,54 @@ def test_the_fusion_pass_is_a_step_of_to_executorch():
     from edgetorch.exir.lowering import STEPS
 
     assert STEPS[0][0].startswith("quant fusion")
+
+
+def test_out_variants_of_the_quantized_operators():
+    """Each functional op finds ExecuTorch's out variant (``.dtype`` keeps its dtype)."""
+    from edgetorch.exir.ops import out_variant
+
+    q = torch.ops.quantized_decomposed
+    pairs = {
+        q.quantize_per_tensor.default: q.quantize_per_tensor.out,
+        q.quantize_per_tensor.tensor: q.quantize_per_tensor.Tensor_out,
+        q.dequantize_per_tensor.tensor: q.dequantize_per_tensor.Tensor_out,
+        q.choose_qparams.tensor: q.choose_qparams.Tensor_out,
+        q.choose_qparams_per_token_asymmetric.default:
+            q.choose_qparams_per_token_asymmetric.out,
+        q.embedding_byte.default: q.embedding_byte.out,
+        q.embedding_byte.dtype: q.embedding_byte.dtype_out,
+        q.embedding_4bit.dtype: q.embedding_4bit.dtype_out,
+        q.mixed_linear.default: q.mixed_linear.out,
+        q.add.default: q.add.out,
+    }
+    for functional, out in pairs.items():
+        assert out_variant(functional) == out, functional
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_edgetorch_xnnpack_quantizer_without_a_delegate(dynamic):
+    """edgetorch's own XNNPACKQuantizer, lowered with no partitioner: portable + quantized
+    kernels, equal to the converted model within one output step (float output: 1e-5)."""
+    from quant_models import MLP
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from edgetorch.backends.xnnpack.quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 16)
+    gm = torch.export.export(MLP().eval(), (x,)).module()
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
+    prepared = prepare_pt2e(gm, quantizer)
+    prepared(x)
+    converted = convert_pt2e(prepared)
+    pte = to_edge(torch.export.export(converted, (x,))).to_executorch().buffer
+    assert any(o.startswith("quantized_decomposed::") for o in _operators(pte))
+    got = Runtime.get().load_program(pte).load_method("forward").execute([x.numpy()])[0]
+    with torch.no_grad():
+        want = converted(x).numpy()
+    atol = 1e-5 if dynamic else _output_scale(converted) * 1.0001
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dynamic else 0, atol=atol)

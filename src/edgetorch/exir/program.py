@@ -46,7 +46,19 @@ def to_edge(
     """Lower ATen programs to the Edge dialect and verify the runtime can run every op."""
     config = compile_config or EdgeCompileConfig()
     edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
-    return EdgeProgramManager(edge, constant_methods, config)
+    manager = EdgeProgramManager(edge, constant_methods, config)
+    return _with_etrecord(manager, programs, edge) if generate_etrecord else manager
+
+
+def _with_etrecord(manager: EdgeProgramManager, programs: Any,
+                   edge: dict[str, ExportedProgram]) -> EdgeProgramManager:
+    """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it). As in
+    ExecuTorch, it records the Edge programs before partitioning: delegated nodes keep their
+    debug handles there, so the Inspector can name what a delegate call ran."""
+    from ..devtools.etrecord._etrecord import record_for  # devtools is optional at import
+
+    manager._etrecord = record_for(programs, edge)
+    return manager
 
 
 def to_edge_transform_and_lower(
@@ -79,6 +91,7 @@ def to_edge_transform_and_lower(
             edge[name] = to_edge_dialect(ep, config, keep=keep)
     manager = EdgeProgramManager(edge, constant_methods,
                                  dataclasses.replace(config, _check_ir_validity=False))
+    before_lowering = _etrecord_programs(edge) if generate_etrecord else {}
     if transform_passes is not None:
         manager = manager.transform(transform_passes)
     for i in range(max((len(ps) for ps in by_method.values()), default=0)):
@@ -86,7 +99,12 @@ def to_edge_transform_and_lower(
             {name: ps[i] for name, ps in by_method.items() if i < len(ps)})
     for name in manager.methods:
         preserve.check_consumed(name, manager.exported_program(name), kept[name])
-    return EdgeProgramManager(manager._edge_programs, constant_methods, config)
+    result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
+    return _with_etrecord(result, programs, before_lowering) if generate_etrecord else result
+
+
+def _etrecord_programs(edge: dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:
+    return {name: copy_program(ep) for name, ep in edge.items()}
 
 
 class EdgeProgramManager:
@@ -98,6 +116,7 @@ class EdgeProgramManager:
         self.compile_config = compile_config or EdgeCompileConfig()
         self._edge_programs = dict(edge_programs)
         self._config_methods = dict(constant_methods or {})
+        self._etrecord: Any = None  # set by generate_etrecord=True
         clash = set(self._edge_programs) & set(self._config_methods)
         if clash:
             raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
@@ -160,7 +179,11 @@ class EdgeProgramManager:
         for name, value in self._config_methods.items():
             plans.append(constant_method_plan(name, value, state))
         program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)
-        return ExecutorchProgramManager(lowered, program, state, config, self._config_methods)
+        manager = ExecutorchProgramManager(lowered, program, state, config, self._config_methods)
+        if self._etrecord is not None:
+            manager._etrecord = self._etrecord.copy()
+            manager._etrecord.add_executorch_program(manager)
+        return manager
 
     def __repr__(self) -> str:
         return f"EdgeProgramManager(methods={sorted(self.methods)}, config_methods={sorted(self.config_methods)})"
@@ -178,6 +201,14 @@ class ExecutorchProgramManager:
         self._config = config
         self._config_methods = config_methods
         self._buffer: bytes | None = None
+        self._etrecord: Any = None
+
+    def get_etrecord(self) -> Any:
+        """The ETRecord recorded with ``generate_etrecord=True`` (``edgetorch.devtools.ETRecord``)."""
+        if self._etrecord is None:
+            raise RuntimeError("ETRecord was not generated; pass generate_etrecord=True to "
+                               "to_edge / to_edge_transform_and_lower")
+        return self._etrecord
 
     @property
     def methods(self) -> set[str]:

@@ -476,7 +476,10 @@ class Method:
         if not isinstance(x, np.ndarray):
             raise InvalidArgumentError(
                 f"method {self.name!r} input {n}: expected a tensor {info}, got {type(x).__name__}")
-        slot = self._slots[idx]
+        slot = self._slots.get(idx)
+        if slot is None:  # a constant declared as an input: only a corrupt file does that
+            raise InvalidProgramError(f"method {self.name!r} input {n} (value {idx}) is a "
+                                      "constant tensor, not an input; the program is corrupt")
         if x.dtype != slot.dtype:
             raise InvalidArgumentError(
                 f"method {self.name!r} input {n}: expected dtype {info.dtype().name.lower()} "

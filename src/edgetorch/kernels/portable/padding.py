@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from ._util import finish, invalid, scalar
+from ._util import check_result_fits, finish, invalid, scalar
 
 
 @kernel("aten::constant_pad_nd.out")
@@ -29,6 +29,7 @@ def constant_pad_nd_out(self, pad, value, out):
         d0 = max(lo, 0)
         src[ax] = slice(s0, max(s0, s1))
         dst[ax] = slice(d0, d0 + max(0, s1 - s0))
+    check_result_fits(shape, out, "constant_pad_nd")
     r = np.full(shape, scalar(value, self.dtype))
     r[tuple(dst)] = self[tuple(src)]
     return finish(r, out)

@@ -1,0 +1,233 @@
+"""ETRecord: what the compiler knew, saved next to a ``.pte`` so the Inspector can join runtime
+events to the user's graph. A plain zip with ExecuTorch 1.5.1's entries (``ETRECORD_V0``, the
+programs as export-serde blobs, JSON maps, tensors saved with ``torch.save``), so ExecuTorch's
+``parse_etrecord`` reads ours and ours reads theirs.
+
+Unlike ExecuTorch, map keys are normalised to strings everywhere (JSON's form), so an
+in-memory ``get_etrecord()`` works with the Inspector exactly as a saved and parsed one.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import zipfile
+from typing import IO, Any
+
+import torch
+from torch.export import ExportedProgram
+
+from . import _serde
+
+IDENTIFIER = "ETRECORD_V0"
+EXPORTED_PROGRAM = "exported_program"
+EDGE_PROGRAM = "edge_dialect_exported_program"
+DEBUG_HANDLE_MAP = "debug_handle_map"
+DELEGATE_MAP = "delegate_map"
+NUM_OUTS_MAP = "instruction_id_to_num_outs_map"
+REFERENCE_OUTPUTS = "reference_outputs"
+REPRESENTATIVE_INPUTS = "representative_inputs"
+EXPORT_GRAPH_ID = "export_graph_id"
+_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
+
+
+def _str_keys(m: Any) -> Any:
+    """``{method: {instruction: v}}`` with string keys, as JSON stores it."""
+    if m is None:
+        return None
+    return {str(k): ({str(i): v for i, v in inner.items()} if isinstance(inner, dict) else inner)
+            for k, v in m.items() for inner in [v]}
+
+
+class ETRecord:
+    """ExecuTorch's ``ETRecord`` fields; maps have string keys (see the module docstring)."""
+
+    def __init__(self, exported_program: ExportedProgram | None = None,
+                 export_graph_id: int | None = None,
+                 edge_dialect_program: ExportedProgram | dict[str, ExportedProgram] | None = None,
+                 graph_map: dict[str, ExportedProgram] | None = None,
+                 _debug_handle_map: dict | None = None, _delegate_map: dict | None = None,
+                 _instruction_id_to_num_outs_map: dict | None = None,
+                 _reference_outputs: dict[str, list] | None = None,
+                 _representative_inputs: list | None = None) -> None:
+        self.exported_program = exported_program
+        self.export_graph_id = export_graph_id
+        self.edge_dialect_program = edge_dialect_program
+        self.graph_map = graph_map
+        self._debug_handle_map = _str_keys(_debug_handle_map)
+        self._delegate_map = _str_keys(_delegate_map)
+        self._instruction_id_to_num_outs_map = _str_keys(_instruction_id_to_num_outs_map)
+        self._reference_outputs = _reference_outputs
+        self._representative_inputs = _representative_inputs
+
+    def copy(self) -> ETRecord:
+        """The edge-stage part only (what ``to_executorch`` starts from)."""
+        return ETRecord(self.exported_program, self.export_graph_id, self.edge_dialect_program,
+                        self.graph_map)
+
+    def add_executorch_program(self, et_program: Any) -> None:
+        """Record the emitted program's maps (an ``ExecutorchProgramManager`` or a
+        ``BundledProgram`` wrapping one, whose cases give inputs and reference outputs)."""
+        manager = getattr(et_program, "executorch_program_manager", None) or \
+            getattr(et_program, "_executorch_program", None) or et_program
+        self._debug_handle_map = _str_keys(manager.debug_handle_map)
+        self._delegate_map = _str_keys(manager.delegate_map)
+        self._instruction_id_to_num_outs_map = _str_keys(manager.instruction_id_to_num_outs_map)
+        suites = getattr(et_program, "method_test_suites", None)
+        if suites:
+            self._reference_outputs = {s.method_name: [list(c.expected_outputs or [])
+                                                       for c in s.test_cases] for s in suites}
+            forward = [s for s in suites if s.method_name == "forward"]
+            if forward:
+                self._representative_inputs = [list(c.inputs) for c in forward[0].test_cases]
+
+    def update_representative_inputs(self, representative_inputs: Any) -> None:
+        """Inputs for ``calculate_numeric_gap``: a list of tensors (one run), or a
+        ``BundledProgram`` whose ``forward`` cases are used."""
+        suites = getattr(representative_inputs, "method_test_suites", None)
+        if suites is not None:
+            forward = [s for s in suites if s.method_name == "forward"]
+            representative_inputs = [list(c.inputs) for c in forward[0].test_cases][0] \
+                if forward else None
+        self._representative_inputs = list(representative_inputs) \
+            if representative_inputs is not None else None
+
+    def update_reference_outputs(self, reference_outputs: Any) -> None:
+        """A list (``forward``'s outputs), ``{method: [outputs, ...]}`` or a BundledProgram."""
+        suites = getattr(reference_outputs, "method_test_suites", None)
+        if suites is not None:
+            reference_outputs = {s.method_name: [list(c.expected_outputs or [])
+                                                 for c in s.test_cases] for s in suites}
+        elif isinstance(reference_outputs, (list, tuple)):
+            reference_outputs = {"forward": list(reference_outputs)}
+        self._reference_outputs = reference_outputs
+
+    def save(self, path: str | os.PathLike | IO[bytes]) -> None:
+        """Write the zip (ExecuTorch's entries and order)."""
+        if not (self.edge_dialect_program and self._debug_handle_map):
+            raise RuntimeError("ETRecord must contain edge dialect program and executorch "
+                               "program to be saved")
+        if isinstance(path, (str, os.PathLike)):
+            path = os.fspath(path)
+        edge = self.edge_dialect_program
+        edges = edge if isinstance(edge, dict) else {"forward": edge}
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr(IDENTIFIER, "")
+            if self.exported_program is not None:
+                _write_program(z, EXPORTED_PROGRAM, self.exported_program)
+            for method, ep in edges.items():
+                _write_program(z, f"{EDGE_PROGRAM}/{method}", ep)
+            for name, ep in (self.graph_map or {}).items():
+                _write_program(z, name if "/" in name else f"{name}/forward", ep)
+            z.writestr(DEBUG_HANDLE_MAP, json.dumps(self._debug_handle_map))
+            if self._delegate_map is not None:
+                z.writestr(DELEGATE_MAP, json.dumps(self._delegate_map))
+            if self._instruction_id_to_num_outs_map is not None:
+                z.writestr(NUM_OUTS_MAP, json.dumps(self._instruction_id_to_num_outs_map))
+            for entry, value in ((REFERENCE_OUTPUTS, self._reference_outputs),
+                                 (REPRESENTATIVE_INPUTS, self._representative_inputs)):
+                if value is not None:
+                    buf = io.BytesIO()
+                    torch.save(value, buf)
+                    z.writestr(entry, buf.getvalue())
+            if self.export_graph_id is not None:
+                z.writestr(EXPORT_GRAPH_ID, json.dumps(self.export_graph_id))
+
+    def __repr__(self) -> str:
+        methods = sorted(self._debug_handle_map or {})
+        return (f"ETRecord(methods={methods}, exported_program="
+                f"{self.exported_program is not None}, graph_map={sorted(self.graph_map or {})}, "
+                f"representative_inputs={self._representative_inputs is not None})")
+
+
+def _write_program(z: zipfile.ZipFile, base: str, ep: ExportedProgram) -> None:
+    artifact = _serde.serialize(ep)
+    z.writestr(base, artifact.exported_program)
+    z.writestr(f"{base}_state_dict", artifact.state_dict)
+    z.writestr(f"{base}_constants", artifact.constants)
+    z.writestr(f"{base}_example_inputs", artifact.example_inputs)
+
+
+def _read_program(z: zipfile.ZipFile, base: str) -> ExportedProgram:
+    return _serde.deserialize(_serde.SerializedArtifact(
+        z.read(base), *(z.read(base + s) for s in _SUFFIXES)))
+
+
+def _load_tensors(data: bytes, entry: str) -> Any:
+    try:  # weights_only: a file never runs code when read
+        return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as e:
+        raise RuntimeError(f"ETRecord entry {entry!r} is not a tensor file readable with "
+                           f"torch.load(weights_only=True) ({e}); regenerate the ETRecord") from e
+
+
+def parse_etrecord(etrecord_path: str | os.PathLike | IO[bytes]) -> ETRecord:
+    """Read an ETRecord written by edgetorch or by ExecuTorch."""
+    try:
+        z = zipfile.ZipFile(etrecord_path, "r")
+    except zipfile.BadZipFile:
+        raise RuntimeError("Invalid etrecord file passed in.") from None
+    with z:
+        names = z.namelist()
+        if IDENTIFIER not in names:
+            raise RuntimeError("ETRecord identifier missing from etrecord file passed in. Either "
+                               "an invalid file was passed in or the file is corrupt.")
+        fields: dict[str, Any] = {}
+        edges: dict[str, ExportedProgram] = {}
+        graph_map: dict[str, ExportedProgram] = {}
+        for name in names:
+            if name == IDENTIFIER or name.endswith(_SUFFIXES):
+                continue
+            if name in (DEBUG_HANDLE_MAP, DELEGATE_MAP, NUM_OUTS_MAP, EXPORT_GRAPH_ID):
+                fields[name] = json.loads(z.read(name))
+            elif name in (REFERENCE_OUTPUTS, REPRESENTATIVE_INPUTS):
+                fields[name] = _load_tensors(z.read(name), name)
+            elif name == EXPORTED_PROGRAM:
+                fields[name] = _read_program(z, name)
+            elif name == EDGE_PROGRAM:  # the older single-method layout
+                edges["forward"] = _read_program(z, name)
+            elif name.startswith(EDGE_PROGRAM + "/"):
+                edges[name[len(EDGE_PROGRAM) + 1:]] = _read_program(z, name)
+            else:
+                graph_map[name] = _read_program(z, name)
+    edge: Any = next(iter(edges.values())) if len(edges) == 1 else (edges or None)
+    return ETRecord(fields.get(EXPORTED_PROGRAM), fields.get(EXPORT_GRAPH_ID, 0), edge,
+                    graph_map, fields.get(DEBUG_HANDLE_MAP), fields.get(DELEGATE_MAP),
+                    fields.get(NUM_OUTS_MAP), fields.get(REFERENCE_OUTPUTS),
+                    fields.get(REPRESENTATIVE_INPUTS))
+
+
+def generate_etrecord(et_record: str | os.PathLike | IO[bytes], edge_dialect_program: Any,
+                      executorch_program: Any, exported_program: Any = None,
+                      extra_recorded_export_modules: dict[str, Any] | None = None) -> None:
+    """Write an ETRecord from a copy of the ``EdgeProgramManager`` taken before
+    ``to_executorch`` (``copy.deepcopy(edge)``), the ``ExecutorchProgramManager`` (or a
+    ``BundledProgram``) and optionally the ATen program and extra modules."""
+    record = record_for(exported_program, edge_dialect_program, extra_recorded_export_modules)
+    record.add_executorch_program(executorch_program)
+    record.save(et_record)
+
+
+def _programs(p: Any) -> dict[str, ExportedProgram]:
+    if isinstance(p, ExportedProgram):
+        return {"forward": p}
+    if isinstance(p, dict):
+        return dict(p)
+    return {m: p.exported_program(m) for m in sorted(p.methods)}
+
+
+def record_for(exported_program: Any, edge_program: Any,
+               extra: dict[str, Any] | None = None) -> ETRecord:
+    """The edge-stage ETRecord (what ``generate_etrecord=True`` keeps on the edge manager)."""
+    aten = _programs(exported_program) if exported_program is not None else {}
+    edges = {m: copy.deepcopy(ep) for m, ep in _programs(edge_program).items()}
+    graph_map = {}
+    for name, module in (extra or {}).items():
+        for method, ep in _programs(module).items():
+            graph_map[f"{name}/{method}"] = ep
+    return ETRecord(exported_program=aten.get("forward"),
+                    export_graph_id=id(aten["forward"].graph) if "forward" in aten else None,
+                    edge_dialect_program=edges["forward"] if list(edges) == ["forward"] else edges,
+                    graph_map=graph_map or None)

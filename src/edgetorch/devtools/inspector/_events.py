@@ -1,0 +1,134 @@
+"""Runs as the Inspector sees them: ETDump run data (from a file, bytes, or a live
+``RecordingEventTracer``) turned into plain records, with tensor values read from the debug
+buffer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError
+from ...runtime import event_tracer as et
+from ...schema import etdump as E
+from ...schema.scalar_type import ScalarType
+
+
+@dataclass
+class RawProfile:
+    name: str | None
+    chain_index: int
+    instruction_id: int
+    delegate_debug_id_int: int
+    delegate_debug_id_str: str | None
+    metadata: bytes | None
+    start_time: int
+    end_time: int
+
+
+@dataclass
+class RawDebug:
+    chain_index: int
+    instruction_id: int
+    value: Any  # ndarray | list[ndarray] | scalar | MISSING (no debug buffer)
+    delegate_debug_id_int: int = -1
+    delegate_debug_id_str: str | None = None
+    output: bool = False
+
+
+@dataclass
+class RawRun:
+    name: str
+    bundled_input_index: int = -1
+    events: list[RawProfile | RawDebug] = field(default_factory=list)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<no debug buffer>"
+
+
+MISSING = _Missing()  # a logged tensor whose data is in a debug buffer nobody gave us
+
+
+def runs_from_tracer(tracer: et.RecordingEventTracer) -> list[RawRun]:
+    runs = []
+    for block in tracer.run_blocks:
+        run = RawRun(block.name, block.bundled_input_index)
+        for e in block.events:
+            if isinstance(e, et.ProfileEvent):
+                run.events.append(RawProfile(e.name, e.chain_index, e.instruction_id,
+                                             e.delegate_debug_id_int, e.delegate_debug_id_str,
+                                             e.delegate_debug_metadata, e.start_time, e.end_time))
+            else:
+                run.events.append(RawDebug(e.chain_index, e.instruction_id, e.value,
+                                           e.delegate_debug_id_int, e.delegate_debug_id_str,
+                                           e.output))
+        runs.append(run)
+    return runs
+
+
+def runs_from_etdump(etdump: E.ETDump, buffer: bytes | None) -> list[RawRun]:
+    runs = []
+    for rd in etdump.run_data:
+        run = RawRun(rd.name or "", rd.bundled_input_index)
+        for ev in rd.events or []:
+            p, d = ev.profile_event, ev.debug_event
+            if p is not None:
+                run.events.append(RawProfile(p.name, p.chain_index, p.instruction_id,
+                                             p.delegate_debug_id_int, p.delegate_debug_id_str,
+                                             p.delegate_debug_metadata, p.start_time, p.end_time))
+            elif d is not None:
+                chain = d.chain_index - (1 << 64) if d.chain_index >= 1 << 63 else d.chain_index
+                entry = d.debug_entry
+                output = bool(entry and entry.output and entry.output.bool_val)
+                run.events.append(RawDebug(chain, d.instruction_id, _value(entry, buffer),
+                                           d.delegate_debug_id_int, d.delegate_debug_id_str,
+                                           output))
+        runs.append(run)
+    return runs
+
+
+def _value(v: E.Value | None, buffer: bytes | None) -> Any:
+    if v is None or v.val == E.ValueType.NULL:
+        return None
+    if v.val == E.ValueType.TENSOR:
+        return _tensor(v.tensor, buffer)
+    if v.val == E.ValueType.TENSOR_LIST:
+        return [_tensor(t, buffer) for t in v.tensor_list.tensors]
+    if v.val == E.ValueType.INT:
+        return v.int_value.int_val
+    if v.val == E.ValueType.BOOL:
+        return v.bool_value.bool_val
+    if v.val == E.ValueType.FLOAT:
+        return v.float_value.float_val
+    if v.val == E.ValueType.DOUBLE:
+        return v.double_value.double_val
+    return None
+
+
+_NUMPY = {ScalarType.FLOAT: np.float32, ScalarType.DOUBLE: np.float64, ScalarType.HALF: np.float16,
+          ScalarType.INT: np.int32, ScalarType.LONG: np.int64, ScalarType.SHORT: np.int16,
+          ScalarType.CHAR: np.int8, ScalarType.BYTE: np.uint8, ScalarType.BOOL: np.bool_}
+
+
+def _tensor(t: E.Tensor, buffer: bytes | None) -> Any:
+    if buffer is None:
+        return MISSING
+    dtype = _NUMPY.get(ScalarType(t.scalar_type))
+    if dtype is None:
+        raise FormatError(f"ETDump tensor has scalar type {t.scalar_type!r}, which the Inspector "
+                          "cannot read; report it")
+    numel = int(np.prod(t.sizes)) if t.sizes else 1
+    nbytes = numel * np.dtype(dtype).itemsize
+    if t.offset < 0 or t.offset + nbytes > len(buffer):
+        raise FormatError(f"ETDump tensor {list(t.sizes)} at offset {t.offset} lies outside the "
+                          f"debug buffer ({len(buffer)} bytes); pass the debug buffer written by "
+                          "the same run")
+    flat = np.frombuffer(buffer, dtype=dtype, count=numel, offset=t.offset)
+    if t.strides and numel:
+        item = np.dtype(dtype).itemsize
+        return np.lib.stride_tricks.as_strided(
+            flat, tuple(t.sizes), tuple(s * item for s in t.strides)).copy()
+    return flat.reshape(tuple(t.sizes)).copy()
