@@ -108,8 +108,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .runtime.bundled import load_bundled_program
 
         bundled = load_bundled_program(args.program)
-        if not args.verify:
-            print("note: a .bpte; add --verify to check its bundled expected outputs")
+        if not args.verify:  # run the bundled inputs only
+            for name in bundled.method_names:
+                for idx in range(bundled.num_test_cases(name)):
+                    outs = bundled.run_bundled_input(name, idx)
+                    shapes = [list(getattr(o, "shape", [])) for o in outs]
+                    print(f"{name}[{idx}]: ran, output shapes {shapes}")
+            print("add --verify to check the bundled expected outputs")
             return 0
         for line in bundled.verify_all(rtol=args.rtol, atol=args.atol):  # raises on mismatch
             print(line)

@@ -242,6 +242,8 @@ def test_cli_run_verify(setup, tmp_path, capsys):
     assert cli_main(["run", str(ok), "--verify"]) == 0
     out = capsys.readouterr().out
     assert "forward[1]: ok" in out and "bundled program verified" in out
+    assert cli_main(["run", str(ok)]) == 0
+    assert "forward[1]: ran, output shapes [[2, 3], [2, 4]]" in capsys.readouterr().out
     good = model(*inputs[0])
     bad = tmp_path / "bad.bpte"
     bad.write_bytes(_bpte(et_program, [MethodTestSuite("forward", [
