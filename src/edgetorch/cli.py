@@ -104,6 +104,22 @@ def _random_inputs(meta, seed: int) -> list[np.ndarray]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .runtime import Runtime
 
+    if args.verify or str(args.program).endswith(".bpte"):
+        from .runtime.bundled import load_bundled_program
+
+        bundled = load_bundled_program(args.program)
+        if not args.verify:  # run the bundled inputs only
+            for name in bundled.method_names:
+                for idx in range(bundled.num_test_cases(name)):
+                    outs = bundled.run_bundled_input(name, idx)
+                    shapes = [list(getattr(o, "shape", [])) for o in outs]
+                    print(f"{name}[{idx}]: ran, output shapes {shapes}")
+            print("add --verify to check the bundled expected outputs")
+            return 0
+        for line in bundled.verify_all(rtol=args.rtol, atol=args.atol):  # raises on mismatch
+            print(line)
+        print("bundled program verified")
+        return 0
     program = Runtime.get().load_program(args.program)
     method = program.load_method(args.method)
     meta = method.metadata
@@ -262,6 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, default=10, help="timed runs after the first")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--save", help="save outputs as PREFIX_<i>.npy")
+    r.add_argument("--verify", action="store_true",
+                   help="a .bpte: run every bundled test case and check its expected outputs")
+    r.add_argument("--rtol", type=float, default=1e-5, help="with --verify")
+    r.add_argument("--atol", type=float, default=1e-8, help="with --verify")
     r.set_defaults(fn=_cmd_run)
 
     i = sub.add_parser("inspect", help="show methods, operators, arenas and sizes of a .pte")

@@ -124,6 +124,19 @@ class InternalError(RuntimeErrorBase):
     code = ErrorCode.Internal
 
 
+class BundledVerificationError(RuntimeErrorBase):
+    """A bundled program's method output differs from its expected output (or cannot be
+    compared). Code NotFound, as ExecuTorch's ``verify_method_outputs`` returns (status 32)."""
+
+    code = ErrorCode.NotFound
+
+
+class BundledProgramError(EdgeTorchError):
+    """A BundledProgram's test suites do not match its program (method, count, dtype, shape)."""
+
+    code = ErrorCode.InvalidArgument
+
+
 class RegistrationError(EdgeTorchError):
     code = ErrorCode.RegistrationAlreadyRegistered
 

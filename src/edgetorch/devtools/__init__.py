@@ -1,5 +1,5 @@
-"""Developer tools (``executorch.devtools``): ETRecord, the Inspector, delegation reports in
-``backend_debug``. Names load on first use, so importing ``edgetorch.devtools`` stays cheap."""
+"""Developer tools (``executorch.devtools``): ETRecord, the Inspector, BundledProgram, delegation
+reports in ``backend_debug``. Names load on first use, so importing ``edgetorch.devtools`` stays cheap."""
 
 from typing import Any
 
@@ -16,4 +16,8 @@ def __getattr__(name: str) -> Any:
         from . import inspector
 
         return getattr(inspector, name)
+    if name == "BundledProgram":
+        from .bundled_program.core import BundledProgram
+
+        return BundledProgram
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -95,6 +95,11 @@ class Runtime:
         if event_tracer is None and enable_etdump:
             event_tracer = RecordingEventTracer(debug_buffer_size)
         buf, source = _read(data)
+        if len(buf) >= 8 and bytes(buf[4:8]) == b"BP08":  # ExecuTorch: "identifier 'BP08' != 'ET12'"
+            raise FormatError(
+                f"{source} is a BundledProgram (.bpte, identifier BP08), not a .pte; load it with "
+                "edgetorch.runtime.bundled.load_bundled_program(...) (its .program is the Program) "
+                "or run `edgetorch run x.bpte --verify`")
         pte = PteFile.parse(buf)
         data_map = None
         if data_path is not None:
