@@ -1,9 +1,8 @@
 """DuplicateDynamicQuantChainPass on real PT2E dynamic-quantization graphs (torchao's
-prepare/convert with torchao's reference XNNPACK quantizer)."""
+prepare/convert with edgetorch's XNNPACKQuantizer)."""
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 
 import pytest
@@ -52,7 +51,9 @@ class TwoLinears(torch.nn.Module):  # linear -> linear: nothing to duplicate
 
 
 def _dynamic_quantized(model):
-    from torchao.testing.pt2e._xnnpack_quantizer import (
+    # edgetorch's own quantizer: importing torchao's reference copy (torchao.testing.pt2e)
+    # changes what later conversions produce in the same process.
+    from edgetorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
@@ -60,10 +61,8 @@ def _dynamic_quantized(model):
     torch.manual_seed(0)
     example = (torch.randn(9, 8),)
     gm = torch.export.export(model.eval(), example, strict=True).module()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torchao marks its reference quantizer deprecated
-        quantizer = XNNPACKQuantizer().set_global(
-            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
     gm = prepare_pt2e(gm, quantizer)
     gm(*example)
     return convert_pt2e(gm, fold_quantize=True), example

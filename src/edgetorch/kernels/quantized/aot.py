@@ -174,7 +174,26 @@ for _name, _nbit in (("embedding_byte", 8), ("embedding_4bit", 4), ("embedding_2
 
 
 def define() -> None:
-    """Define every missing operator (idempotent; ExecuTorch's library may be loaded too)."""
+    """Define every missing operator (idempotent; ExecuTorch's library may be loaded too).
+
+    Defining an overload makes torch build a new packet (and new ``OpOverload`` objects) for
+    that op name, while torchao's PT2E keeps the old objects in lists it matches nodes
+    against; so the packets that existed before are put back afterwards (they resolve the
+    new overloads too), and torchao keeps recognising the ops whichever was imported first.
+    """
+    namespace = getattr(torch.ops, _NS)
+    before = {name: packet for name in {q.partition(".")[0] for q in SCHEMAS}
+              if (packet := getattr(namespace, name, None)) is not None}
+    overloads = {(name, ov): getattr(packet, ov) for name, packet in before.items()
+                 for ov in packet.overloads()}
+    _define_missing()
+    for name, packet in before.items():
+        setattr(namespace, name, packet)
+    for (name, ov), op in overloads.items():
+        setattr(before[name], ov, op)
+
+
+def _define_missing() -> None:
     for qualified, tail in SCHEMAS.items():
         if _defined(qualified):
             continue
