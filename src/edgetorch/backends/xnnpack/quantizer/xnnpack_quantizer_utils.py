@@ -179,14 +179,18 @@ def _annotate_linear_relu(gm, cfg, filter_fn=None):
             partition.append(bias)
         if _is_annotated(partition) or _filtered_out(filter_fn, partition):
             continue
-        linear.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=qmap,
-                                                               _annotated=True)
-        relu.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
-            output_qspec=get_output_act_qspec(cfg), _annotated=True)
+        _annotate_with_relu(linear, relu, qmap, cfg)
         _mark_annotated(partition)
         partitions.append(partition)
     return partitions
 
+
+
+def _annotate_with_relu(op: Node, relu: Node, qmap: dict, cfg) -> None:
+    """``op`` quantizes its inputs; the relu after it quantizes the fused output."""
+    op.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=qmap, _annotated=True)
+    relu.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
+        output_qspec=get_output_act_qspec(cfg), _annotated=True)
 
 # ---- convolutions --------------------------------------------------------------------------
 
@@ -241,10 +245,7 @@ def _do_annotate_conv_relu(gm, cfg, filter_fn, transposed: bool):
             continue
         if _filtered_out(filter_fn, partition):
             continue
-        conv.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=qmap,
-                                                             _annotated=True)
-        relu.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
-            output_qspec=get_output_act_qspec(cfg), _annotated=True)
+        _annotate_with_relu(conv, relu, qmap, cfg)
         _mark_annotated(partition)
         partitions.append(partition)
     return partitions
@@ -384,10 +385,7 @@ def _do_annotate_binary_relu(gm, cfg, filter_fn, ops: set):
         qmap = _binary_input_map(gm, op, cfg)
         if qmap is None:
             continue
-        op.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=qmap,
-                                                           _annotated=True)
-        relu.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
-            output_qspec=get_output_act_qspec(cfg), _annotated=True)
+        _annotate_with_relu(op, relu, qmap, cfg)
         partitions.append(partition + list(qmap))
     return partitions
 
