@@ -1,11 +1,15 @@
-"""edgetorch vs ExecuTorch 1.5.1 on the built-in examples.
+"""edgetorch vs ExecuTorch 1.5.1 vs eager PyTorch: export time, latency, load time, memory.
 
-For each example: ``.pte`` size and planned memory of edgetorch's program and of ExecuTorch's
-(``to_edge(...).to_executorch()`` in the reference environment), and latency of edgetorch's
-runtime and of ExecuTorch's runtime, each as a ratio to eager PyTorch measured in the same run.
-Latency is the median over ``--runs`` executions after a warm-up, with one thread everywhere.
+One command (``make bench``)::
 
-    EDGETORCH_REF_PYTHON=.venv-ref/bin/python .venv/bin/python bench/bench_examples.py
+    .venv/bin/python bench/bench_examples.py [models ...] [--rounds 5] [--threads 1,2]
+
+1. exports every model's ``.pte`` files with edgetorch (this venv) and with ExecuTorch (the
+   reference venv, ``$EDGETORCH_REF_PYTHON`` or ``.venv-ref``): portable, XNNPACK fp32 and
+   XNNPACK static int8 (``export_pte.py``; it also times both toolchains' exports);
+2. times every runner in ONE process with interleaved rounds (``measure.py``, run by the
+   reference python: eager PyTorch, ExecuTorch's runtime and edgetorch's torch-free runtime);
+3. writes ``bench/results/<label>.json``, ``<label>.md`` (tables) and ``<label>.png`` (chart).
 """
 
 from __future__ import annotations
@@ -13,79 +17,147 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
-import tempfile
+import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "compat"))
+from refenv import ref_python  # noqa: E402
 
-import torch  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
-from refenv import RefToolError, ref_available, ref_export, ref_time  # noqa: E402
-from timing import median_ms  # noqa: E402
-
-from edgetorch.examples import EXAMPLES, get_example  # noqa: E402
-from edgetorch.exir import to_edge  # noqa: E402
-from edgetorch.runtime import Runtime  # noqa: E402
+MODELS = ["tiny_classifier", "mlp", "cnn", "mobilenet_v2", "resnet18", "transformer_encoder",
+          "llama_decoder", "bert_encoder"]
+PATHS = ("portable", "xnnpack", "xnnpack_q8")
+RUNNERS = (("ours:ours", "ours on ours"), ("ours:et", "ours on ET's"),
+           ("et:et", "ET on ET's"), ("et:ours", "ET on ours"))
 
 
-def _planned(path: Path) -> int:
-    meta = Runtime.get().load_program(path).metadata("forward")
-    return sum(meta.memory_planned_buffer_size(i) for i in range(meta.num_memory_planned_buffers()))
+def _run(python: str | Path, args: list[str], src: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    subprocess.run([str(python), *args], env=env, check=True)
 
 
-def bench(name: str, runs: int, tmp: Path, with_ref: bool) -> dict:
-    ex = get_example(name)
-    model, inputs = ex.factory(), ex.example_inputs()
-    ours = tmp / f"{name}.edgetorch.pte"
-    ours.write_bytes(to_edge(torch.export.export(model, inputs)).to_executorch().buffer)
-    method = Runtime.get().load_program(ours).load_method("forward")
-    np_inputs = [x.numpy() for x in inputs]
-    with torch.no_grad():
-        eager_ms = median_ms(lambda: model(*inputs), runs)
-    ours_ms = median_ms(lambda: method.execute(np_inputs), runs)
-    row = {"model": name, "ours_bytes": ours.stat().st_size, "ours_planned": _planned(ours),
-           "eager_ms": eager_ms, "ours_ms": ours_ms}
-    if with_ref:
-        try:
-            theirs = ref_export(name, tmp / f"{name}.executorch.pte")
-            row.update(et_bytes=theirs.pte.stat().st_size, et_planned=_planned(theirs.pte))
-            timing = ref_time(theirs.pte, np_inputs, runs)
-            row["et_ms"] = float(timing.get("median_ms", timing.get("mean_ms")))
-        except RefToolError as e:  # e.g. ExecuTorch lacks a kernel its own export uses
-            print(f"({name}: ExecuTorch could not export or run it: {str(e).splitlines()[0]})")
-    return row
+def _ratio(row: dict, key: str) -> str:
+    r, e = row["runners"].get(key), row["runners"]["eager"]["ms"]
+    return f"{r['ms']:.3f} ({r['ms'] / e:.2f}x)" if r else "-"
+
+
+def _num(d: dict | None, key: str) -> str:
+    return f"{d[key]:.1f}" if d and key in d else "-"
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Benchmark {result['label']}", "",
+             f"BLAS: {', '.join(str(b.get('internal_api')) + ' ' + str(b.get('version')) + ' core=' + str(b.get('architecture')) for b in result['blas'])}; "
+             f"numpy {result['numpy']}, torch {result['torch']}. Milliseconds per call, median of "
+             f"{result['rounds']} interleaved rounds in one process; (ratio to eager PyTorch in the "
+             "same run). `ours` = edgetorch's runtime, `ET` = ExecuTorch 1.5.1's runtime; "
+             "`on ET's` = on the .pte ExecuTorch exported.", ""]
+    for threads in sorted({r["threads"] for r in result["rows"]}):
+        lines += [f"## {threads} thread(s)", "",
+                  "| model | path | eager | " + " | ".join(t for _, t in RUNNERS) + " |",
+                  "|---|---|---:|" + "---:|" * len(RUNNERS)]
+        for row in (r for r in result["rows"] if r["threads"] == threads):
+            for path in PATHS:
+                if not any(f"{path}/{k}" in row["runners"] for k, _ in RUNNERS):
+                    continue
+                cells = [_ratio(row, f"{path}/{k}") for k, _ in RUNNERS]
+                lines.append(f"| {row['model']} | {path} | {row['runners']['eager']['ms']:.3f} | "
+                             + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Load (load_program + load_method, ms) and RSS growth over load + first call (MB)",
+              "", "| model | path | .pte MB ours / ET | load ours on ours | load ET on ET's | "
+              "RSS ours on ours | RSS ET on ET's |", "|---|---|---|---:|---:|---:|---:|"]
+    for row in (r for r in result["rows"] if r["threads"] == 1):
+        for path in PATHS:
+            o, t = row["runners"].get(f"{path}/ours:ours"), row["runners"].get(f"{path}/et:et")
+            if not o and not t:
+                continue
+            lines.append(f"| {row['model']} | {path} | {_num(o, 'pte_mb')} / {_num(t, 'pte_mb')} | "
+                         f"{_num(o, 'load_ms')} | {_num(t, 'load_ms')} | {_num(o, 'rss_mb')} | {_num(t, 'rss_mb')} |")
+    lines += ["", "## Export: to_edge + to_executorch (s), XNNPACK: lowering + to_executorch (s)",
+              "", "| model | portable ours | portable ET | xnnpack ours | xnnpack ET | "
+              "int8 xnnpack ours | int8 xnnpack ET |", "|---|---:|---:|---:|---:|---:|---:|"]
+    exp = result["export"]
+    for m in result["models"]:
+        cells = []
+        for path in PATHS:
+            for tool in ("edgetorch", "executorch"):
+                v = exp.get(tool, {}).get(m, {}).get(f"{path}_export_s")
+                cells.append(f"{v:.2f}" if v is not None else "-")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    errors = [(r["model"], k, v) for r in result["rows"] for k, v in r["errors"].items()]
+    errors += [(m, f"export {tool} {k}", v) for tool, d in exp.items() for m, row in d.items()
+               for k, v in row.items() if k.endswith("_error")]
+    if errors:
+        lines += ["", "## Gaps", ""] + [f"- {m} {k}: {v}" for m, k, v in errors]
+    lines.append(f"\nPeak RSS of the measuring process: {max(r['peak_rss_mb'] for r in result['rows']):.0f} MB.")
+    return "\n".join(lines) + "\n"
+
+
+def chart(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in result["rows"] if r["threads"] == 1]
+    series = [(f"{p}/{k}", f"{p} {t}") for p in PATHS for k, t in RUNNERS[:3]]
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(rows)), 5))
+    width = 0.8 / len(series)
+    for j, (key, label) in enumerate(series):
+        xs, ys = [], []
+        for i, r in enumerate(rows):
+            if key in r["runners"]:
+                xs.append(i + j * width)
+                ys.append(r["runners"][key]["ms"] / r["runners"]["eager"]["ms"])
+        ax.bar(xs, ys, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))], [r["model"] for r in rows],
+                  rotation=20)
+    ax.set_ylabel("time / eager PyTorch (log, lower is better)")
+    ax.set_title(f"edgetorch vs ExecuTorch 1.5.1, 1 thread ({result['label']})")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", default=sorted(EXAMPLES))
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("models", nargs="*", default=MODELS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--label", default=time.strftime("bench-%Y-%m-%d-%H%M"))
+    parser.add_argument("--work", type=Path, default=ROOT / "build" / "bench")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="edgetorch sources to use")
+    parser.add_argument("--skip-export", action="store_true", help="reuse --work's .pte files")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    with_ref = ref_available()
-    if not with_ref:
-        print("(reference ExecuTorch env not found: showing edgetorch and eager only)")
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models:
-            rows.append(bench(name, args.runs, Path(tmp), with_ref))
-    head = (f"{'model':<20} {'pte bytes (ours / ET)':>26} {'planned (ours / ET)':>24} "
-            f"{'eager ms':>9} {'ours/eager':>10} {'ET/eager':>9}")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        sizes = f"{r['ours_bytes']:,} / {r.get('et_bytes', 0):,}"
-        plans = f"{r['ours_planned']:,} / {r.get('et_planned', 0):,}"
-        et_ratio = f"{r['et_ms'] / r['eager_ms']:.2f}x" if "et_ms" in r else "-"
-        print(f"{r['model']:<20} {sizes:>26} {plans:>24} {r['eager_ms']:>9.2f} "
-              f"{r['ours_ms'] / r['eager_ms']:>9.2f}x {et_ratio:>9}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+    ref = ref_python()
+    if not ref.exists():
+        print(f"the reference environment ({ref}) is missing: run `make ref` first")
+        return 1
+    here = Path(__file__).resolve().parent
+    if not args.skip_export:
+        _run(sys.executable, [str(here / "export_pte.py"), "--tool", "edgetorch", "--out",
+                              str(args.work), *args.models], args.src)
+        _run(ref, [str(here / "export_pte.py"), "--tool", "executorch", "--out", str(args.work),
+                   *args.models], args.src)
+    measured = args.work / "measure.json"
+    _run(ref, [str(here / "measure.py"), "--pte-dir", str(args.work), "--json", str(measured),
+               "--rounds", str(args.rounds), "--threads", args.threads, *args.models], args.src)
+    result = json.loads(measured.read_text())
+    result.update(label=args.label, rounds=args.rounds, models=args.models, export={
+        tool: json.loads((args.work / tool / "export.json").read_text())
+        for tool in ("edgetorch", "executorch") if (args.work / tool / "export.json").exists()})
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.label}.json").write_text(json.dumps(result, indent=2))
+    (args.out / f"{args.label}.md").write_text(markdown(result))
+    chart(result, args.out / f"{args.label}.png")
+    print(markdown(result))
+    print(f"wrote {args.out / args.label}.json, .md, .png")
     return 0
 
 

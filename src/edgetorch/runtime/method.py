@@ -15,6 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,6 +77,7 @@ class Method:
         self._delegate_handles: list[Any] = []
         self._has_jumps = False
         self._compile()
+        self._prepare_io()
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -291,11 +293,19 @@ class Method:
         plain = all(isinstance(g, int) for g in getters[:-1])
         in_idx = tuple(getters[:-1])
 
-        if plain:
-            plain_idx = tuple(int(g) for g in in_idx)  # type: ignore[arg-type]
+        if plain and len(in_idx) == 1:
+            only = int(in_idx[0])  # type: ignore[arg-type]
 
             def run() -> int:
-                res = fn(*[vals[i] for i in plain_idx])
+                res = fn(vals[only])
+                if res is not vals[ret]:
+                    store(ret, res, name)
+                return pc + 1
+        elif plain and in_idx:
+            get = itemgetter(*in_idx)  # one C call gathers the arguments
+
+            def run() -> int:
+                res = fn(*get(vals))
                 if res is not vals[ret]:
                     store(ret, res, name)
                 return pc + 1
@@ -442,6 +452,41 @@ class Method:
 
     # ---- execution ---------------------------------------------------------------------
 
+    def _prepare_io(self) -> None:
+        """What ``execute`` needs per call, worked out once: for each input tensor, the
+        (value index, dtype, planned sizes, full-size view or None when the runtime binds the
+        caller's array) of its fast path; the output indices."""
+        fast: list[tuple[int, np.dtype, tuple[int, ...], np.ndarray | None]] | None = []
+        for idx in self._plan.inputs:
+            idx = int(idx)
+            slot = self._slots.get(idx)
+            if slot is None or not isinstance(self._plan.values[idx].val, S.Tensor):
+                fast = None  # scalars, lists or a corrupt input: the general path checks them
+                break
+            full = None if self._is_bound_slot(idx) else slot.view(slot.bound)
+            fast.append((idx, slot.dtype, slot.bound, full))
+        self._fast_inputs = fast
+        self._n_inputs = len(self._plan.inputs)
+        self._outputs = tuple(int(i) for i in self._plan.outputs)
+
+    def _set_inputs_fast(self, inputs: Sequence[Any]) -> bool:
+        """Every input an ndarray of its planned dtype and sizes (the common case): copy them
+        in with no further checks and return True; otherwise change nothing, return False."""
+        fast = self._fast_inputs
+        if fast is None or len(inputs) != self._n_inputs:
+            return False
+        for (_, dtype, bound, _), x in zip(fast, inputs):
+            if type(x) is not np.ndarray or x.dtype != dtype or x.shape != bound:
+                return False
+        vals = self._vals
+        for (idx, _, _, full), x in zip(fast, inputs):
+            if full is None:
+                vals[idx] = x
+            else:
+                vals[idx] = full  # a previous call may have re-viewed it at smaller sizes
+                np.copyto(full, x)
+        return True
+
     def _set_inputs(self, inputs: Sequence[Any]) -> None:
         plan_inputs = self._plan.inputs
         if len(inputs) != len(plan_inputs):
@@ -501,8 +546,13 @@ class Method:
                         "re-export with a larger torch.export.Dim max")
         return x
 
-    def execute(self, inputs: Sequence[Any] = ()) -> list[Any]:
+    def execute(self, inputs: Sequence[Any] = (), *, copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
+
+        Outputs are copies (C-contiguous): the next ``execute`` reuses the planned memory.
+        ``copy_outputs=False`` returns the output tensors themselves instead, views of the
+        method's planned memory (or of its constants, read-only, or of an input): no copy, but
+        the next ``execute`` overwrites them, so consume them before calling again.
 
         One call at a time: a Method owns its memory, so a call made while another thread is
         inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
@@ -514,17 +564,17 @@ class Method:
                 "one call at a time. Load a Method per thread with program.load_method("
                 f"{self.name!r}) (the Program can be shared), or guard this one with a lock")
         try:
-            return self._execute(inputs)
+            # (one argument when copying: tests/reliability wrap _execute(inputs))
+            return self._execute(inputs) if copy_outputs else self._execute(inputs, False)
         finally:
             self._busy.release()
 
-    def _execute(self, inputs: Sequence[Any]) -> list[Any]:
-        """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out.
-
-        Outputs are copies: the next ``execute`` reuses the planned memory.
-        """
-        want_torch = any(is_torch_tensor(x) for x in inputs)
-        self._set_inputs(list(inputs))
+    def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
+        """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
+        want_torch = False
+        if not self._set_inputs_fast(inputs):
+            want_torch = any(is_torch_tensor(x) for x in inputs)
+            self._set_inputs(list(inputs))
         tracer = self.event_tracer
         start = time.perf_counter()
         if tracer is None:
@@ -532,14 +582,13 @@ class Method:
         else:
             self._run_traced(tracer)
         self.last_run_seconds = time.perf_counter() - start
-        outs = []
-        for idx in self._plan.outputs:
-            v = self._vals[idx]
-            if isinstance(v, np.ndarray):
-                v = np.array(v, copy=True, order="C")
-                if want_torch:
-                    v = to_torch(v)
-            outs.append(v)
+        vals = self._vals
+        if copy_outputs:
+            outs = [v.copy() if type(v) is np.ndarray else v for v in map(vals.__getitem__, self._outputs)]
+        else:
+            outs = [vals[i] for i in self._outputs]
+        if want_torch:
+            outs = [to_torch(v) if isinstance(v, np.ndarray) else v for v in outs]
         return outs
 
     def _run_traced(self, tracer: Any) -> None:

@@ -70,6 +70,20 @@ class Runtime:
             cls._instance = cls()
         return cls._instance
 
+    def set_num_threads(self, num_threads: int) -> int:
+        """Size the runtime's thread pool (the BLAS behind NumPy's matrix products, via
+        threadpoolctl); returns the previous size. Process-wide, as ExecuTorch's
+        ``_unsafe_reset_threadpool``: call it when no method is executing."""
+        from .threadpool import set_num_threads
+
+        return set_num_threads(num_threads)
+
+    def get_num_threads(self) -> int:
+        """The number of threads the runtime's math uses now."""
+        from .threadpool import get_num_threads
+
+        return get_num_threads()
+
     def load_program(
         self,
         data: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
