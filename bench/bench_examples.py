@@ -132,7 +132,9 @@ def main() -> int:
     parser.add_argument("--label", default=time.strftime("bench-%Y-%m-%d-%H%M"))
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "bench")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="edgetorch sources to use")
-    parser.add_argument("--skip-export", action="store_true", help="reuse --work's .pte files")
+    parser.add_argument("--export", choices=["all", "ours", "none"], default="all",
+                        help="which .pte files to (re)export into --work; ExecuTorch's do not "
+                        "depend on edgetorch's code, so 'ours' reuses them")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     ref = ref_python()
@@ -140,9 +142,10 @@ def main() -> int:
         print(f"the reference environment ({ref}) is missing: run `make ref` first")
         return 1
     here = Path(__file__).resolve().parent
-    if not args.skip_export:
+    if args.export != "none":
         _run(sys.executable, [str(here / "export_pte.py"), "--tool", "edgetorch", "--out",
                               str(args.work), *args.models], args.src)
+    if args.export == "all":
         _run(ref, [str(here / "export_pte.py"), "--tool", "executorch", "--out", str(args.work),
                    *args.models], args.src)
     measured = args.work / "measure.json"

@@ -31,7 +31,7 @@ from edgetorch.examples import get_example  # imports only torch (src/ on PYTHON
 MODELS = ["tiny_classifier", "mlp", "cnn", "mobilenet_v2", "resnet18", "transformer_encoder",
           "llama_decoder", "bert_encoder"]
 # Static int8 suits the convolution / linear models; the attention models keep fp32.
-QUANTIZED = {"tiny_classifier", "mlp", "cnn", "mobilenet_v2", "resnet18"}
+QUANTIZED = {"simple_model", "tiny_classifier", "mlp", "cnn", "mobilenet_v2", "resnet18"}
 
 
 def _toolchain(tool: str):
@@ -99,8 +99,9 @@ def main() -> int:
     out = args.out / args.tool
     out.mkdir(parents=True, exist_ok=True)
     paths = args.paths.split(",")
-    export_model("simple_model", args.tool, Path(out), ["portable"])  # warm-up, untimed
-    (out / "simple_model.portable.pte").unlink(missing_ok=True)
+    export_model("simple_model", args.tool, out, paths)  # warm-up (imports, caches), untimed
+    for path in paths:
+        (out / f"simple_model.{path}.pte").unlink(missing_ok=True)
     rows = {}
     for name in args.models:
         rows[name] = export_model(name, args.tool, out, paths)

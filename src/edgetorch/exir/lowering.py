@@ -10,6 +10,7 @@ import copy
 import warnings
 from collections.abc import Callable
 
+import torch
 from torch.export import ExportedProgram
 
 from ..errors import EdgeTorchError, PassError
@@ -95,10 +96,14 @@ def _external_tagger(config: ExecutorchBackendConfig):
 
 
 def copy_program(ep: ExportedProgram) -> ExportedProgram:
-    """A deep copy of ``ep`` (torch warns about its own pytree internals while copying)."""
-    with warnings.catch_warnings():
+    """A deep copy of ``ep`` whose graph, signature and weight dicts are new but whose weight
+    tensors are shared: no step of ``to_executorch`` writes a weight in place (folding and
+    fusion add new constants), and cloning every weight was most of the copy's time."""
+    memo: dict[int, object] = {id(t): t for t in (*ep.state_dict.values(), *ep.constants.values())
+                               if isinstance(t, torch.Tensor)}
+    with warnings.catch_warnings():  # torch warns about its own pytree internals while copying
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        return copy.deepcopy(ep)
+        return copy.deepcopy(ep, memo)
 
 
 def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig,
