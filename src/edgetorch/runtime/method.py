@@ -386,10 +386,11 @@ class Method:
         self._arg_getter(dst, where)
         vals = self._vals
         store = self._store
+        dst_is_tensor = dst in self._slots  # decided at load, not per call
 
         def run() -> int:
             value = vals[src]
-            if isinstance(value, np.ndarray) and dst in self._slots:
+            if dst_is_tensor and isinstance(value, np.ndarray):
                 store(dst, value, "move")
             else:
                 vals[dst] = value
