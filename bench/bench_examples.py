@@ -43,8 +43,8 @@ def _ratio(row: dict, key: str) -> str:
     return f"{r['ms']:.3f} ({r['ms'] / e:.2f}x)" if r else "-"
 
 
-def _num(d: dict | None, key: str) -> str:
-    return f"{d[key]:.1f}" if d and key in d else "-"
+def _num(d: dict | None, key: str, digits: int = 1) -> str:
+    return f"{d[key]:.{digits}f}" if d and key in d else "-"
 
 
 def markdown(result: dict) -> str:
@@ -56,13 +56,16 @@ def markdown(result: dict) -> str:
              "`on ET's` = on the .pte ExecuTorch exported.", ""]
     for threads in sorted({r["threads"] for r in result["rows"]}):
         lines += [f"## {threads} thread(s)", "",
-                  "| model | path | eager | " + " | ".join(t for _, t in RUNNERS) + " |",
-                  "|---|---|---:|" + "---:|" * len(RUNNERS)]
+                  "| model | path | eager | " + " | ".join(t for _, t in RUNNERS)
+                  + " | ours / ET, same file |",
+                  "|---|---|---:|" + "---:|" * (len(RUNNERS) + 1)]
         for row in (r for r in result["rows"] if r["threads"] == threads):
             for path in PATHS:
                 if not any(f"{path}/{k}" in row["runners"] for k, _ in RUNNERS):
                     continue
                 cells = [_ratio(row, f"{path}/{k}") for k, _ in RUNNERS]
+                o, t = row["runners"].get(f"{path}/ours:et"), row["runners"].get(f"{path}/et:et")
+                cells.append(f"{o['ms'] / t['ms']:.2f}x" if o and t else "-")
                 lines.append(f"| {row['model']} | {path} | {row['runners']['eager']['ms']:.3f} | "
                              + " | ".join(cells) + " |")
         lines.append("")
@@ -74,7 +77,7 @@ def markdown(result: dict) -> str:
             o, t = row["runners"].get(f"{path}/ours:ours"), row["runners"].get(f"{path}/et:et")
             if not o and not t:
                 continue
-            lines.append(f"| {row['model']} | {path} | {_num(o, 'pte_mb')} / {_num(t, 'pte_mb')} | "
+            lines.append(f"| {row['model']} | {path} | {_num(o, 'pte_mb', 2)} / {_num(t, 'pte_mb', 2)} | "
                          f"{_num(o, 'load_ms')} | {_num(t, 'load_ms')} | {_num(o, 'rss_mb')} | {_num(t, 'rss_mb')} |")
     lines += ["", "## Export: to_edge + to_executorch (s), XNNPACK: lowering + to_executorch (s)",
               "", "| model | portable ours | portable ET | xnnpack ours | xnnpack ET | "
