@@ -209,8 +209,24 @@ def scalars_to_tensors(ep: ExportedProgram) -> bool:
     return changed
 
 
+_DEFAULT_TABLE: tuple[int, dict] | None = None  # (registered-operator count, materialized table)
+
+
+def _default_table() -> dict:
+    """torch's default decompositions, materialized once per set of registered operators.
+
+    Building and materializing the table walks every CompositeImplicit operator of every
+    namespace (about half a second, on every ``to_edge``); the result only changes when an
+    operator is registered, which changes the dispatcher's operator count."""
+    global _DEFAULT_TABLE
+    registered = len(torch._C._dispatch_get_all_op_names())
+    if _DEFAULT_TABLE is None or _DEFAULT_TABLE[0] != registered:
+        _DEFAULT_TABLE = (registered, dict(torch.export.default_decompositions().materialize()))
+    return dict(_DEFAULT_TABLE[1])
+
+
 def _decomposition_table(config: EdgeCompileConfig, keep: list[OpOverload]):
-    table = torch.export.default_decompositions()
+    table = _default_table()
     for op in list(config.preserve_ops) + list(keep):
         table.pop(op, None)
     return table
