@@ -95,7 +95,10 @@ def markdown(result: dict) -> str:
                for k, v in row.items() if k.endswith("_error")]
     if errors:
         lines += ["", "## Gaps", ""] + [f"- {m} {k}: {v}" for m, k, v in errors]
-    lines.append(f"\nPeak RSS of the measuring process: {max(r['peak_rss_mb'] for r in result['rows']):.0f} MB.")
+    lines.append("\nPeak RSS of the measuring process: "
+                 f"{max(r.get('peak_rss_mb', 0) for r in result['rows']):.0f} MB.")
+    if result.get("note"):
+        lines.append(f"\nNote: {result['note']}.")
     return "\n".join(lines) + "\n"
 
 
@@ -139,21 +142,27 @@ def main() -> int:
                         help="which .pte files to (re)export into --work; ExecuTorch's do not "
                         "depend on edgetorch's code, so 'ours' reuses them")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--multi-thread-models", default="",
+                        help="comma-separated models for the multi-thread passes (default: all)")
+    parser.add_argument("--render-only", action="store_true",
+                        help="only write the tables and chart from --work's measure.json")
     args = parser.parse_args()
     ref = ref_python()
     if not ref.exists():
         print(f"the reference environment ({ref}) is missing: run `make ref` first")
         return 1
     here = Path(__file__).resolve().parent
-    if args.export != "none":
+    if args.export != "none" and not args.render_only:
         _run(sys.executable, [str(here / "export_pte.py"), "--tool", "edgetorch", "--out",
                               str(args.work), *args.models], args.src)
-    if args.export == "all":
+    if args.export == "all" and not args.render_only:
         _run(ref, [str(here / "export_pte.py"), "--tool", "executorch", "--out", str(args.work),
                    *args.models], args.src)
     measured = args.work / "measure.json"
-    _run(ref, [str(here / "measure.py"), "--pte-dir", str(args.work), "--json", str(measured),
-               "--rounds", str(args.rounds), "--threads", args.threads, *args.models], args.src)
+    if not args.render_only:
+        _run(ref, [str(here / "measure.py"), "--pte-dir", str(args.work), "--json", str(measured),
+                   "--rounds", str(args.rounds), "--threads", args.threads,
+                   "--multi-thread-models", args.multi_thread_models, *args.models], args.src)
     result = json.loads(measured.read_text())
     result.update(label=args.label, rounds=args.rounds, models=args.models, export={
         tool: json.loads((args.work / tool / "export.json").read_text())

@@ -170,24 +170,27 @@ def main() -> int:
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--multi-thread-models", default="",
+                        help="comma-separated models for the passes with more than one thread "
+                        "(default: all)")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
+    multi = [m for m in args.multi_thread_models.split(",") if m] or args.models
     blas = [p for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
     for p in blas:
         print(f"BLAS: {p.get('internal_api')} {p.get('version')} core={p.get('architecture')} "
               f"({p.get('filepath')})", flush=True)
-    rows = []
-    for threads in [int(t) for t in args.threads.split(",")]:
-        set_threads(threads)
-        for name in args.models:
-            row = measure_model(name, args.pte_dir, args.rounds, threads)
-            rows.append(row)
-            print(f"[{threads} thread(s)] {name}: " + ", ".join(
-                f"{k} {v['ms']:.3f} ms" for k, v in row["runners"].items()), flush=True)
     out = {"blas": [{k: p.get(k) for k in ("internal_api", "version", "architecture",
                                            "num_threads", "filepath")} for p in blas],
-           "numpy": np.__version__, "torch": torch.__version__, "rows": rows}
-    args.json.write_text(json.dumps(out, indent=2))
+           "numpy": np.__version__, "torch": torch.__version__, "rows": []}
+    for threads in [int(t) for t in args.threads.split(",")]:
+        set_threads(threads)
+        for name in (args.models if threads == 1 else multi):
+            row = measure_model(name, args.pte_dir, args.rounds, threads)
+            out["rows"].append(row)
+            print(f"[{threads} thread(s)] {name}: " + ", ".join(
+                f"{k} {v['ms']:.3f} ms" for k, v in row["runners"].items()), flush=True)
+            args.json.write_text(json.dumps(out, indent=2))  # after every model: partial runs count
     return 0
 
 
