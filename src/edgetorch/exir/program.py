@@ -152,7 +152,7 @@ class EdgeProgramManager:
             run_passes(ep, list(method_passes), name)
             to_edge_ops(ep)  # operators a pass inserted as torch.ops.* join the Edge dialect
             new[name] = ep
-        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+        return self._derived(new)
 
     def to_backend(self, partitioner: Any) -> EdgeProgramManager:
         """Delegate with ``partitioner`` (every method) or ``{method: partitioner}`` (only
@@ -165,7 +165,14 @@ class EdgeProgramManager:
                               f"methods: {sorted(self.methods)}")
         new = {name: _to_backend(ep, by_method[name]) if name in by_method else ep
                for name, ep in self._edge_programs.items()}
-        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+        return self._derived(new)
+
+    def _derived(self, programs: dict[str, ExportedProgram]) -> EdgeProgramManager:
+        """A manager for ``programs`` that keeps this one's configuration and ETRecord (which
+        records the Edge program as ``to_edge`` made it, before transforms and delegation)."""
+        manager = EdgeProgramManager(programs, self._config_methods, self.compile_config)
+        manager._etrecord = self._etrecord
+        return manager
 
     def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
         config = config or ExecutorchBackendConfig()
