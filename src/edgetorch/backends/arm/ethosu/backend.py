@@ -1,0 +1,102 @@
+"""``EthosUBackend`` (ahead of time): lower a partition to TOSA (the TOSA backend), compile
+it with Vela and return the blob ExecuTorch writes; external blocks become named data.
+
+Vela's estimates of each compiled partition are kept (keyed by the blob's sha256) for
+``vela_estimates``: preprocess runs once per partition, and only Vela knows the numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, final
+
+from torch.export import ExportedProgram
+
+from ....exir._serialize._named_data_store import NamedDataStore
+from ....exir.backend.backend_details import BackendDetails, PreprocessResult
+from ....schema.program import CompileSpec
+from ..tosa.compile_spec import TosaCompileSpec
+from .compile_spec import EthosUCompileSpec
+from .vela import VelaResult, vela_compile
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CompiledPartition:
+    """What Vela said about one compiled partition (see ``vela_estimates``)."""
+
+    tag: str
+    target: str
+    result: VelaResult
+    tosa_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+#: sha256(processed_bytes) -> the partition's Vela run, filled by ``preprocess``
+COMPILED: dict[str, CompiledPartition] = {}
+
+
+def blob_key(processed_bytes: bytes) -> str:
+    return hashlib.sha256(bytes(processed_bytes)).hexdigest()
+
+
+def delegation_tag(edge_program: ExportedProgram) -> str:
+    for node in edge_program.graph_module.graph.nodes:
+        tag = node.meta.get("delegation_tag")
+        if tag:
+            return str(tag)
+    return ""
+
+
+def tosa_compile_spec_for(compile_spec: EthosUCompileSpec) -> TosaCompileSpec:
+    """The TOSA half of an Ethos-U spec: its TOSA spec, pipeline config and debug settings."""
+    tosa = TosaCompileSpec(compile_spec.tosa_spec)
+    tosa.set_pass_pipeline_config(compile_spec._get_pass_pipeline_config())
+    tosa.dump_intermediate_artifacts_to(compile_spec._get_intermediate_path())
+    tosa.dump_debug_info(compile_spec.tosa_debug_mode)
+    if compile_spec.tosa_dev_mode is not None:
+        tosa._set_tosa_dev_mode(compile_spec.tosa_dev_mode)
+    return tosa
+
+
+def compile_tosa(tosa: bytes, compile_spec: EthosUCompileSpec) -> VelaResult:
+    """Vela on a TOSA flatbuffer, with the spec's flags, in its intermediates folder."""
+    return vela_compile(tosa, list(compile_spec.compiler_flags),
+                        compile_spec._get_intermediate_path(),
+                        compile_spec.external_block_placements.to_block_placements(),
+                        verbose=logging.getLogger("edgetorch.backends.arm").getEffectiveLevel()
+                        <= logging.DEBUG)
+
+
+@final
+class EthosUBackend(BackendDetails):
+    """Ethos-U: TOSA lowering (``TOSABackend``), then Vela."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram,
+                   compile_specs: list[CompileSpec]) -> PreprocessResult:
+        from ..tosa.backend import TOSABackend
+
+        compile_spec = EthosUCompileSpec._from_list(compile_specs)
+        assert isinstance(compile_spec, EthosUCompileSpec)
+        tag = delegation_tag(edge_program)
+        tosa = TOSABackend._preprocess(edge_program, tosa_compile_spec_for(compile_spec))
+        result = compile_tosa(tosa.processed_bytes, compile_spec)
+        inter = compile_spec._get_intermediate_path()
+        tosa_path = (f"{inter.rstrip('/')}/output{'_' + tag if tag else ''}_"
+                     f"{compile_spec.tosa_spec}.tosa") if inter else None
+        COMPILED[blob_key(result.processed_bytes)] = CompiledPartition(
+            tag, str(compile_spec.target), result, tosa_path)
+        logger.info("EthosUBackend: partition %s -> %d bytes, %s cycles", tag or "?",
+                    len(result.processed_bytes), result.summary.get("cycles_total"))
+        if not result.external_blocks:
+            return PreprocessResult(processed_bytes=result.processed_bytes)
+        store = NamedDataStore()
+        for block in result.external_blocks:
+            store.add_named_data(block.key, block.payload, alignment=block.alignment,
+                                 external_tag=block.placement)
+        return PreprocessResult(processed_bytes=result.processed_bytes,
+                                data_store_output=store.get_named_data_store_output())
