@@ -4,3 +4,6 @@ them loads with no extra import. Their runtime halves are torch-free; others (th
 are registered by importing their package."""
 
 from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
+
+# "EthosUBackend": a simulation from the delegate's TOSA graph; needs edgetorch[arm] at init.
+from .arm.runtime import ethosu as _ethosu  # noqa: F401

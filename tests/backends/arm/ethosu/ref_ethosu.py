@@ -1,6 +1,7 @@
 """Reference artifacts from the real ExecuTorch 1.5.1 Ethos-U flow; runs ONLY in .venv-ref-arm.
 
     .venv-ref-arm/bin/python ref_ethosu.py MODEL TARGET OUTDIR [--external weight_data=TAG]
+    .venv-ref-arm/bin/python ref_ethosu.py --check PTE [--data PTD]   # JSON on stdout
 
 Writes ``OUTDIR/model.pte`` (inline delegate, as aot_arm_compiler), ``OUTDIR/inter/`` (the
 intermediates: .tosa per partition, Vela's files), ``OUTDIR/inputs.npz`` (example inputs) and
@@ -21,7 +22,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ethosu_models import MODELS  # noqa: E402
 
 
+def check(pte: str, data: str | None) -> None:
+    """Load ``pte`` with ExecuTorch's runtime and deserializer; print what it sees as JSON."""
+    import json
+
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    raw = Path(pte).read_bytes()
+    rt = Runtime.get()
+    program = rt.load_program(raw) if data is None else rt.load_program(pte, data_path=data)
+    methods = sorted(program.method_names)
+    meta = program.metadata("forward")
+    prog = deserialize_pte_binary(raw).program
+    delegates = [{"id": d.id, "compile_specs": [[c.key, c.value.decode()] for c in d.compile_specs]}
+                 for plan in prog.execution_plan for d in plan.delegates]
+    print(json.dumps({"methods": methods, "num_inputs": meta.num_inputs(),
+                      "num_outputs": meta.num_outputs(), "delegates": delegates}))
+
+
 def main() -> None:
+    if sys.argv[1] == "--check":
+        check(sys.argv[2], sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--data" else None)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("target")
