@@ -1,0 +1,1 @@
+"""The runtime half of the Arm backends (torch-free; tosa-tools from ``edgetorch[arm]``)."""
