@@ -31,6 +31,7 @@ class CompiledPartition:
     tag: str
     target: str
     result: VelaResult
+    tosa: bytes = b""
     tosa_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -71,6 +72,23 @@ def compile_tosa(tosa: bytes, compile_spec: EthosUCompileSpec) -> VelaResult:
                         <= logging.DEBUG)
 
 
+def tosa_graphs(manager: Any) -> dict[str, bytes]:
+    """``{sha256(blob): TOSA}`` of the Ethos-U delegates compiled in this process that appear in
+    ``manager`` -- the runtime's ``backend_options["EthosUBackend"]["tosa_graphs"]``, to
+    simulate them without an intermediates folder."""
+    from ....exir.backend.lowered_backend_module import LoweredBackendModule
+
+    out = {}
+    for method in manager.methods:
+        gm = manager.exported_program(method).graph_module
+        for module in gm.modules():
+            if isinstance(module, LoweredBackendModule) and module.backend_id == "EthosUBackend":
+                part = COMPILED.get(blob_key(module.processed_bytes))
+                if part is not None and part.tosa:
+                    out[blob_key(module.processed_bytes)] = part.tosa
+    return out
+
+
 @final
 class EthosUBackend(BackendDetails):
     """Ethos-U: TOSA lowering (``TOSABackend``), then Vela."""
@@ -89,7 +107,7 @@ class EthosUBackend(BackendDetails):
         tosa_path = (f"{inter.rstrip('/')}/output{'_' + tag if tag else ''}_"
                      f"{compile_spec.tosa_spec}.tosa") if inter else None
         COMPILED[blob_key(result.processed_bytes)] = CompiledPartition(
-            tag, str(compile_spec.target), result, tosa_path)
+            tag, str(compile_spec.target), result, tosa.processed_bytes, tosa_path)
         logger.info("EthosUBackend: partition %s -> %d bytes, %s cycles", tag or "?",
                     len(result.processed_bytes), result.summary.get("cycles_total"))
         if not result.external_blocks:

@@ -42,13 +42,13 @@ def _as_dict(result: VelaResult, per_layer: bool) -> dict[str, Any]:
 def _recompile(blob: bytes, specs: dict[str, bytes], options: dict[str, Any],
                named_data: Any = None) -> CompiledPartition:
     vela = parse_vela_bin(blob, named_data)
-    path, tosa, _, _ = find_tosa(vela, specs, options)
+    path, tosa, _, _ = find_tosa(vela, specs, options, blob)
     # without debug_artifact_path: Vela's working files go to a temporary folder
     cs = EthosUCompileSpec._from_list(
         [CompileSpec(k, v) for k, v in specs.items() if k != "debug_artifact_path"])
     assert isinstance(cs, EthosUCompileSpec)
     tag = os.path.basename(path)[len("output_"):].split("_TOSA-")[0]
-    return CompiledPartition(tag, str(cs.target), compile_tosa(tosa, cs), path)
+    return CompiledPartition(tag, str(cs.target), compile_tosa(tosa, cs), tosa, path)
 
 
 def _from_managers(manager: Any) -> list[tuple[str, int, bytes, dict[str, bytes], Any]]:

@@ -5,7 +5,9 @@ the graph Vela compiled -- with tosa-tools' reference model. The ``.pte`` holds 
 output; the TOSA comes from the intermediates folder: the one given as
 ``load_program(..., backend_options={"EthosUBackend": {"intermediates": DIR}})`` or
 ``$EDGETORCH_ETHOSU_INTERMEDIATES``, else the delegate's ``debug_artifact_path`` compile spec
-(so ExecuTorch's own ``.pte`` built with ``--intermediates`` runs too). There the files are
+(so ExecuTorch's own ``.pte`` built with ``--intermediates`` runs too). In the process that
+compiled the model, ``{"tosa_graphs": {sha256(blob): tosa}}`` (``tosa_graphs(manager)``) gives
+the graphs directly. There the files are
 ``output_<tag>_<tosa_spec>.tosa``; the one whose inputs and outputs match the blob's I/O
 description is this delegate's (ties, e.g. two partitions of the same shapes, are broken by
 compiling each candidate with Vela and comparing the command stream).
@@ -17,6 +19,7 @@ Optional extra: needs ``tosa-tools`` (``pip install 'edgetorch[arm]'``); NumPy o
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -114,9 +117,14 @@ def _same_command_stream(tosa: bytes, specs: Mapping[str, bytes], vela: VelaBin)
     return parse_vela_bin(vela_compile(tosa, flags).processed_bytes).cmd_data == vela.cmd_data
 
 
-def find_tosa(vela: VelaBin, specs: Mapping[str, bytes],
-              options: Mapping[str, Any]) -> tuple[str, bytes, list[TosaIO], list[TosaIO]]:
+def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, Any],
+              blob: bytes | None = None) -> tuple[str, bytes, list[TosaIO], list[TosaIO]]:
     """The TOSA file of this delegate (see the module docstring for where it is looked for)."""
+    graphs = options.get("tosa_graphs") or {}
+    if blob is not None and graphs:
+        tosa = graphs.get(hashlib.sha256(bytes(blob)).hexdigest())
+        if tosa is not None:
+            return ("<in memory>", bytes(tosa), *tosa_graph_io(bytes(tosa)))
     spec = specs.get("tosa_spec", b"").decode("utf-8", "replace")
     dirs = _candidate_dirs(specs, options)
     if not dirs:
@@ -172,7 +180,7 @@ class EthosUSimulator:
     def init(self, blob: memoryview, compile_specs: dict[str, bytes], context: Any) -> EthosUDelegate:
         vela = parse_vela_bin(blob, context.named_data)
         options = getattr(context, "options", {}) or {}
-        path, tosa, ins, outs = find_tosa(vela, compile_specs, options)
+        path, tosa, ins, outs = find_tosa(vela, compile_specs, options, blob)
         return EthosUDelegate(vela, tosa, path, ins, outs,
                               compile_specs.get("target", b"?").decode("utf-8", "replace"))
 
