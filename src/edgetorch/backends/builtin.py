@@ -6,4 +6,5 @@ are registered by importing their package."""
 from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
 
 # "EthosUBackend": a simulation from the delegate's TOSA graph; needs edgetorch[arm] at init.
+from .arm.runtime import cortex_m_kernels as _cortex_m  # noqa: F401
 from .arm.runtime import ethosu as _ethosu  # noqa: F401
