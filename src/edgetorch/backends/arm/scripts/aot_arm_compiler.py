@@ -8,8 +8,8 @@ Same flags and file names as ExecuTorch 1.5.1's script (``<model>_arm_delegate_<
 on edgetorch's compiler. One difference that helps: ``--evaluate`` (a no-op in ExecuTorch, which
 needs an FVP to run anything) runs the ``.pte`` in edgetorch's runtime -- the Ethos-U delegate
 simulated from its TOSA graph -- compares it with the quantized eager model and prints Vela's
-estimates. The CPU-side quantize/dequantize stay ``quantized_decomposed`` ops (ExecuTorch's
-script rewrites them to ``cortex_m::`` ops for its bare-metal runner).
+estimates. As in ExecuTorch, the CPU-side int8 quantize/dequantize become ``cortex_m::`` ops
+(CMSIS-NN on the device; edgetorch's runtime has kernels for them).
 """
 
 from __future__ import annotations
@@ -202,6 +202,10 @@ def main(argv: list[str] | None = None) -> CompileResult:
     partitioners = [_partitioner(spec)] if args.delegate else []
     edge = to_edge_transform_and_lower(exported, partitioner=partitioners,
                                        compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    if args.target != "vgf" and not args.direct_drive:
+        from .cortex_m import replace_quant_nodes
+
+        edge = edge.transform([replace_quant_nodes])
     dump_delegation_info(edge, args.intermediates)
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
     output = output_file_name(args, model_name)
