@@ -96,18 +96,18 @@ class EthosUBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram,
                    compile_specs: list[CompileSpec]) -> PreprocessResult:
-        from ..tosa.backend import TOSABackend
+        from ..tosa.backend import tosa_flatbuffer
 
         compile_spec = EthosUCompileSpec._from_list(compile_specs)
         assert isinstance(compile_spec, EthosUCompileSpec)
         tag = delegation_tag(edge_program)
-        tosa = TOSABackend._preprocess(edge_program, tosa_compile_spec_for(compile_spec))
-        result = compile_tosa(tosa.processed_bytes, compile_spec)
+        tosa = tosa_flatbuffer(edge_program, tosa_compile_spec_for(compile_spec))
+        result = compile_tosa(tosa, compile_spec)
         inter = compile_spec._get_intermediate_path()
         tosa_path = (f"{inter.rstrip('/')}/output{'_' + tag if tag else ''}_"
                      f"{compile_spec.tosa_spec}.tosa") if inter else None
         COMPILED[blob_key(result.processed_bytes)] = CompiledPartition(
-            tag, str(compile_spec.target), result, tosa.processed_bytes, tosa_path)
+            tag, str(compile_spec.target), result, tosa, tosa_path)
         logger.info("EthosUBackend: partition %s -> %d bytes, %s cycles", tag or "?",
                     len(result.processed_bytes), result.summary.get("cycles_total"))
         if not result.external_blocks:

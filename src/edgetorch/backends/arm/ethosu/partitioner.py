@@ -17,6 +17,8 @@ class EthosUPartitioner(TOSAPartitioner):
     are those of ``compile_spec`` when the partitioner is built: build it after quantizing
     with the same spec (quantizing fixes the U55/U65 pipeline config)."""
 
+    backend_id = "EthosUBackend"
+
     def __init__(self, compile_spec: EthosUCompileSpec,
                  additional_checks: Sequence[Any] | None = None) -> None:
         super().__init__(compile_spec, additional_checks)
