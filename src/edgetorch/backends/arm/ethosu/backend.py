@@ -1,15 +1,13 @@
 """``EthosUBackend`` (ahead of time): lower a partition to TOSA (the TOSA backend), compile
 it with Vela and return the blob ExecuTorch writes; external blocks become named data.
 
-Vela's estimates of each compiled partition are kept (keyed by the blob's sha256) for
-``vela_estimates``: preprocess runs once per partition, and only Vela knows the numbers.
+Vela's estimates and the TOSA graph of each compiled partition are kept in ``compiled.COMPILED``
+(keyed by the blob's sha256) for ``vela_estimates`` and the runtime's simulation.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from dataclasses import dataclass, field
 from typing import Any, final
 
 from torch.export import ExportedProgram
@@ -19,29 +17,10 @@ from ....exir.backend.backend_details import BackendDetails, PreprocessResult
 from ....schema.program import CompileSpec
 from ..tosa.compile_spec import TosaCompileSpec
 from .compile_spec import EthosUCompileSpec
+from .compiled import COMPILED, CompiledPartition, blob_key
 from .vela import VelaResult, vela_compile
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class CompiledPartition:
-    """What Vela said about one compiled partition (see ``vela_estimates``)."""
-
-    tag: str
-    target: str
-    result: VelaResult
-    tosa: bytes = b""
-    tosa_path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-#: sha256(processed_bytes) -> the partition's Vela run, filled by ``preprocess``
-COMPILED: dict[str, CompiledPartition] = {}
-
-
-def blob_key(processed_bytes: bytes) -> str:
-    return hashlib.sha256(bytes(processed_bytes)).hexdigest()
 
 
 def delegation_tag(edge_program: ExportedProgram) -> str:

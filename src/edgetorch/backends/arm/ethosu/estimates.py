@@ -20,8 +20,9 @@ from typing import Any
 from ....errors import InvalidArgumentError
 from ....schema.program import CompileSpec
 from ..runtime.ethosu import find_tosa
-from .backend import COMPILED, CompiledPartition, blob_key, compile_tosa
+from .backend import compile_tosa
 from .compile_spec import EthosUCompileSpec
+from .compiled import COMPILED, CompiledPartition, blob_key
 from .vela import VelaResult
 from .vela_bin import parse_vela_bin
 

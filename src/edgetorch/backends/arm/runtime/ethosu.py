@@ -5,9 +5,9 @@ the graph Vela compiled -- with tosa-tools' reference model. The ``.pte`` holds 
 output; the TOSA comes from the intermediates folder: the one given as
 ``load_program(..., backend_options={"EthosUBackend": {"intermediates": DIR}})`` or
 ``$EDGETORCH_ETHOSU_INTERMEDIATES``, else the delegate's ``debug_artifact_path`` compile spec
-(so ExecuTorch's own ``.pte`` built with ``--intermediates`` runs too). In the process that
-compiled the model, ``{"tosa_graphs": {sha256(blob): tosa}}`` (``tosa_graphs(manager)``) gives
-the graphs directly. There the files are
+(so ExecuTorch's own ``.pte`` built with ``--intermediates`` runs too). Before any folder: a
+graph given as ``{"tosa_graphs": {sha256(blob): tosa}}``, or compiled by this very process
+(``ethosu.compiled``), so compile-then-run needs no intermediates. There the files are
 ``output_<tag>_<tosa_spec>.tosa``; the one whose inputs and outputs match the blob's I/O
 description is this delegate's (ties, e.g. two partitions of the same shapes, are broken by
 compiling each candidate with Vela and comparing the command stream).
@@ -19,7 +19,6 @@ Optional extra: needs ``tosa-tools`` (``pip install 'edgetorch[arm]'``); NumPy o
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 
 from ....errors import BackendNotFoundError, ErrorCode, InvalidArgumentError, InvalidProgramError
 from ....runtime.backends import backend
+from ..ethosu.compiled import COMPILED, blob_key
 from ..ethosu.vela_bin import VelaBin, VelaIO, parse_vela_bin
 
 BACKEND_ID = "EthosUBackend"
@@ -120,10 +120,11 @@ def _same_command_stream(tosa: bytes, specs: Mapping[str, bytes], vela: VelaBin)
 def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, Any],
               blob: bytes | None = None) -> tuple[str, bytes, list[TosaIO], list[TosaIO]]:
     """The TOSA file of this delegate (see the module docstring for where it is looked for)."""
-    graphs = options.get("tosa_graphs") or {}
-    if blob is not None and graphs:
-        tosa = graphs.get(hashlib.sha256(bytes(blob)).hexdigest())
-        if tosa is not None:
+    if blob is not None:
+        key = blob_key(blob)
+        compiled = COMPILED.get(key)
+        tosa = (options.get("tosa_graphs") or {}).get(key) or (compiled.tosa if compiled else None)
+        if tosa:
             return ("<in memory>", bytes(tosa), *tosa_graph_io(bytes(tosa)))
     spec = specs.get("tosa_spec", b"").decode("utf-8", "replace")
     dirs = _candidate_dirs(specs, options)
