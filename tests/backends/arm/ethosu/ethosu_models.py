@@ -32,6 +32,20 @@ class ConvNet(nn.Module):
         return self.fc(torch.flatten(self.pool(y), 1))
 
 
+class Partial(nn.Module):
+    """conv, a gt/where (which U55 refuses, so it stays on the CPU), conv: two delegates."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        y = self.conv1(x)
+        y = torch.where(y > 0, y, y * 0.5)
+        return self.conv2(y)
+
+
 def add():
     torch.manual_seed(0)
     return Add().eval(), (torch.randn(1, 3, 8, 8), torch.randn(1, 3, 8, 8))
@@ -43,4 +57,9 @@ def convnet():
     return model, (torch.randn(1, 3, 16, 16),)
 
 
-MODELS = {"add": add, "convnet": convnet}
+def partial():
+    torch.manual_seed(0)
+    return Partial().eval(), (torch.randn(1, 3, 8, 8),)
+
+
+MODELS = {"add": add, "convnet": convnet, "partial": partial}
