@@ -64,3 +64,32 @@ def ref_arm(tmp_path_factory):
         return made[key]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def ref_aot(tmp_path_factory):
+    """ExecuTorch's own ``aot_arm_compiler`` on ``aot_models.py`` (``EDGETORCH_AOT_MODEL``):
+    returns the output folder (``aot_models_arm_delegate_<target>.pte``, ``inter/``)."""
+    cache_root = os.environ.get("EDGETORCH_ETHOSU_REF_CACHE")
+    root = Path(cache_root) if cache_root else tmp_path_factory.mktemp("ethosu_aot_ref")
+    made: dict[tuple, Path] = {}
+
+    def get(model: str, target: str) -> Path:
+        if (model, target) not in made:
+            out = root / f"aot_{model}_{target}"
+            pte = out / f"aot_models_arm_delegate_{target}.pte"
+            if not pte.exists():
+                if not ref_arm_available():
+                    pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
+                proc = subprocess.run(
+                    [str(REF_ARM_PYTHON), "-m", "executorch.backends.arm.scripts.aot_arm_compiler",
+                     f"--model_name={HERE / 'aot_models.py'}", "--delegate", "--quantize",
+                     f"--intermediates={out / 'inter'}", f"--target={target}", f"--output={out}"],
+                    capture_output=True, text=True, timeout=1800,
+                    env={**os.environ, "EDGETORCH_AOT_MODEL": model})
+                if proc.returncode != 0:
+                    raise RuntimeError(f"ExecuTorch aot_arm_compiler failed:\n{proc.stderr[-4000:]}")
+            made[(model, target)] = out
+        return made[(model, target)]
+
+    return get
