@@ -54,14 +54,16 @@ def _recompile(blob: bytes, specs: dict[str, bytes], options: dict[str, Any],
 
 def _from_managers(manager: Any) -> list[tuple[str, int, bytes, dict[str, bytes], Any]]:
     from ....exir.backend.lowered_backend_module import LoweredBackendModule
-    from ....exir.backend.utils import get_delegates
+    from ....exir.backend.utils import is_delegate_call
 
     rows = []
     for method in sorted(manager.methods):
         ep = manager.exported_program(method)
         index = 0
-        for node in get_delegates(ep.graph):
-            lowered = getattr(ep.graph_module, node.args[0].target)
+        for node in ep.graph.nodes:  # delegate calls in graph order = the .pte's order
+            if not is_delegate_call(node):
+                continue
+            lowered = getattr(ep.graph_module, str(node.args[0].target))
             if not isinstance(lowered, LoweredBackendModule):
                 continue
             if lowered.backend_id == BACKEND_ID:
