@@ -4,3 +4,4 @@ them loads with no extra import. Their runtime halves are torch-free; others (th
 are registered by importing their package."""
 
 from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
+from .arm import runtime as _arm_runtime  # noqa: F401, E402  (registers "TOSABackend"; tosa-tools loads lazily)
