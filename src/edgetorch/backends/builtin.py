@@ -5,6 +5,9 @@ are registered by importing their package."""
 
 from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
 
-# "EthosUBackend": a simulation from the delegate's TOSA graph; needs edgetorch[arm] at init.
-from .arm.runtime import cortex_m_kernels as _cortex_m  # noqa: F401
-from .arm.runtime import ethosu as _ethosu  # noqa: F401
+# The Arm runtimes: "TOSABackend" and "EthosUBackend" (a simulation from the delegate's TOSA
+# graph) plus the cortex_m Q/DQ kernels of ExecuTorch's aot_arm_compiler; tosa-tools
+# (edgetorch[arm]) is imported only when a delegate is loaded.
+from .arm import runtime as _arm_runtime  # noqa: E402, F401
+from .arm.runtime import cortex_m_kernels as _cortex_m  # noqa: E402, F401
+from .arm.runtime import ethosu as _ethosu  # noqa: E402, F401

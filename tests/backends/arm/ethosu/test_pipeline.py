@@ -11,12 +11,12 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import ref_check
 from ethosu_models import MODELS
 from ethosu_util import output_scales, steps_off
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import edgetorch.backends.arm.tosa.backend as tosa_backend
+from conftest import ref_check
 from edgetorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner, vela_estimates
 from edgetorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
 from edgetorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower

@@ -7,8 +7,8 @@ import shlex
 
 import numpy as np
 import pytest
-from conftest import HERE, ref_check
 
+from conftest import HERE, ref_check
 from edgetorch.backends.arm.scripts.aot_arm_compiler import main as aot_main
 from edgetorch.cli import main as cli_main
 from edgetorch.runtime import Runtime

@@ -15,7 +15,6 @@ from torch.export import ExportedProgram
 from ....exir._serialize._named_data_store import NamedDataStore
 from ....exir.backend.backend_details import BackendDetails, PreprocessResult
 from ....schema.program import CompileSpec
-from ..tosa.compile_spec import TosaCompileSpec
 from .compile_spec import EthosUCompileSpec
 from .compiled import COMPILED, CompiledPartition, blob_key
 from .vela import VelaResult, vela_compile
@@ -29,17 +28,6 @@ def delegation_tag(edge_program: ExportedProgram) -> str:
         if tag:
             return str(tag)
     return ""
-
-
-def tosa_compile_spec_for(compile_spec: EthosUCompileSpec) -> TosaCompileSpec:
-    """The TOSA half of an Ethos-U spec: its TOSA spec, pipeline config and debug settings."""
-    tosa = TosaCompileSpec(compile_spec.tosa_spec)
-    tosa.set_pass_pipeline_config(compile_spec._get_pass_pipeline_config())
-    tosa.dump_intermediate_artifacts_to(compile_spec._get_intermediate_path())
-    tosa.dump_debug_info(compile_spec.tosa_debug_mode)
-    if compile_spec.tosa_dev_mode is not None:
-        tosa._set_tosa_dev_mode(compile_spec.tosa_dev_mode)
-    return tosa
 
 
 def compile_tosa(tosa: bytes, compile_spec: EthosUCompileSpec) -> VelaResult:
@@ -75,12 +63,12 @@ class EthosUBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram,
                    compile_specs: list[CompileSpec]) -> PreprocessResult:
-        from ..tosa.backend import tosa_flatbuffer
+        from ..tosa.backend import TOSABackend, tosa_flatbuffer
 
         compile_spec = EthosUCompileSpec._from_list(compile_specs)
         assert isinstance(compile_spec, EthosUCompileSpec)
         tag = delegation_tag(edge_program)
-        tosa = tosa_flatbuffer(edge_program, tosa_compile_spec_for(compile_spec))
+        tosa = tosa_flatbuffer(edge_program, TOSABackend.filter_tosa_compile_specs(compile_spec))
         result = compile_tosa(tosa, compile_spec)
         inter = compile_spec._get_intermediate_path()
         tosa_path = (f"{inter.rstrip('/')}/output{'_' + tag if tag else ''}_"

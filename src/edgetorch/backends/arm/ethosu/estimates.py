@@ -43,7 +43,8 @@ def _as_dict(result: VelaResult, per_layer: bool) -> dict[str, Any]:
 def _recompile(blob: bytes, specs: dict[str, bytes], options: dict[str, Any],
                named_data: Any = None) -> CompiledPartition:
     vela = parse_vela_bin(blob, named_data)
-    path, tosa, _, _ = find_tosa(vela, specs, options, blob)
+    path, runner, _, _ = find_tosa(vela, specs, options, blob)
+    tosa = runner.tosa_bytes
     # without debug_artifact_path: Vela's working files go to a temporary folder
     cs = EthosUCompileSpec._from_list(
         [CompileSpec(k, v) for k, v in specs.items() if k != "debug_artifact_path"])

@@ -160,6 +160,22 @@ def relu6_as_hardtanh(gm: GraphModule) -> None:
     gm.recompile()
 
 
+def adaptive_pool_as_avg_pool(gm: GraphModule) -> None:
+    """``adaptive_avg_pool2d(x, 1)`` -> ``avg_pool2d(x, kernel=(H, W), stride=1)``, as
+    ExecuTorch's annotation pipeline decomposes it: the float sums then round alike, so the
+    observers downstream see the same values and pick the same scales."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target != aten.adaptive_avg_pool2d.default:
+            continue
+        val = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
+        if val is None or val.dim() != 4 or list(node.args[1]) != [1, 1]:
+            continue
+        h, w = int(val.shape[2]), int(val.shape[3])
+        node.target = aten.avg_pool2d.default
+        node.args = (node.args[0], [h, w], [1, 1], [0, 0])
+    gm.recompile()
+
+
 def drop_guard_calls(gm: GraphModule) -> None:
     """Remove ``export(...).module()``'s ``_guards_fn`` call so PT2E works without
     ``check_guards=False`` (ExecuTorch issue #16248)."""

@@ -18,7 +18,13 @@ from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import QuantizationConfig, Quantizer
 
 from ..common.arm_compile_spec import ArmCompileSpec
-from .annotator import annotate_graph, annotate_io, drop_guard_calls, relu6_as_hardtanh
+from .annotator import (
+    adaptive_pool_as_avg_pool,
+    annotate_graph,
+    annotate_io,
+    drop_guard_calls,
+    relu6_as_hardtanh,
+)
 from .quantization_config import get_symmetric_quantization_config
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "get_symmetric_quantization_config"]
@@ -88,6 +94,7 @@ class TOSAQuantizer(Quantizer):
             self.compile_spec._get_pass_pipeline_config()
         drop_guard_calls(model)
         relu6_as_hardtanh(model)
+        adaptive_pool_as_avg_pool(model)
         return model
 
     def annotate(self, model: GraphModule) -> GraphModule:

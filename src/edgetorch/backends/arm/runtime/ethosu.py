@@ -31,6 +31,7 @@ from ....errors import BackendNotFoundError, ErrorCode, InvalidArgumentError, In
 from ....runtime.backends import backend
 from ..ethosu.compiled import COMPILED, blob_key
 from ..ethosu.vela_bin import VelaBin, VelaIO, parse_vela_bin
+from .tosa_sim import NUMPY_DTYPES, TosaGraphRunner
 
 BACKEND_ID = "EthosUBackend"
 ENV_VAR = "EDGETORCH_ETHOSU_INTERMEDIATES"
@@ -55,7 +56,7 @@ class EthosUDelegate:
     """An initialised delegate: the parsed blob and the TOSA graph that stands in for it."""
 
     vela: VelaBin
-    tosa: bytes
+    runner: TosaGraphRunner
     tosa_path: str
     inputs: list[TosaIO]
     outputs: list[TosaIO]
@@ -67,30 +68,16 @@ class EthosUDelegate:
                 f"outputs {[(t.shape, t.dtype.name) for t in self.outputs]}\n  {self.vela}")
 
 
-def tosa_graph_io(tosa: bytes) -> tuple[list[TosaIO], list[TosaIO]]:
-    """Names, shapes and dtypes of the main block's inputs and outputs of a TOSA flatbuffer."""
-    try:
-        from tosa.TosaGraph import TosaGraph
-    except ImportError as e:
-        raise BackendNotFoundError(_MISSING_TOOLS) from e
-    graph = TosaGraph.GetRootAsTosaGraph(tosa, 0)
-    block = graph.Regions(0).Blocks(0)
-    tensors = {}
-    for k in range(block.TensorsLength()):
-        t = block.Tensors(k)
-        tensors[t.Name()] = t
+def tosa_graph_io(tosa: bytes, where: str = "TOSA graph") -> tuple[TosaGraphRunner,
+                                                                   list[TosaIO], list[TosaIO]]:
+    """The graph ready to run (arm's ``tosa_sim``), and its inputs and outputs."""
+    runner = TosaGraphRunner(tosa, where)
 
-    def io(name: bytes) -> TosaIO:
-        t = tensors[name]
-        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
-        return TosaIO(name.decode(), shape, np.dtype(_TOSA_DTYPES.get(t.Type(), np.int8)))
+    def io(specs) -> list[TosaIO]:
+        return [TosaIO(name, tuple(int(d) for d in t.shape),
+                       np.dtype(NUMPY_DTYPES.get(t.dtype, np.int8))) for name, t in specs]
 
-    return ([io(block.Inputs(k)) for k in range(block.InputsLength())],
-            [io(block.Outputs(k)) for k in range(block.OutputsLength())])
-
-
-_MISSING_TOOLS = (f"{BACKEND_ID} simulation needs tosa-tools (its TOSA reference model); "
-                  "install edgetorch's Arm extra: pip install 'edgetorch[arm]'")
+    return runner, io(runner.input_specs), io(runner.output_specs)
 
 
 def _matches(tosa_io: list[TosaIO], vela_io: list[VelaIO]) -> bool:
@@ -118,14 +105,15 @@ def _same_command_stream(tosa: bytes, specs: Mapping[str, bytes], vela: VelaBin)
 
 
 def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, Any],
-              blob: bytes | None = None) -> tuple[str, bytes, list[TosaIO], list[TosaIO]]:
+              blob: bytes | None = None) -> tuple[str, TosaGraphRunner, list[TosaIO],
+                                                  list[TosaIO]]:
     """The TOSA file of this delegate (see the module docstring for where it is looked for)."""
     if blob is not None:
         key = blob_key(blob)
         compiled = COMPILED.get(key)
         tosa = (options.get("tosa_graphs") or {}).get(key) or (compiled.tosa if compiled else None)
         if tosa:
-            return ("<in memory>", bytes(tosa), *tosa_graph_io(bytes(tosa)))
+            return ("<in memory>", *tosa_graph_io(bytes(tosa), f"{BACKEND_ID} (in memory)"))
     spec = specs.get("tosa_spec", b"").decode("utf-8", "replace")
     dirs = _candidate_dirs(specs, options)
     if not dirs:
@@ -140,14 +128,13 @@ def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, A
         files = sorted(folder.glob(f"output_*_{spec}.tosa")) if folder.is_dir() else []
         looked.append(f"{d} ({len(files)} .tosa files)" if folder.is_dir() else f"{d} (missing)")
         for f in files:
-            data = f.read_bytes()
-            ins, outs = tosa_graph_io(data)
+            runner, ins, outs = tosa_graph_io(f.read_bytes(), f"{BACKEND_ID} ({f})")
             if _matches(ins, vela.inputs) and _matches(outs, vela.outputs):
-                matching.append((str(f), data, ins, outs))
+                matching.append((str(f), runner, ins, outs))
         if matching:
             break
     if len(matching) > 1:
-        exact = [m for m in matching if _same_command_stream(m[1], specs, vela)]
+        exact = [m for m in matching if _same_command_stream(m[1].tosa_bytes, specs, vela)]
         matching = exact or matching[:0]
     if len(matching) != 1:
         raise BackendNotFoundError(
@@ -155,20 +142,6 @@ def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, A
             f"({len(vela.inputs)} inputs, {len(vela.outputs)} outputs) in {', '.join(looked)}; "
             + _HOW_TO_GET_TOSA, code=ErrorCode.NotFound)
     return matching[0]
-
-
-def run_tosa(tosa: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Run a TOSA flatbuffer with tosa-tools' reference model."""
-    try:
-        import tosa_reference_model as trm
-    except ImportError as e:
-        raise BackendNotFoundError(_MISSING_TOOLS) from e
-    outputs, status = trm.run(tosa, inputs, verbosity="NONE",
-                              initialize_variable_tensor_from_numpy=0)
-    if status != trm.GraphStatus.TOSA_VALID:
-        raise InvalidProgramError(f"{BACKEND_ID}: the TOSA reference model reports {status} for "
-                                  "this delegate's graph; re-export the model")
-    return list(outputs)
 
 
 @backend(BACKEND_ID)
@@ -181,8 +154,8 @@ class EthosUSimulator:
     def init(self, blob: memoryview, compile_specs: dict[str, bytes], context: Any) -> EthosUDelegate:
         vela = parse_vela_bin(blob, context.named_data)
         options = getattr(context, "options", {}) or {}
-        path, tosa, ins, outs = find_tosa(vela, compile_specs, options, blob)
-        return EthosUDelegate(vela, tosa, path, ins, outs,
+        path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob)
+        return EthosUDelegate(vela, runner, path, ins, outs,
                               compile_specs.get("target", b"?").decode("utf-8", "replace"))
 
     def execute(self, handle: EthosUDelegate, values: list[Any], args: list[int],
@@ -201,7 +174,7 @@ class EthosUSimulator:
                     f"{io.numel} elements of {io.elem_size} byte(s) (Vela shape {list(io.shape)})")
             # raw bytes, as ExecuTorch's runtime memcpy's them into the NPU's scratch
             feeds.append(arr.view(t.dtype).reshape(t.shape))
-        results = run_tosa(handle.tosa, feeds)
+        results = handle.runner.run(feeds)
         for k, res in enumerate(results):
             out = values[args[n_in + k]]
             res = np.asarray(res)
@@ -212,4 +185,4 @@ class EthosUSimulator:
             np.copyto(out, res.reshape(out.shape).view(out.dtype))
 
     def destroy(self, handle: EthosUDelegate) -> None:
-        handle.tosa = b""
+        handle.runner = None  # type: ignore[assignment]

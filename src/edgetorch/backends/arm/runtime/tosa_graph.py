@@ -83,7 +83,7 @@ class TosaGraphInfo:
 def read_tosa(buf: bytes) -> TosaGraphInfo:
     """Parse ``buf`` (a ``.tosa`` file's bytes); a buffer without the ``TOSA`` identifier raises
     ``ValueError``."""
-    tosa = require_tosa_tools("tosa")
+    require_tosa_tools("tosa")
     if len(buf) < 8 or bytes(buf[4:8]) != b"TOSA":
         raise ValueError(f"not a TOSA flatbuffer (identifier {bytes(buf[4:8])!r}, expected b'TOSA'); "
                          "pass the .tosa file written to the intermediates folder")
