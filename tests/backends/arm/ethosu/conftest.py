@@ -93,3 +93,15 @@ def ref_aot(tmp_path_factory):
         return made[(model, target)]
 
     return get
+
+
+@pytest.fixture
+def fresh_process():
+    """Forget what this process compiled: the simulation must find the TOSA on disk, as a new
+    process would (otherwise it uses the graph kept in memory at compile time)."""
+    from edgetorch.backends.arm.ethosu.compiled import COMPILED
+
+    saved = dict(COMPILED)
+    COMPILED.clear()
+    yield
+    COMPILED.update(saved)

@@ -66,7 +66,7 @@ def test_simulation_equals_reference_model(ref_arm):
     np.testing.assert_array_equal(got, ref[0])
 
 
-def test_intermediates_from_backend_options(ref_arm, tmp_path, monkeypatch):
+def test_intermediates_from_backend_options(ref_arm, tmp_path, monkeypatch, fresh_process):
     out = ref_arm("convnet", "ethos-u55-128")
     moved = tmp_path / "elsewhere"
     shutil.copytree(out / "inter", moved)
