@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from ethosu_models import MODELS
-from ethosu_util import output_scales, steps_off
+from ethosu_util import output_scales, steps_off, structure
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import edgetorch.backends.arm.tosa.backend as tosa_backend
@@ -96,25 +96,6 @@ def test_seed_minimal_example(tmp_path, monkeypatch):
     assert steps_off(got[0], want.numpy(), scale) <= 2
 
 
-def _structure(pte: bytes) -> dict:
-    """A program without its memory plan and value numbering: what must match ExecuTorch."""
-    plan = PteFile.parse(pte).program.execution_plan[0]
-    instrs = []
-    for ins in plan.chains[0].instructions:
-        call = ins.instr_args
-        kind = type(call).__name__
-        instrs.append((kind, plan.operators[call.op_index].name if kind == "KernelCall" else
-                       call.delegate_index if kind == "DelegateCall" else None, len(call.args)))
-    scalars = sorted(repr(v.val) for v in plan.values if type(v.val).__name__ != "Tensor")
-    tensors = sorted((t.scalar_type, tuple(t.sizes)) for t in
-                     (v.val for v in plan.values) if type(t).__name__ == "Tensor")
-    return {"operators": [(o.name, o.overload) for o in plan.operators], "instructions": instrs,
-            "delegates": [(d.id, [(c.key, bytes(c.value)) for c in d.compile_specs],
-                           bytes(PteFile.parse(pte).delegate_bytes(d))) for d in plan.delegates],
-            "scalars": sorted(set(scalars)), "tensors": sorted(set(tensors)),
-            "inputs": len(plan.inputs), "outputs": len(plan.outputs)}
-
-
 def _ours_as_executorch(ref, model, target):
     ours_dir = str(ref / "ours_") + "/"
     shutil.rmtree(ours_dir, ignore_errors=True)
@@ -132,7 +113,7 @@ def test_pte_matches_executorch_given_its_tosa(ref_arm, monkeypatch, model, targ
     (et_tosa,) = (ref / "inter").glob("output_tag0_*.tosa")
     monkeypatch.setattr(tosa_backend, "tosa_flatbuffer", lambda ep, cs: et_tosa.read_bytes())
     ours = _ours_as_executorch(ref, model, target)
-    assert _structure(ours) == _structure((ref / "model.pte").read_bytes())
+    assert structure(ours) == structure((ref / "model.pte").read_bytes())
 
 
 @pytest.mark.compat
@@ -158,7 +139,7 @@ def test_tosa_and_pte_match_executorch(ref_arm, model, target):
     ours = _ours_as_executorch(ref, model, target)
     (et_tosa,) = (ref / "inter").glob("output_tag0_*.tosa")
     assert (ref / "ours_" / et_tosa.name).read_bytes() == et_tosa.read_bytes()
-    assert _structure(ours) == _structure((ref / "model.pte").read_bytes())
+    assert structure(ours) == structure((ref / "model.pte").read_bytes())
 
 
 @pytest.mark.compat

@@ -8,6 +8,7 @@ from typing import Any, final
 
 from ....exir.backend.partitioner import DelegationSpec
 from ..tosa.partitioner import TOSAPartitioner
+from . import backend as _backend  # noqa: F401  (registers "EthosUBackend" for to_backend)
 from .compile_spec import EthosUCompileSpec
 
 
