@@ -60,7 +60,7 @@ browser:
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
-		$(PY) -m pytest -q -m "not slow"
+		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/arm
 	$(MAKE) test-notorch
 	$(MAKE) test-arm
 

@@ -98,8 +98,7 @@ class _Lowering:
     # -- helpers ----------------------------------------------------------------------------
 
     def _equal_constants(self) -> dict[str, tuple[str, int]]:
-        """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes, int64
-        read as int32) into one named ``<first>_common`` where the first one was; a zero bias
+        """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes) into one named ``<first>_common`` where the first one was; a zero bias
         can so take the name of a zero-point buffer. Maps a placeholder name to (the name the
         TOSA constant gets, its position among the placeholders)."""
         groups: dict[tuple, list[tuple[str, int]]] = {}
@@ -112,8 +111,6 @@ class _Lowering:
             if spec is None or spec.kind.name == "USER_INPUT":
                 continue
             t = self.tensor(node).detach()
-            if t.dtype == torch.int64:
-                t = t.to(torch.int32)
             key = (str(t.dtype), tuple(t.shape), t.contiguous().numpy().tobytes())
             groups.setdefault(key, []).append((node.name, position))
         out: dict[str, tuple[str, int]] = {}
