@@ -176,6 +176,22 @@ def adaptive_pool_as_avg_pool(gm: GraphModule) -> None:
     gm.recompile()
 
 
+def get_attrs_before_use(gm: GraphModule) -> None:
+    """Move each ``get_attr`` right before its first user, in argument order -- the layout
+    ExecuTorch's re-traced annotation graph has. convert_pt2e numbers the folded constants
+    (``_frozen_paramN``) in graph order, so conv weights and the biases BatchNorm folding
+    created interleave (w0, b0, w1, b1, ...) as in ExecuTorch, and the names match."""
+    placed: set[Node] = set()
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        for arg in node.all_input_nodes:
+            if arg.op == "get_attr" and arg not in placed:
+                placed.add(arg)
+                node.prepend(arg)
+    gm.recompile()
+
+
 def drop_guard_calls(gm: GraphModule) -> None:
     """Remove ``export(...).module()``'s ``_guards_fn`` call so PT2E works without
     ``check_guards=False`` (ExecuTorch issue #16248)."""

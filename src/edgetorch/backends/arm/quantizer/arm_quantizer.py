@@ -23,6 +23,7 @@ from .annotator import (
     annotate_graph,
     annotate_io,
     drop_guard_calls,
+    get_attrs_before_use,
     relu6_as_hardtanh,
 )
 from .quantization_config import get_symmetric_quantization_config
@@ -95,6 +96,7 @@ class TOSAQuantizer(Quantizer):
         drop_guard_calls(model)
         relu6_as_hardtanh(model)
         adaptive_pool_as_avg_pool(model)
+        get_attrs_before_use(model)
         return model
 
     def annotate(self, model: GraphModule) -> GraphModule:

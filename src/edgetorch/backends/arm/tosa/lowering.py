@@ -89,11 +89,36 @@ class _Lowering:
                         for n in gm.graph.nodes)
         self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs
                       if hasattr(s.arg, "name")}
+        self.const_key: dict[int, float] = {}
+        self.common = self._equal_constants()
         conv_ids = [int(m.group(1) or 0) for n in gm.graph.nodes
                     if (m := re.fullmatch(r"convolution(?:_(\d+))?", n.name))]
         self.next_conv = max(conv_ids) + 1 if conv_ids else 0
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _equal_constants(self) -> dict[str, tuple[str, int]]:
+        """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes) into one named ``<first>_common`` where the first one was; a zero bias
+        can so take the name of a zero-point buffer. Maps a placeholder name to (the name the
+        TOSA constant gets, its position among the placeholders)."""
+        groups: dict[tuple, list[tuple[str, int]]] = {}
+        position = 0
+        for node in self.ep.graph_module.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            position += 1
+            spec = self.specs.get(node.name)
+            if spec is None or spec.kind.name == "USER_INPUT":
+                continue
+            t = self.tensor(node).detach()
+            key = (str(t.dtype), tuple(t.shape), t.contiguous().numpy().tobytes())
+            groups.setdefault(key, []).append((node.name, position))
+        out: dict[str, tuple[str, int]] = {}
+        for members in groups.values():
+            first, pos = members[0]
+            for name, own in members:
+                out[name] = (f"{first}_common", pos) if len(members) > 1 else (name, own)
+        return out
 
     def tensor(self, node: Node) -> torch.Tensor:
         spec = self.specs[node.name]
@@ -163,7 +188,8 @@ class _Lowering:
                 t = self.op("TRANSPOSE", "tosa_transpose_default", [t],
                             [t.shape[i] for i in NCHW], t.dtype, perms=NCHW)
             outputs.append(t)
-        nodes = self.consts + self.order
+        consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
+        nodes = consts + self.order
         assign_names(nodes)
         return nodes, outputs
 
@@ -195,6 +221,8 @@ class _Lowering:
             self.values[node] = self.values[src]
             return
         handler = _HANDLERS.get(target)
+        if handler is None and str(target) in IDENTITY_NAMES:
+            handler = _Lowering.identity
         if handler is None:
             raise ExportError(f"TOSA lowering has no rule for %{node.name} ({target}); "
                               "the partitioner should have rejected it -- please report this")
@@ -259,7 +287,8 @@ class _Lowering:
                               "convolutions are not lowered yet")
         bias_ph = b_node.args[0] if b_node.target in DQ_OPS else b_node
         bias = self.tensor(bias_ph).detach().numpy().astype(np.int32)
-        bc = TConst(bias_ph.name, list(bias.shape), "INT32", bias)
+        bias_name, _ = self.common.get(bias_ph.name, (bias_ph.name, 0))
+        bc = TConst(bias_name, list(bias.shape), "INT32", bias)
         self._place_const(w_dq.args[0], wc)
         self._place_const(bias_ph, bc)
         act, out_qp = self._fused_activation(node)
@@ -278,6 +307,9 @@ class _Lowering:
 
     def _place_const(self, placeholder: Node, const: TConst) -> None:
         """Weights sit where their placeholder was (placeholders precede the operators)."""
+        if any(c.name == const.name for c in self.consts):
+            return  # a merged (``_common``) constant is emitted once
+        self.const_key[id(const)] = self.common.get(placeholder.name, (None, 0))[1]
         self.consts.append(const)
 
     def convolution(self, node: Node) -> None:
@@ -345,7 +377,9 @@ class _Lowering:
         zp_name = f"aten_full_default_{2 * self.pool_count + 1}_pre_computed_common"
         self.pool_count += 1
         zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
-        self.consts.insert(0, zp)
+        if not any(c.name == zp_name for c in self.consts):
+            self.const_key[id(zp)] = -1  # ExecuTorch's folded constants come first
+            self.consts.append(zp)
         n, h, w, c = x.t.shape
         oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
         ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
@@ -370,6 +404,12 @@ class _Lowering:
             raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) not after a "
                               "convolution is not lowered yet (CLAMP)")
 
+    def identity(self, node: Node) -> None:
+        """clone / alias / dropout(train=False): the int8 value passes through unchanged
+        (their quantize/dequantize share one set of qparams)."""
+        x = self.int8_input(node.args[0])
+        self.values[node] = x
+
     def getitem(self, node: Node) -> None:
         self.values[node] = self.values[node.args[0]]
 
@@ -384,8 +424,13 @@ _HANDLERS = {
     aten.view_copy.default: _Lowering.view_copy,
     aten.relu.default: _Lowering.activation,
     aten.hardtanh.default: _Lowering.activation,
+    aten.clone.default: _Lowering.identity,
+    aten.alias_copy.default: _Lowering.identity,
+    aten.dropout.default: _Lowering.identity,
     operator.getitem: _Lowering.getitem,
 }
+# Edge-dialect copies registered by edgetorch.exir (torch.ops.dim_order_ops exists only then).
+IDENTITY_NAMES = {"dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default"}
 
 
 def lower_to_tosa(ep: ExportedProgram, spec: TosaSpecification) -> bytes:

@@ -34,7 +34,7 @@ expand_copy expm1 eye flip floor full full_like gelu hardsigmoid hardswish hardt
 linear linspace log log10 log1p logical_and logical_or logical_xor logical_not masked_fill
 maximum mean minimum mm mul neg pad permute_copy pow reciprocal relu remainder repeat round
 rsqrt scalar_tensor select_copy selu sigmoid sign silu sin sinh split_copy
-split_with_sizes_copy squeeze_copy sub tan tanh unsqueeze_copy view_copy _adaptive_avg_pool2d
+split_with_sizes_copy squeeze_copy sub tan tanh unsqueeze_copy view_copy _adaptive_avg_pool2d clone dropout
 getitem quantize_per_tensor dequantize_per_tensor quantize_per_channel dequantize_per_channel
 convolution conv_transpose2d avg_pool2d max_pool2d max_pool2d_with_indices sum prod
 slice_copy embedding gather index index_select index_put where upsample_nearest2d
@@ -55,8 +55,16 @@ LOWERABLE = {
     aten.clamp.default, aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default,
     aten.mean.dim, aten.view_copy.default, aten.permute_copy.default, aten.linear.default,
     aten.addmm.default, aten.mm.default, aten.squeeze_copy.dims, aten.unsqueeze_copy.default,
-    operator.getitem,
+    aten.clone.default, aten.alias_copy.default, aten.dropout.default, operator.getitem,
 } | QDQ_OPS
+
+
+# Edge copies that keep dtype and layout (dropout in eval mode becomes one).
+IDENTITY_NAMES = {"dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default"}
+
+
+def lowerable(node: Node) -> bool:
+    return node.target in LOWERABLE or str(node.target) in IDENTITY_NAMES
 
 
 def op_name(node: Node) -> str:
@@ -106,9 +114,9 @@ def why_not(node: Node, ep: ExportedProgram, spec: TosaSpecification) -> str | N
     name = op_name(node)
     if spec.is_U55_subset and name in U55_REJECTED:
         return f"{name} is not supported on Ethos-U55/U65 (EthosU55NotSupported)"
-    if name not in TOSA_PRO_INT_NAMES and node.target not in LOWERABLE:
+    if name not in TOSA_PRO_INT_NAMES and not lowerable(node):
         return f"{node.target} is not in the TOSA {spec} operator support list"
-    if node.target not in LOWERABLE:
+    if not lowerable(node):
         return (f"{node.target} is in the TOSA INT profile but edgetorch's TOSA lowering does "
                 "not handle it yet; it runs on the CPU")
     if node.target in QDQ_OPS or node.target is operator.getitem:

@@ -123,7 +123,13 @@ class TOSAPartitioner(Partitioner):
         return "\n".join(lines)
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
-        return ([torch.ops.aten.linear.default], None)
+        """Keep a quantized ``linear`` whole (it becomes a 1x1 CONV2D), as ExecuTorch does; a
+        float one decomposes as usual."""
+        def quantized(node: Node) -> bool:
+            args = [a for a in node.args[:2] if isinstance(a, Node)]
+            return (all("dequantize" in str(a.target) for a in args) and bool(node.users)
+                    and all("quantize_per_tensor" in str(u.target) for u in node.users))
+        return ([torch.ops.aten.linear.default], quantized)
 
 
 def _default_spec() -> TosaCompileSpec:
