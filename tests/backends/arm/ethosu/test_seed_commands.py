@@ -134,3 +134,36 @@ def test_arm_run_mv2_seed(tmp_path, monkeypatch, capsys):
     print(line)
     steps_max = int(line.split(", ")[-1].split(" quantization")[0])
     assert steps_max <= 20
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+def test_executorch_mv2_seed_pte_runs_here(ref_aot, monkeypatch):
+    """ExecuTorch's own aot_arm_compiler output for MobileNetV2 on U85-128 (the seed's model and
+    target) runs in our runtime: same top-5 as the float model, and vela_estimates equals the
+    CSV Vela wrote in ExecuTorch's intermediates folder."""
+    import csv
+
+    import torch
+
+    from edgetorch.backends.arm.ethosu import vela_estimates
+
+    monkeypatch.setenv("EDGETORCH_AOT_MODEL", "mv2")
+    ref = ref_aot("mv2", "ethos-u85-128")
+    import importlib
+    import sys
+    sys.path.insert(0, str(HERE))
+    import aot_models
+    importlib.reload(aot_models)
+    model, (x,) = aot_models.ModelUnderTest, aot_models.ModelInputs
+    pte = ref / "aot_models_arm_delegate_ethos-u85-128.pte"
+    got = Runtime.get().load_program(pte).load_method("forward").execute([x.numpy()])[0]
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert list(np.argsort(-got[0])[:5]) == list(np.argsort(-want[0])[:5])
+    (est,) = vela_estimates(pte)
+    (path,) = (ref / "inter" / "output").glob("out_summary_*.csv")
+    row = next(csv.DictReader(open(path)))
+    assert est["cycles_total"] == float(row["cycles_total"])
+    assert est["sram_memory_used"] == float(row["sram_memory_used"])
+    assert est["npu_operators"] > 50 and est["cpu_operators"] == 0
