@@ -133,3 +133,32 @@ def test_set_module_type_none_keeps_float_and_partitioner_reports_why(caplog):
     report = part.rejected_nodes_report()
     assert "addmm" in report and "not marked as quantized" in report
     assert "rejected nodes" in caplog.text
+
+
+class _Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.where(y > 0, y, x.mean() * y)
+
+
+def test_u55_rejects_comparisons_with_the_u55_reason():
+    from edgetorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+    from edgetorch.backends.arm.tosa.partitioner import TOSAPartitioner
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model, inputs = _Gate().eval(), (torch.randn(1, 3, 4, 4),)
+    reports = {}
+    for spec in ("TOSA-1.0+INT+int16+int4+u55", "TOSA-1.0+INT+int16+int4+cf"):
+        cs = TosaCompileSpec(spec)
+        converted = quantize(model, inputs, cs)
+        part = TOSAPartitioner(cs)
+        to_edge_transform_and_lower(torch.export.export(converted, inputs), partitioner=[part])
+        reports[spec] = part.rejected_nodes_report()
+    assert "not supported on Ethos-U55/U65" in reports["TOSA-1.0+INT+int16+int4+u55"]
+    assert "not supported on Ethos-U55/U65" not in reports["TOSA-1.0+INT+int16+int4+cf"]
+    assert "aten.gt" in reports["TOSA-1.0+INT+int16+int4+cf"]  # rejected there for another reason

@@ -318,7 +318,17 @@ class _Lowering:
         if node.args[6] or len(stride) != 2:
             raise ExportError(f"TOSA lowering: %{node.name} is a transposed or non-2D "
                               "convolution, not lowered yet")
+        # TOSA needs (in + pads - dilation*(k-1) - 1) to divide by the stride exactly; like
+        # ExecuTorch, trim the trailing (bottom/right) padding by the remainder.
+        h, w = self.shape(node.args[0])[2:]
+        kh, kw = self.shape(node.args[1])[2:]
         pad = [padding[0], padding[0], padding[1], padding[1]]
+        for axis, (size, k) in enumerate(((h, kh), (w, kw))):
+            rem = (size + 2 * padding[axis] - dilation[axis] * (k - 1) - 1) % stride[axis]
+            if rem > padding[axis]:
+                raise ExportError(f"TOSA lowering: %{node.name} needs its input cropped to fit "
+                                  "the stride (ExecuTorch's SizeAdjustInputPass), not done yet")
+            pad[2 * axis + 1] -= rem
         self._conv(node, x, node.args[1], node.args[2], list(stride), pad, list(dilation),
                    int(node.args[8]), et_name(node.name), linear=False)
 

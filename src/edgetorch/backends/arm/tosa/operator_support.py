@@ -68,9 +68,12 @@ def lowerable(node: Node) -> bool:
 
 
 def op_name(node: Node) -> str:
+    """``aten.where.self`` -> ``where``; ``operator.getitem`` -> ``getitem``."""
     target = node.target
-    name = getattr(target, "__name__", str(target))
-    return name.split(".")[0]
+    if not hasattr(target, "_schema") and callable(target):
+        return getattr(target, "__name__", str(target))
+    parts = str(target).split("::")[-1].split(".")
+    return parts[1] if len(parts) >= 3 else parts[0]
 
 
 def _float_inputs_dequantized(node: Node) -> bool:
