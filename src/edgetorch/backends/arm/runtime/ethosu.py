@@ -35,7 +35,6 @@ from .tosa_sim import NUMPY_DTYPES, TosaGraphRunner
 
 BACKEND_ID = "EthosUBackend"
 ENV_VAR = "EDGETORCH_ETHOSU_INTERMEDIATES"
-_INT_DTYPES = {1: np.int8, 2: np.int16, 4: np.int32}
 _HOW_TO_GET_TOSA = (
     "export with intermediates (EthosUCompileSpec(...).dump_intermediate_artifacts_to(DIR), or "
     "aot_arm_compiler --intermediates DIR) and keep DIR, or pass "
