@@ -36,8 +36,9 @@ def delegation_summary(info: Any, intermediates: str | None = None) -> str:
 def dump_delegation_info(edge: Any, intermediates: str | None = None) -> Any:
     """Log the delegation table, write it to ``delegation_info.txt``, print the summary."""
     info = get_delegation_info(edge.exported_program().graph_module)
-    text = (f"Delegation info:\n{info.get_summary()}\nDelegation table:\n"
-            f"{info.get_operator_delegation_dataframe()}\n")
+    table = info.get_operator_delegation_dataframe()
+    table = table.to_string() if hasattr(table, "to_string") else str(table)  # pandas or not
+    text = f"Delegation info:\n{info.get_summary()}\nDelegation table:\n{table}\n"
     logger.info(text)
     if intermediates is not None:
         with open(os.path.join(intermediates, "delegation_info.txt"), "w") as f:

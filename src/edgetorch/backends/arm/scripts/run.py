@@ -67,14 +67,11 @@ def _preview(array: np.ndarray, n: int = 8) -> str:
 
 def main_from_args(args: argparse.Namespace) -> int:
     from .aot_arm_compiler import main as aot_main
-    from .delegation import delegation_summary
 
+    # aot_arm_compiler prints the delegation summary, the comparison and Vela's estimates
     result: Any = aot_main(aot_argv(args))
     if result.evaluation is not None:
         print("Outputs (edgetorch runtime, Ethos-U simulated from TOSA):")
         for k, out in enumerate(result.evaluation["outputs"]):
             print(f"  output {k} {_preview(out)}")
-    from ....devtools.backend_debug import get_delegation_info
-
-    print(delegation_summary(get_delegation_info(result.edge.exported_program().graph_module)))
     return 0
