@@ -27,7 +27,7 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ....errors import ExportError
-from .operator_support import DQ_OPS, Q_OPS
+from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
 from .specification import TosaSpecification
 from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
 
@@ -128,11 +128,6 @@ class _Lowering:
 
     def insert_after(self, anchor, new) -> None:
         self.order.insert(self.order.index(anchor) + 1, new)
-
-    def last_of(self, value: Value):
-        """The TOSA node a new RESCALE of ``value`` goes after (ExecuTorch's inserting_after
-        the producer), skipping the RESCALEs already inserted there for the same producer."""
-        return value.t
 
     def op(self, op: str, base: str, inputs: list, shape: list[int], dtype: str,
            after=None, **attrs) -> TOp:
@@ -439,8 +434,7 @@ _HANDLERS = {
     aten.dropout.default: _Lowering.identity,
     operator.getitem: _Lowering.getitem,
 }
-# Edge-dialect copies registered by edgetorch.exir (torch.ops.dim_order_ops exists only then).
-IDENTITY_NAMES = {"dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default"}
+
 
 
 def lower_to_tosa(ep: ExportedProgram, spec: TosaSpecification) -> bytes:
