@@ -54,6 +54,21 @@ def convnet_f_relu6():
     return ConvNet(functional_relu6=True).eval(), _inputs((1, 3, 16, 16))
 
 
+class NoBias(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def nobias():
+    """A bias-less strided conv (the lowering adds a zero int32 bias, trims the padding)."""
+    torch.manual_seed(0)
+    return NoBias().eval(), _inputs((1, 3, 10, 10))
+
+
 def mv2():
     from edgetorch.examples import get_example
 

@@ -25,10 +25,10 @@ Q_STEPS = 2  # the issue's bound vs the quantized eager model, in output quantiz
 @pytest.fixture(scope="module")
 def flows(tmp_path_factory):
     return {name: run_flow(name, tmp_path_factory.mktemp(name))
-            for name in ("add", "convnet", "convnet_f_relu6")}
+            for name in ("add", "convnet", "convnet_f_relu6", "nobias")}
 
 
-@pytest.mark.parametrize("name", ["add", "convnet", "convnet_f_relu6"])
+@pytest.mark.parametrize("name", ["add", "convnet", "convnet_f_relu6", "nobias"])
 def test_simulation_matches_quantized_eager(flows, name):
     flow = flows[name]
     out = flow.run()

@@ -27,7 +27,7 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ....errors import ExportError
-from .operator_support import DQ_OPS, Q_OPS
+from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
 from .specification import TosaSpecification
 from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
 
@@ -83,6 +83,7 @@ class _Lowering:
         self.consts: list[TConst] = []
         self.values: dict[Node, Value] = {}
         self.pool_count = 0
+        self.zero_biases = 0
         gm = ep.graph_module
         self.nhwc = any(n.target in (aten.convolution.default, aten.mean.dim,
                                      aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default)
@@ -128,11 +129,6 @@ class _Lowering:
 
     def insert_after(self, anchor, new) -> None:
         self.order.insert(self.order.index(anchor) + 1, new)
-
-    def last_of(self, value: Value):
-        """The TOSA node a new RESCALE of ``value`` goes after (ExecuTorch's inserting_after
-        the producer), skipping the RESCALEs already inserted there for the same producer."""
-        return value.t
 
     def op(self, op: str, base: str, inputs: list, shape: list[int], dtype: str,
            after=None, **attrs) -> TOp:
@@ -282,15 +278,19 @@ class _Lowering:
             w_t = w.transpose(0, 2, 3, 1) if w.ndim == 4 else w.reshape(out_ch, 1, 1, -1)
             w_name, op, base = f"{et_conv}_weight_ohwi", "CONV2D", "tosa_conv2d_default"
         wc = TConst(w_name, list(w_t.shape), "INT8", np.ascontiguousarray(w_t))
-        if b_node is None:
-            raise ExportError(f"TOSA lowering: %{node.name} has no bias; bias-less "
-                              "convolutions are not lowered yet")
-        bias_ph = b_node.args[0] if b_node.target in DQ_OPS else b_node
-        bias = self.tensor(bias_ph).detach().numpy().astype(np.int32)
-        bias_name, _ = self.common.get(bias_ph.name, (bias_ph.name, 0))
-        bc = TConst(bias_name, list(bias.shape), "INT32", bias)
         self._place_const(w_dq.args[0], wc)
-        self._place_const(bias_ph, bc)
+        if b_node is None:
+            # ExecuTorch adds a zero int32 bias ``<conv>_bias`` before the first placeholder.
+            bc = TConst(f"{et_conv}_bias", [out_ch], "INT32", np.zeros(out_ch, np.int32))
+            self.zero_biases += 1
+            self.const_key[id(bc)] = -1 - self.zero_biases
+            self.consts.append(bc)
+        else:
+            bias_ph = b_node.args[0] if b_node.target in DQ_OPS else b_node
+            bias = self.tensor(bias_ph).detach().numpy().astype(np.int32)
+            bias_name, _ = self.common.get(bias_ph.name, (bias_ph.name, 0))
+            bc = TConst(bias_name, list(bias.shape), "INT32", bias)
+            self._place_const(bias_ph, bc)
         act, out_qp = self._fused_activation(node)
         n, h, wd, _ = x.t.shape
         kh, kw = w_t.shape[0:2] if depthwise else w_t.shape[1:3]
@@ -439,8 +439,7 @@ _HANDLERS = {
     aten.dropout.default: _Lowering.identity,
     operator.getitem: _Lowering.getitem,
 }
-# Edge-dialect copies registered by edgetorch.exir (torch.ops.dim_order_ops exists only then).
-IDENTITY_NAMES = {"dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default"}
+
 
 
 def lower_to_tosa(ep: ExportedProgram, spec: TosaSpecification) -> bytes:

@@ -23,7 +23,6 @@ from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
 from ..common.arm_compile_spec import ArmCompileSpec
 from . import backend as _backend  # noqa: F401  (registers TOSABackend)
-from .compile_spec import TosaCompileSpec
 from .operator_support import DQ_OPS, Q_OPS, QDQ_OPS, why_not
 
 logger = logging.getLogger(__name__)
@@ -130,7 +129,3 @@ class TOSAPartitioner(Partitioner):
             return (all("dequantize" in str(a.target) for a in args) and bool(node.users)
                     and all("quantize_per_tensor" in str(u.target) for u in node.users))
         return ([torch.ops.aten.linear.default], quantized)
-
-
-def _default_spec() -> TosaCompileSpec:
-    return TosaCompileSpec("TOSA-1.0+INT")
