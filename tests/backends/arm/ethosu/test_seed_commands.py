@@ -50,12 +50,12 @@ def test_aot_bundleio(tmp_path):
     assert bundled is not None
 
 
-def _aot_ours_and_executorchs(ref_aot, tmp_path):
-    ref = ref_aot("add", "ethos-u85-128").resolve()
+def _aot_ours_and_executorchs(ref_aot, tmp_path, model="add"):
+    ref = ref_aot(model, "ethos-u85-128").resolve()
     et_pte = ref / "aot_models_arm_delegate_ethos-u85-128.pte"
     ours_dir = ref / "ours_"
     import os
-    os.environ["EDGETORCH_AOT_MODEL"] = "add"
+    os.environ["EDGETORCH_AOT_MODEL"] = model
     try:
         result = aot_main([f"--model_name={HERE / 'aot_models.py'}", "--delegate", "--quantize",
                            f"--intermediates={ours_dir}", "--target=ethos-u85-128",
@@ -167,3 +167,15 @@ def test_executorch_mv2_seed_pte_runs_here(ref_aot, monkeypatch):
     assert est["cycles_total"] == float(row["cycles_total"])
     assert est["sram_memory_used"] == float(row["sram_memory_used"])
     assert est["npu_operators"] > 50 and est["cpu_operators"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+def test_aot_mv2_matches_executorch(ref_aot, tmp_path):
+    """The seed's model and target through both aot_arm_compilers: the MobileNetV2 .tosa is
+    byte-identical, and so are the delegate blob, compile specs, operators and instructions."""
+    ours, theirs = _aot_ours_and_executorchs(ref_aot, tmp_path, "mv2")
+    ref = ref_aot("mv2", "ethos-u85-128").resolve()
+    (tosa,) = (ref / "inter").glob("output_tag0_*.tosa")
+    assert (ref / "ours_" / tosa.name).read_bytes() == tosa.read_bytes()
+    assert structure(ours) == structure(theirs)
