@@ -9,7 +9,7 @@ Standard library only: the runtime reads it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -20,7 +20,6 @@ class CompiledPartition:
     result: Any  # vela.VelaResult: blob, summary, per-layer rows, Vela's report
     tosa: bytes = b""
     tosa_path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: sha256(processed_bytes) -> the partition's compilation, filled by ``preprocess``
