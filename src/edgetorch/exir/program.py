@@ -280,13 +280,18 @@ class ExecutorchProgramManager:
 
     @property
     def data_files(self) -> dict[str, bytes]:
-        """External weight files (``{tag}.ptd`` name -> bytes), when configured."""
-        files = {}
+        """External weight files (``{tag}.ptd`` name -> bytes), when configured: external
+        constants, and the named data delegates placed outside the .pte (opaque blobs)."""
+        by_tag: dict[str, dict] = {}
         for tag, tensors in self._state.external.items():
-            named = {fqn: (data, spec.scalar_type, list(spec.shape), list(spec.dim_order))
-                     for fqn, (data, spec) in tensors.items()}
-            files[f"{tag}.ptd"] = serialize_ptd(named, alignment=16)
-        return files
+            by_tag[tag] = {fqn: (data, spec.scalar_type, list(spec.shape), list(spec.dim_order))
+                           for fqn, (data, spec) in tensors.items()}
+        store = self._state.named_data
+        for tag, entries in store.external_data.items():
+            named = by_tag.setdefault(tag, {})
+            for key, entry in entries.items():
+                named[key] = (store.buffers[entry.buffer_index], None, [], [], entry.alignment)
+        return {f"{tag}.ptd": serialize_ptd(named, alignment=16) for tag, named in by_tag.items()}
 
     def write_tensor_data_to_file(self, outdir: str | os.PathLike) -> None:
         """Write the external weights (``ExecutorchBackendConfig(external_constants=...)``)
