@@ -309,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspector_cli.add_arguments(ins)
     ins.set_defaults(fn=inspector_cli.run)
 
+    from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs
+
+    add_llm_parser(sub)
+
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)

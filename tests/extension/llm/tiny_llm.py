@@ -174,3 +174,18 @@ def eager_greedy(model: TinyKVDecoder, prompt: list[int], n: int, chunk: int) ->
             logits = model(torch.tensor([[tok]]), torch.tensor([pos]))
             pos += 1
     return out
+
+
+def without_methods(src: str, dst: str, names: set[str]) -> str:
+    """Copy a .pte without some of its (metadata) methods, e.g. an export lacking
+    get_eos_ids: re-serialised from the parsed file, far cheaper than exporting again."""
+    from edgetorch.schema._pte_writer import serialize_pte
+    from edgetorch.schema.pte import PteFile
+
+    with open(src, "rb") as f:
+        args = PteFile.parse(f.read()).to_serialize_args()
+    program = args["program"]
+    program.execution_plan = [p for p in program.execution_plan if p.name not in names]
+    with open(dst, "wb") as f:
+        f.write(serialize_pte(**args))
+    return dst

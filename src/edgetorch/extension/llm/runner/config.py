@@ -40,10 +40,11 @@ def time_in_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-_MS_FIELDS = ("model_load_start_ms", "model_load_end_ms", "inference_start_ms",
-              "token_encode_end_ms", "model_execution_start_ms", "model_execution_end_ms",
-              "prompt_eval_end_ms", "first_token_ms", "inference_end_ms",
-              "aggregate_sampling_time_ms", "aggregate_model_execution_time_ms")
+# stats_to_json_string's order (token_encode_end_ms is not in ExecuTorch's JSON).
+_JSON_MS_FIELDS = ("model_load_start_ms", "model_load_end_ms", "inference_start_ms",
+                   "inference_end_ms", "model_execution_start_ms", "model_execution_end_ms",
+                   "prompt_eval_end_ms", "first_token_ms", "aggregate_sampling_time_ms",
+                   "aggregate_model_execution_time_ms")
 
 
 @dataclass
@@ -136,9 +137,7 @@ class Stats:
                          f'{_g(self.num_generated_tokens / decode_ms * 1000)}')
         parts.append(f'"prompt_tokens":{self.num_prompt_tokens}')
         parts.append(f'"generated_tokens":{self.num_generated_tokens}')
-        for name in _MS_FIELDS:
-            if name != "token_encode_end_ms":  # ExecuTorch's JSON leaves it out too
-                parts.append(f'"{name}":{getattr(self, name)}')
+        parts += [f'"{name}":{getattr(self, name)}' for name in _JSON_MS_FIELDS]
         parts.append(f'"SCALING_FACTOR_UNITS_PER_SECOND":{self.SCALING_FACTOR_UNITS_PER_SECOND}')
         return "{" + ",".join(parts) + "}"
 
