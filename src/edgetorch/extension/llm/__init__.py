@@ -1,0 +1,1 @@
+"""LLM support: custom ops, export (``export_llm``), tokenizers and runner."""
