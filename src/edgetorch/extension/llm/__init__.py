@@ -1,2 +1,2 @@
-"""LLM support with ExecuTorch's module paths (``executorch.extension.llm.*``): tokenizers and a
-torch-free text runner here; the export flow lives with the compiler."""
+"""LLM support with ExecuTorch's module paths (``executorch.extension.llm.*``): custom ops and
+export (``export_llm``) need torch; tokenizers and the text runner do not."""
