@@ -26,13 +26,16 @@ MAX_SEQ_LEN = 16
 GREEDY = dict(temperature=0.0, echo=False)
 
 # "é" is 0xC3 0xA9 and "😀" is F0 9F 98 80: byte tokens that split a character. The scripted
-# model answers the prompt's last token ("!") with "é😀." and then EOS.
+# model answers a prompt ending in "!" with "é😀." and one ending in "?" with "ok.", then EOS.
 SCRIPT = [byte_token(b) for b in "é😀.".encode()] + [1]
+ASCII_SCRIPT = [byte_token(b) for b in b"ok."] + [1]
 
 
-def _scripted_model() -> TinyKVDecoder:
-    chain = [byte_token(ord("!")), *SCRIPT]
-    return TinyKVDecoder(successor=dict(zip(chain, chain[1:])), scale=100.0)
+def scripted_model() -> TinyKVDecoder:
+    successor = {}
+    for chain in ([byte_token(ord("!")), *SCRIPT], [byte_token(ord("?")), *ASCII_SCRIPT]):
+        successor.update(zip(chain, chain[1:]))
+    return TinyKVDecoder(successor=successor, scale=100.0)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("llm")
     tok = write_tokenizer(str(d / "tok"))
     random_pte = export_tiny(str(d / "tiny.pte"), TinyKVDecoder(), MAX_SEQ_LEN)
-    scripted = _scripted_model()
+    scripted = scripted_model()
     meta = default_metadata(scripted, MAX_SEQ_LEN)
     meta["get_eos_ids"] = [byte_token(ord("."))]  # the .pte's own stop token: "."
     scripted_pte = export_tiny(str(d / "scripted.pte"), scripted, MAX_SEQ_LEN, meta)
