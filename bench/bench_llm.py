@@ -30,7 +30,7 @@ from refenv import RefToolError, _run_tool, ref_available  # noqa: E402
 from edgetorch.extension.llm.runner import GenerationConfig, TextLLMRunner  # noqa: E402
 from edgetorch.extension.llm.tokenizers import gguf_to_tokenizer_json  # noqa: E402
 
-REF_LLM = Path(__file__).resolve().parents[1] / "tests" / "compat" / "ref_llm.py"
+REF_LLM = Path(__file__).resolve().parents[1] / "tests" / "compat" / "ref_llm_runner.py"
 PROMPT = "Once upon a time, there was a little robot who"
 
 

@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.compat,
     pytest.mark.skipif(not ref_available(), reason="reference ExecuTorch env not available"),
 ]
-REF_LLM = Path(__file__).resolve().parents[2] / "compat" / "ref_llm.py"
+REF_LLM = Path(__file__).resolve().parents[2] / "compat" / "ref_llm_runner.py"
 
 
 def ref_llm(*args: str, tmp: Path) -> dict:

@@ -1,9 +1,9 @@
 """Runs under the reference interpreter: ExecuTorch 1.5.1's LLM runner and manual stepping on a
 .pte, for tests/extension/llm and bench/bench_llm.py. Results are written as JSON.
 
-    ref_llm.py generate model.pte tokenizer.json PROMPT MAX_NEW out.json [--custom-ops]
+    ref_llm_runner.py generate model.pte tokenizer.json PROMPT MAX_NEW out.json [--custom-ops]
         [--repeat R] [--threads T]
-    ref_llm.py step model.pte '[ids]' N out.json [--custom-ops] [--repeat R] [--threads T]
+    ref_llm_runner.py step model.pte '[ids]' N out.json [--custom-ops] [--repeat R] [--threads T]
 
 With --repeat, the run with the fastest decode is reported (after the first, a warm-up).
 """
