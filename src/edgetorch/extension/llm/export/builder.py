@@ -21,10 +21,8 @@ from ....errors import ExportError
 from ..custom_ops import custom_ops as _custom_ops  # noqa: F401  (defines llama::*)
 from ....examples.models.llama import ModelArgs, Transformer
 from .checkpoint import read_gguf, read_pth
+from .quantize import quantize
 from .config.llm_config import LlmConfig
-
-QMODES = ("8da4w", "int8")
-
 
 @dataclass
 class LoadedModel:
@@ -92,54 +90,6 @@ def metadata(cfg: LlmConfig, args: ModelArgs, token_info: dict[str, Any]) -> dic
                               "write e.g. '{\"get_bos_id\": 1, \"get_eos_ids\": [2]}'") from None
         meta.update(extra)
     return meta
-
-
-def quantize(model: Transformer, cfg: LlmConfig) -> None:
-    """torchao source transforms, as ExecuTorch's ``quantize`` does: ``qmode`` on the
-    linears, ``embedding_quantize`` on the embedding (a tied head is untied first)."""
-    q = cfg.quantization
-    if q.qmode is None and q.embedding_quantize is None:
-        return
-    from torchao.quantization import (
-        Int8DynamicActivationIntxWeightConfig,
-        IntxWeightOnlyConfig,
-        quantize_,
-    )
-    from torchao.quantization.granularity import PerAxis, PerGroup
-
-    if q.embedding_quantize is not None:
-        bits, group = _embedding_spec(q.embedding_quantize)
-        model.untie()
-        granularity = PerGroup(group) if group > 0 else PerAxis(0)
-        quantize_(model, IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"),
-                                              granularity=granularity),
-                  filter_fn=lambda m, fqn: isinstance(m, torch.nn.Embedding))
-    if q.qmode is None:
-        return
-    if q.qmode not in QMODES:
-        raise ExportError(f"quantization.qmode {q.qmode!r} is not supported; choose one of "
-                          f"{', '.join(QMODES)}")
-    if q.qmode == "8da4w":
-        gs = q.group_size or 128
-        config = Int8DynamicActivationIntxWeightConfig(
-            weight_dtype=torch.int4, weight_granularity=PerGroup(gs),
-            intx_choose_qparams_algorithm="hqq_scale_only" if q.use_hqq else "affine")
-        quantize_(model, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear)
-                  and m.in_features % gs == 0)
-    else:  # int8: weight-only, per output channel
-        quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
-                  filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear))
-
-
-def _embedding_spec(spec: str) -> tuple[int, int]:
-    try:
-        bits, group = (int(x) for x in spec.split(","))
-    except ValueError:
-        raise ExportError(f"quantization.embedding_quantize {spec!r} must be '<bits>,<group "
-                          "size>' such as '4,32' or '8,0' (0: one group per row)") from None
-    if bits not in (2, 4, 8):
-        raise ExportError(f"embedding_quantize bits must be 2, 4 or 8, got {bits}")
-    return bits, group
 
 
 def export_program(loaded: LoadedModel, cfg: LlmConfig) -> torch.export.ExportedProgram:
