@@ -316,3 +316,26 @@ def test_manual_stepping_matches_eager_logits(files):
             ref = model(torch.tensor([[tok]]), torch.tensor([pos])).numpy()
             got = method.execute([np.array([[tok]]), np.array([pos])])[0]
             np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_cli_llm_chat_and_tokenizer(files, tmp_path, monkeypatch, capsys):
+    import io
+
+    from edgetorch.cli import main
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi?\nhi!\nand more\n\n"))
+    assert main(["llm", "chat", str(files["random"]), "--tokenizer", files["tok"],
+                 "--temperature", "0", "--max-new-tokens", "8"]) == 0
+    replies = capsys.readouterr().out.split("\n")[:3]
+    # Turn one is the template's prompt for the first message; later turns re-render the whole
+    # conversation (dropping the oldest exchange once it outgrows the 64-token context).
+    runner = TextLLMRunner(files["random"], files["tok"])
+    cfg = GenerationConfig(max_new_tokens=8, **GREEDY)
+    first = runner.tokenizer.apply_chat_template([{"role": "user", "content": "hi?"}])
+    assert replies[0] == runner.generate(first, cfg)
+    history = [{"role": "user", "content": "hi?"}, {"role": "assistant", "content": replies[0]},
+               {"role": "user", "content": "hi!"}]
+    runner.reset()
+    assert replies[1] == runner.generate(runner.tokenizer.apply_chat_template(history), cfg)
+    assert len(replies) == 3
+    assert main(["llm", "tokenizer", str(tmp_path / "missing.gguf"), "-o", str(tmp_path)]) == 2

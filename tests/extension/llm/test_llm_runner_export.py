@@ -16,7 +16,8 @@ PARAMS = dict(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=VOCAB, hid
 MAX_SEQ, MAX_CTX = 8, 48
 
 
-def test_runner_on_export_llm_program(tmp_path, custom_ops=True):
+def test_runner_on_export_llm_program(tmp_path):
+    custom_ops = True
     (tmp_path / "params.json").write_text(json.dumps(PARAMS))
     cfg = LlmConfig.from_args([
         f"base.params={tmp_path / 'params.json'}", "model.use_kv_cache=True",

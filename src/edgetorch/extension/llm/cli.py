@@ -89,6 +89,11 @@ def _cmd_chat(args: argparse.Namespace) -> int:
             return 0
         history.append({"role": "user", "content": line.rstrip("\n")})
         prompt = runner.tokenizer.apply_chat_template(_messages(args.system, history))
+        # Forget the oldest exchanges while the conversation outgrows the KV cache.
+        while (len(runner.tokenizer.encode(prompt)) >= runner.max_context_len - 1
+               and len(history) > 2):
+            del history[:2]
+            prompt = runner.tokenizer.apply_chat_template(_messages(args.system, history))
         # The whole conversation is prefilled again each turn: a prompt re-rendered by the
         # template need not extend the previous tokens exactly, and prefill is the fast part.
         runner.reset()
