@@ -23,24 +23,23 @@ class TextStream:
                  ) -> None:
         self._decode = decode
         self._ids = [int(i) for i in context]
-        self._prefix = 0  # where the decoded window starts
         self._read = len(self._ids)  # ids before this are already emitted
+        self._before = self._decode(self._ids)  # the text of the window's emitted ids
 
     def push(self, token: int) -> str:
         self._ids.append(int(token))
-        before = self._decode(self._ids[self._prefix:self._read])
-        text = self._decode(self._ids[self._prefix:])
-        if len(text) > len(before) and not text.endswith(_INCOMPLETE):
-            piece = text[len(before):]
-            # Keep only the ids the next window needs.
+        text = self._decode(self._ids)
+        if len(text) > len(self._before) and not text.endswith(_INCOMPLETE):
+            piece = text[len(self._before):]
+            # The next window starts at the ids emitted now: enough context for the decoder.
             del self._ids[:self._read]
-            self._prefix, self._read = 0, len(self._ids)
+            self._read = len(self._ids)
+            self._before = self._decode(self._ids)
             return piece
         return ""
 
     def flush(self) -> str:
         """The held-back text at the end of generation (an unfinished character as U+FFFD)."""
-        before = self._decode(self._ids[self._prefix:self._read])
-        text = self._decode(self._ids[self._prefix:])
-        self._prefix = self._read = len(self._ids)
-        return text[len(before):]
+        piece = self._decode(self._ids)[len(self._before):]
+        self._ids, self._read, self._before = [], 0, ""
+        return piece
