@@ -10,9 +10,11 @@ import torch
 from tiny_llm import (
     EOS,
     TinyKVDecoder,
+    TinyNoCacheDecoder,
     byte_token,
     default_metadata,
     eager_greedy,
+    export_no_cache,
     export_tiny,
     without_methods,
     write_tokenizer,
@@ -339,3 +341,12 @@ def test_cli_llm_chat_and_tokenizer(files, tmp_path, monkeypatch, capsys):
     assert replies[1] == runner.generate(runner.tokenizer.apply_chat_template(history), cfg)
     assert len(replies) == 3
     assert main(["llm", "tokenizer", str(tmp_path / "missing.gguf"), "-o", str(tmp_path)]) == 2
+
+
+def test_forward_without_kv_cache_runs_on_the_whole_sequence(files, tmp_path):
+    pte = export_no_cache(str(tmp_path / "nocache.pte"), TinyNoCacheDecoder(TinyKVDecoder()))
+    runner = TextLLMRunner(pte, files["tok"])
+    assert runner.metadata["use_kv_cache"] == 0 and not runner._use_kv_cache
+    runner.generate("hello there", GenerationConfig(max_new_tokens=8, **GREEDY))
+    ids = runner.tokenizer.encode("hello there")
+    assert runner.generated_ids == eager_greedy(TinyKVDecoder(), ids, 8, MAX_SEQ_LEN)

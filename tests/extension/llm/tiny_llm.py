@@ -189,3 +189,37 @@ def without_methods(src: str, dst: str, names: set[str]) -> str:
     with open(dst, "wb") as f:
         f.write(serialize_pte(**args))
     return dst
+
+
+class TinyNoCacheDecoder(nn.Module):
+    """``base``'s weights without a KV cache: ``forward(tokens [1, S])`` attends over the whole
+    sequence each call (ExecuTorch's runner treats a one-input forward this way)."""
+
+    def __init__(self, base: TinyKVDecoder) -> None:
+        super().__init__()
+        self.base = base
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        b, seq = self.base, tokens.shape[1]
+        x = b.tok(tokens) + b.pos(torch.arange(seq)).unsqueeze(0)
+        mask = b.mask[:seq, :seq]
+        for qkv, out in zip(b.qkv, b.out):
+            q, k, v = qkv(x).view(1, seq, 3, b.n_heads, b.head_dim).permute(2, 0, 3, 1, 4)
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + out(att.transpose(1, 2).reshape(1, seq, -1))
+        return b.head(x[:, -1, :]) + b.transition[tokens[:, -1]]
+
+
+def export_no_cache(path: str, model: TinyNoCacheDecoder, max_len: int = 32) -> str:
+    from torch.export import Dim
+
+    from edgetorch.exir import to_edge
+
+    meta = {"get_max_seq_len": max_len, "get_max_context_len": max_len, "use_kv_cache": False,
+            "enable_dynamic_shape": True, "get_eos_ids": [1]}
+    with torch.no_grad():
+        ep = torch.export.export(model, (torch.zeros(1, 2, dtype=torch.long),),
+                                 dynamic_shapes=({1: Dim("token_dim", max=max_len)},))
+    with open(path, "wb") as f:
+        to_edge(ep, constant_methods=meta).to_executorch().write_to_file(f)
+    return path
