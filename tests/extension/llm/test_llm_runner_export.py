@@ -70,4 +70,4 @@ def test_smollm2_runner_matches_transformers_greedy(tmp_path):
                     pieces.append)
     assert runner.stats.num_prompt_tokens == 11  # two prefill chunks of 8 and 3
     assert runner.generated_ids == SMOL_GREEDY
-    assert "".join(pieces) == ' had a special ability to make people happy. He was called "The Happy One"\n\nOne'
+    assert "".join(pieces) == ' had a special ability to make people happy. He was called "The Happy One'
