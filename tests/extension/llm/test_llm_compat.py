@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import subprocess
 
+import llm_models
 import numpy as np
 import pytest
 import torch
+from refenv import REF_TOOL, _clean_env, load_npz, ref_available, ref_python  # noqa: I001
 
 import edgetorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (before llm_models)
 from edgetorch.runtime import Runtime
-
-from refenv import REF_TOOL, _clean_env, load_npz, ref_available, ref_python  # noqa: I001
-import llm_models
 
 pytestmark = [
     pytest.mark.compat,
