@@ -18,11 +18,12 @@ from typing import Any
 import torch
 
 from ....errors import ExportError
-from ..custom_ops import custom_ops as _custom_ops  # noqa: F401  (defines llama::*)
 from ....examples.models.llama import ModelArgs, Transformer
+from ..custom_ops import custom_ops as _custom_ops  # noqa: F401  (defines llama::*)
 from .checkpoint import read_gguf, read_pth
-from .quantize import quantize
 from .config.llm_config import LlmConfig
+from .quantize import quantize
+
 
 @dataclass
 class LoadedModel:

@@ -60,8 +60,8 @@ def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]
         name = _meta_name(t.name)
         if name is None:
             continue
-        values = dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
-        state[name] = torch.from_numpy(np.ascontiguousarray(values))
+        values = np.array(dequantize(t.data, t.tensor_type), dtype=np.float32)  # writable
+        state[name] = torch.from_numpy(values)
     params["vocab_size"] = int(state["tok_embeddings.weight"].shape[0])
     params["tie_word_embeddings"] = "output.weight" not in state
     tokenizer = {"bos_id": _field(reader, "tokenizer.ggml.bos_token_id"),
