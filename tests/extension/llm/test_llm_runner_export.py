@@ -32,7 +32,10 @@ def test_runner_on_export_llm_program(tmp_path):
     assert runner.metadata["get_max_context_len"] == MAX_CTX
     assert runner.metadata["use_sdpa_with_kv_cache"] == int(custom_ops)
     assert runner.eos_ids == {1}
-    prompt = "the cat sat on the mat in the sun"  # 27 tokens: four prefill chunks of <= 8
+    # export_llm (like ExecuTorch's) declares tokens [1, max_seq_len - 1]: chunks stay within it,
+    # where ExecuTorch's runner would send max_seq_len tokens.
+    assert runner.prefill_chunk == MAX_SEQ - 1
+    prompt = "the cat sat on the mat in the sun"  # 27 tokens: four prefill chunks of <= 7
     ids = runner.tokenizer.encode(prompt)
     assert MAX_SEQ * 3 < len(ids) < MAX_CTX - 12
     runner.generate(prompt, GenerationConfig(temperature=0, echo=False, max_new_tokens=12,
@@ -68,6 +71,6 @@ def test_smollm2_runner_matches_transformers_greedy(tmp_path):
     pieces = []
     runner.generate(SMOL_PROMPT, GenerationConfig(temperature=0, echo=False, max_new_tokens=16),
                     pieces.append)
-    assert runner.stats.num_prompt_tokens == 11  # two prefill chunks of 8 and 3
+    assert runner.stats.num_prompt_tokens == 11  # two prefill chunks of 7 and 4
     assert runner.generated_ids == SMOL_GREEDY
     assert "".join(pieces) == ' had a special ability to make people happy. He was called "The Happy One'
