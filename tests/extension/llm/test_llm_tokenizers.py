@@ -42,6 +42,21 @@ def test_load_tokenizer_reads_config_and_directory(tmp_path):
     assert T.load_tokenizer(path).eos_ids == (1, 2)
 
 
+def test_load_tiktoken_file(tmp_path):
+    import base64
+
+    path = tmp_path / "tokenizer.model"  # tiktoken's format: "<base64 bytes> <rank>" per line
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)]
+    lines.append(f"{base64.b64encode(b'he').decode()} 256")
+    path.write_text("\n".join(lines) + "\n")
+    tok = T.load_tokenizer(path)
+    assert tok.kind == "tiktoken"
+    assert tok.encode("hello") == [256, ord("l"), ord("l"), ord("o")]
+    assert tok.encode("hi", bos=1) == [tok.bos_id, ord("h"), ord("i")]
+    assert tok.decode(tok.encode("héllo")) == "héllo"
+    assert len(tok.eos_ids) == 3  # <|end_of_text|>, <|eot_id|>, <|eom_id|>
+
+
 def test_load_tokenizer_errors(tmp_path):
     with pytest.raises(TokenizerError, match="does not exist"):
         T.load_tokenizer(tmp_path / "nope.json")

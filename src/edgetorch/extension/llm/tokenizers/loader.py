@@ -164,8 +164,10 @@ def load_tokenizer(path: str | os.PathLike, config_path: str | None = None) -> T
     errors = []
     try:  # tiktoken (Llama 3's format), as ExecuTorch tries it before SentencePiece
         tk = pt.TiktokenTokenizer(model_path=path)
-        return TextTokenizer(tk, "tiktoken", path, tk.bos_id, [tk.eos_id, *tk.stop_tokens],
-                             tk.n_words)
+        # Llama 3 instruct ends a turn with <|eot_id|> rather than <|end_of_text|>.
+        stops = [tk.special_tokens[t] for t in ("<|eot_id|>", "<|eom_id|>")
+                 if t in tk.special_tokens]
+        return TextTokenizer(tk, "tiktoken", path, tk.bos_id, [tk.eos_id, *stops], tk.n_words)
     except Exception as e:  # each format's parser raises its own exception types
         errors.append(f"tiktoken: {e}")
     try:
