@@ -57,6 +57,27 @@ def test_load_tiktoken_file(tmp_path):
     assert len(tok.eos_ids) == 3  # <|end_of_text|>, <|eot_id|>, <|eom_id|>
 
 
+def test_load_sentencepiece_model_and_stream_its_spaces(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS[:6] * 20))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"),
+                                   vocab_size=400, byte_fallback=True, hard_vocab_limit=False,
+                                   character_coverage=0.9995, minloglevel=2)
+    tok = T.load_tokenizer(tmp_path / "sp.model")
+    assert tok.kind == "sentencepiece" and (tok.bos_id, tok.eos_ids) == (1, (2,))
+    text = "the robot said: 日本 😀 done"
+    ids = tok.encode(text, bos=1)
+    assert ids[0] == 1 and tok.decode(ids) == text
+    # Streaming one id at a time keeps SentencePiece's word-initial spaces and byte pieces right.
+    from edgetorch.extension.llm.runner import TextStream
+
+    stream = TextStream(tok.decode, ids[:2])
+    pieces = [stream.push(i) for i in ids[2:]] + [stream.flush()]
+    assert tok.decode(ids[:2]) + "".join(pieces) == text
+    assert all("\ufffd" not in p for p in pieces)
+
+
 def test_load_tokenizer_errors(tmp_path):
     with pytest.raises(TokenizerError, match="does not exist"):
         T.load_tokenizer(tmp_path / "nope.json")
