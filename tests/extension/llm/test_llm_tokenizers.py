@@ -62,7 +62,8 @@ def test_load_sentencepiece_model_and_stream_its_spaces(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TEXTS[:6] * 20))
     spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"),
-                                   vocab_size=400, byte_fallback=True, hard_vocab_limit=False,
+                                   vocab_size=400, model_type="bpe", byte_fallback=True,
+                                   hard_vocab_limit=False,
                                    character_coverage=0.9995, minloglevel=2)
     tok = T.load_tokenizer(tmp_path / "sp.model")
     assert tok.kind == "sentencepiece" and (tok.bos_id, tok.eos_ids) == (1, (2,))
@@ -76,6 +77,11 @@ def test_load_sentencepiece_model_and_stream_its_spaces(tmp_path):
     pieces = [stream.push(i) for i in ids[2:]] + [stream.flush()]
     assert tok.decode(ids[:2]) + "".join(pieces) == text
     assert all("\ufffd" not in p for p in pieces)
+    # The same vocabulary as llama2c's tokenizer.bin (what ExecuTorch's runner tries last).
+    tok.backend.export(str(tmp_path / "tokenizer.bin"))
+    bin_tok = T.load_tokenizer(tmp_path / "tokenizer.bin")
+    assert bin_tok.kind == "llama2c" and bin_tok.vocab_size == tok.vocab_size
+    assert bin_tok.encode("the robot said") == tok.encode("the robot said")
 
 
 def test_load_tokenizer_errors(tmp_path):
