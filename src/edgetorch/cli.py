@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspector_cli.add_arguments(ins)
     ins.set_defaults(fn=inspector_cli.run)
 
+    from .backends.arm.scripts import run as arm_run  # no torch import until it runs
+
+    arm = sub.add_parser("arm", help="Arm Ethos-U: `arm run` compiles and simulates (run.sh)")
+    arm_run.add_arguments(arm)
+
     from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs
 
     add_llm_parser(sub)
