@@ -314,6 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     arm = sub.add_parser("arm", help="Arm Ethos-U: `arm run` compiles and simulates (run.sh)")
     arm_run.add_arguments(arm)
 
+    from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs
+
+    add_llm_parser(sub)
+
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)

@@ -102,6 +102,13 @@ class InvalidArgumentError(RuntimeErrorBase):
     code = ErrorCode.InvalidArgument
 
 
+class InvalidStateError(RuntimeErrorBase):
+    """A call the object's current state does not allow (e.g. an LLM runner's generate('')
+    without a prior prefill)."""
+
+    code = ErrorCode.InvalidState
+
+
 class MemoryAllocationError(RuntimeErrorBase):
     code = ErrorCode.MemoryAllocationFailed
 
@@ -139,6 +146,12 @@ class BundledProgramError(EdgeTorchError):
 
 class RegistrationError(EdgeTorchError):
     code = ErrorCode.RegistrationAlreadyRegistered
+
+
+class TokenizerError(EdgeTorchError):
+    """A tokenizer file (tokenizer.json, GGUF vocabulary, ...) cannot be loaded or converted."""
+
+    code = ErrorCode.InvalidArgument
 
 
 # ---- compiler ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ _ASSERT_OPS = {
 # emitter turns into executorch_prim calls, and assertion-like ops.
 _NOT_EDGE = {
     torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
-    torch.ops.aten.sym_stride.int, torch.ops.aten.sym_storage_offset.default,
+    torch.ops.aten._local_scalar_dense.default, torch.ops.aten.sym_stride.int, torch.ops.aten.sym_storage_offset.default,
     torch.ops.aten.scalar_tensor.default, *_ASSERT_OPS,
 }
 

@@ -37,6 +37,19 @@ def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
         quant_fusion_and_const_prop(ep)
 
 
+def _reinplace_custom_ops(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    # Export functionalizes a custom op that mutates an argument (llama::update_cache writing
+    # a KV-cache buffer) into auto_functionalized(op, ...); the runtime's kernel writes in
+    # place, so the original call comes back, as in ExecuTorch's to_executorch.
+    if any(n.op == "call_function" and getattr(n.target, "__name__", "").startswith(
+            "auto_functionalized") for n in ep.graph.nodes):
+        from torch.export._remove_auto_functionalized_pass import (
+            unsafe_remove_auto_functionalized_pass,
+        )
+
+        unsafe_remove_auto_functionalized_pass(ep)
+
+
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     insert_write_back(ep)
 
@@ -72,6 +85,7 @@ def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 STEPS: list[Step] = [
     ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
+    ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),
     ("fold constants", _fold),
     ("view_copy -> view", _views),

@@ -25,11 +25,19 @@ SYM_OPS = {
     operator.ge, operator.le, torch.sym_float, torch.sym_int,
 }
 _ALLOWED_CALLS = {operator.getitem}
+_AUTO_FUNCTIONALIZED = ("auto_functionalized", "auto_functionalized_v2")
+
+
+def _unwrapped(node: torch.fx.Node) -> torch.fx.Node:
+    """A stand-in node calling the op that an ``auto_functionalized`` node wraps."""
+    graph = torch.fx.Graph()
+    return graph.call_function(node.args[0], (), {})
 
 
 def _runtime_name(op: OpOverload) -> str | None:
     """The operator string the runtime must have for ``op``, or None when there is none."""
-    if op in (torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default):
+    if op in (torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
+              torch.ops.aten._local_scalar_dense.default):
         return qualified_name(op)
     out = out_variant(op)
     return qualified_name(out) if out is not None else None
@@ -47,6 +55,8 @@ def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset())
             return None
         if target.__name__ == "executorch_call_delegate":
             return None
+        if target.__name__ in _AUTO_FUNCTIONALIZED:  # a mutating custom op, made in place
+            return unsupported_reason(_unwrapped(node), extra_ok)  # again by to_executorch
         return f"higher-order operator {target.__name__} is not supported"
     if not isinstance(target, OpOverload):
         return f"call to {getattr(target, '__name__', target)!r} is not an ATen operator"

@@ -18,7 +18,8 @@ from .rewrite import rewrite
 from .spec_prop import upper_bound
 
 # Ops the runtime implements directly (they return a scalar, not an out tensor).
-NO_OUT_VARIANT = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default}
+NO_OUT_VARIANT = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
+                  torch.ops.aten._local_scalar_dense.default}
 
 
 def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> torch.fx.Node:
@@ -87,8 +88,15 @@ def to_out_variants(ep: ExportedProgram) -> bool:
 
 
 def is_inplace(op: OpOverload) -> bool:
-    """An op that writes into one of its own inputs (e.g. the ``copy_`` of a buffer write-back)."""
-    return op._schema.is_mutable and not is_out_variant(op)
+    """An op that writes into one of its own inputs and returns it (e.g. the ``copy_`` of a
+    buffer write-back). A mutating op with a fresh result (``llama::update_cache``) is not:
+    it has an ``.out`` variant like any functional op."""
+    schema = op._schema
+    if not schema.is_mutable or is_out_variant(op):
+        return False
+    returns = schema.returns
+    return not returns or any(r.alias_info is not None and r.alias_info.is_write
+                              for r in returns)
 
 
 def mutated_arg_index(op: OpOverload) -> int | None:

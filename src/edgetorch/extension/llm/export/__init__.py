@@ -1,0 +1,1 @@
+"""``export_llm``: ExecuTorch's LLM export flow (``LlmConfig`` -> ``.pte``)."""

@@ -1,0 +1,1 @@
+"""``LlmConfig``: the configuration of ``export_llm``."""

