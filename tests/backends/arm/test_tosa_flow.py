@@ -131,7 +131,7 @@ def test_set_module_type_none_keeps_float_and_partitioner_reports_why(caplog):
     with caplog.at_level(logging.INFO, logger="edgetorch.backends.arm.tosa.partitioner"):
         to_edge_transform_and_lower(torch.export.export(converted, inputs), partitioner=[part])
     report = part.rejected_nodes_report()
-    assert "addmm" in report and "not marked as quantized" in report
+    assert "addmm" in report and "operator support list" in report  # float: decomposed
     assert "rejected nodes" in caplog.text
 
 
@@ -162,3 +162,36 @@ def test_u55_rejects_comparisons_with_the_u55_reason():
     assert "not supported on Ethos-U55/U65" in reports["TOSA-1.0+INT+int16+int4+u55"]
     assert "not supported on Ethos-U55/U65" not in reports["TOSA-1.0+INT+int16+int4+cf"]
     assert "aten.gt" in reports["TOSA-1.0+INT+int16+int4+cf"]  # rejected there for another reason
+
+
+class _Unlowered(torch.nn.Module):
+    """Ops the lowering does not cover yet must stay on the CPU, not fail the export."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.hardtanh(self.conv(x), -0.5, 0.5)  # a real CLAMP
+        return torch.relu(y.permute(0, 2, 3, 1))                   # permute + standalone relu
+
+
+def test_unlowered_ops_fall_back_to_cpu_with_reasons(tmp_path):
+    from edgetorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+    from edgetorch.backends.arm.tosa.partitioner import TOSAPartitioner
+    from edgetorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+    from edgetorch.runtime import Runtime
+
+    torch.manual_seed(0)
+    model, inputs = _Unlowered().eval(), (torch.randn(1, 3, 4, 4),)
+    cs = TosaCompileSpec("TOSA-1.0+INT")
+    converted = quantize(model, inputs, cs)
+    part = TOSAPartitioner(cs)
+    edge = to_edge_transform_and_lower(torch.export.export(converted, inputs), partitioner=[part])
+    report = part.rejected_nodes_report()
+    assert "not lowered by edgetorch's TOSA backend yet" in report
+    pte = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
+    out = Runtime.get().load_program(pte).load_method("forward").execute([inputs[0].numpy()])[0]
+    with torch.no_grad():
+        expected = converted(*inputs).numpy()
+    np.testing.assert_allclose(out, expected, atol=1e-5)

@@ -52,10 +52,9 @@ index index_select index_put scatter upsample_bilinear2d where
 # What edgetorch's TOSA lowering handles (edge targets).
 LOWERABLE = {
     aten.add.Tensor, aten.convolution.default, aten.relu.default, aten.hardtanh.default,
-    aten.clamp.default, aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default,
-    aten.mean.dim, aten.view_copy.default, aten.permute_copy.default, aten.linear.default,
-    aten.addmm.default, aten.mm.default, aten.squeeze_copy.dims, aten.unsqueeze_copy.default,
-    aten.clone.default, aten.alias_copy.default, aten.dropout.default, operator.getitem,
+    aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default, aten.mean.dim,
+    aten.view_copy.default, aten.linear.default, aten.clone.default, aten.alias_copy.default,
+    aten.dropout.default, operator.getitem,
 } | QDQ_OPS
 
 
@@ -88,8 +87,8 @@ def _outputs_quantized(node: Node) -> bool:
     return bool(node.users) and all(u.target in Q_OPS for u in node.users)
 
 
-FUSED_ACTIVATIONS = {aten.relu.default, aten.hardtanh.default, aten.clamp.default}
-CONVS = {aten.convolution.default, aten.linear.default, aten.addmm.default, aten.mm.default}
+FUSED_ACTIVATIONS = {aten.relu.default, aten.hardtanh.default}
+CONVS = {aten.convolution.default, aten.linear.default}
 
 
 def _fused_into(node: Node) -> Node | None:
@@ -131,4 +130,51 @@ def why_not(node: Node, ep: ExportedProgram, spec: TosaSpecification) -> str | N
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor) and val.dim() > 6:
         return f"output rank {val.dim()} exceeds TOSA's 6"
+    return _lowering_limit(node)
+
+
+def _shape(node: object) -> list[int]:
+    val = node.meta.get("val") if isinstance(node, Node) else None
+    return [int(d) for d in val.shape] if isinstance(val, torch.Tensor) else []
+
+
+def _lowering_limit(node: Node) -> str | None:
+    """The cases edgetorch's lowering does not cover yet (they stay on the CPU)."""
+    t = node.target
+    todo = "is not lowered by edgetorch's TOSA backend yet; it runs on the CPU"
+    if t in FUSED_ACTIVATIONS:
+        src = node.args[0]
+        if not (isinstance(src, Node) and _fused_into(src) is node):
+            return f"a {op_name(node)} not right after a convolution/linear (CLAMP) {todo}"
+        if t == aten.hardtanh.default:
+            q = next(iter(node.users))
+            if q.target not in Q_OPS:
+                return f"a float hardtanh {todo}"
+            top = round(float(node.args[2]) / float(q.args[1])) + int(q.args[2])
+            if node.args[1] != 0 or top < int(q.args[4]):
+                return f"a hardtanh({node.args[1]}, {node.args[2]}) narrower than int8 {todo}"
+    elif t in CONVS and _fused_into(node) is not None and _lowering_limit(_fused_into(node)):
+        return f"its activation %{_fused_into(node).name} cannot be folded in; it {todo}"
+    elif t == aten.convolution.default:
+        if node.args[6] or len(node.args[3]) != 2:
+            return f"a transposed or non-2D convolution {todo}"
+    elif t == aten.view_copy.default:
+        src = _shape(node.args[0])
+        if not (len(src) == 4 and src[2:] == [1, 1] and _shape(node) == src[:2]):
+            return f"a view other than flattening a [N, C, 1, 1] map {todo}"
+    elif t == aten.linear.default:
+        src = node.args[0]
+        while isinstance(src, Node) and (src.target in QDQ_OPS or "clone" in str(src.target)):
+            src = src.args[0]
+        if not (isinstance(src, Node) and src.target == aten.view_copy.default):
+            return f"a linear not fed by a flattened pooled map {todo}"
+    elif t == aten.mean.dim:
+        if sorted(d % 4 for d in node.args[1]) != [2, 3] or len(_shape(node.args[0])) != 4:
+            return f"a mean other than over H and W {todo}"
+    elif t == aten._adaptive_avg_pool2d.default and list(node.args[1]) != [1, 1]:
+        return f"adaptive pooling to other than 1x1 {todo}"
+    elif t == aten.avg_pool2d.default:
+        extra = list(node.args[4:]) + [None] * 3
+        if extra[0] or extra[2] is not None:
+            return f"avg_pool2d with ceil_mode or divisor_override {todo}"
     return None
