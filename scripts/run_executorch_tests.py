@@ -50,8 +50,9 @@ HELPER_DIRS = ["exir", "extension", "devtools", "runtime", "test"]
 
 IMPORT_RE = re.compile(r"^(\s*(?:from|import)\s+)executorch\b", re.MULTILINE)
 
-# Written to the root of each tree: modules under <package> that the installed package lacks
-# are looked up in this tree (ExecuTorch's test helpers), after every normal finder failed.
+# Written to the root of each tree: test helper modules under <package> that the installed
+# package lacks are looked up in this tree, after every normal finder failed. A folder on the
+# way to one becomes an empty namespace package: none of ExecuTorch's library code runs.
 CONFTEST = '''\
 import importlib.abc
 import importlib.machinery
@@ -63,16 +64,25 @@ _ROOT = os.path.dirname(os.path.abspath(__file__))
 _PKG = {package!r}
 
 
+def _is_test_helper(parts):
+    # Only ExecuTorch's test code comes from the tree, never its library code: a module the
+    # package lacks that is not a test helper must fail to import, as it would for a user.
+    return any(p in ("test", "tests") or p.startswith("test_") or p.endswith("test_util")
+               for p in parts)
+
+
 class _TestTreeFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if not name.startswith(_PKG + "."):
             return None
-        base = os.path.join(_ROOT, *name.split(".")[1:])
-        if os.path.isfile(base + ".py"):
+        parts = name.split(".")[1:]
+        base = os.path.join(_ROOT, *parts)
+        helper = _is_test_helper(parts)
+        if helper and os.path.isfile(base + ".py"):
             return importlib.util.spec_from_file_location(name, base + ".py")
         if os.path.isdir(base):
             init = os.path.join(base, "__init__.py")
-            if os.path.isfile(init):
+            if helper and os.path.isfile(init):
                 return importlib.util.spec_from_file_location(
                     name, init, submodule_search_locations=[base])
             spec = importlib.machinery.ModuleSpec(name, None, is_package=True)

@@ -281,6 +281,12 @@ class ExecutorchProgramManager:
             files[f"{tag}.ptd"] = serialize_ptd(named, alignment=16)
         return files
 
+    @property
+    def _tensor_data(self) -> dict[str, bytes]:
+        """ExecuTorch's private name for :attr:`data_files`, keyed by tag (no ``.ptd``);
+        a fresh dict each time."""
+        return {name.removesuffix(".ptd"): data for name, data in self.data_files.items()}
+
     def write_tensor_data_to_file(self, outdir: str | os.PathLike) -> None:
         """Write the external weights (``ExecutorchBackendConfig(external_constants=...)``)
         as ``<outdir>/<tag>.ptd`` files."""

@@ -251,7 +251,7 @@ class ExecuTorchModule:
             # ExecuTorch logs this line before failing; scripts look for it on stderr.
             import sys
 
-            print(f"The length of given input array ({len(converted)}) must be same as the "
+            print(f"[portable_lib.py] The length of given input array ({len(converted)}) must be same as the "
                   f"number of inputs in method ({method.metadata.num_inputs()}).", file=sys.stderr)
         self._last_inputs[method_name] = converted
         return _outputs(method, method.execute(converted))
