@@ -134,8 +134,7 @@ def fetch_sources(args: argparse.Namespace, dest: Path, dirs: list[str]) -> str:
 
 def overlay_wheel_tests(tree: Path, ref_python: str, files: list[str]) -> list[str]:
     """Replace fetched test files by the reference wheel's copies where it ships them."""
-    out = subprocess.run([ref_python, "-c", "import executorch, os; "
-                          "print(os.path.dirname(executorch.__file__))"],
+    out = subprocess.run([ref_python, "-c", "import executorch; print(list(executorch.__path__)[0])"],
                          capture_output=True, text=True)
     if out.returncode != 0:
         return []
@@ -209,6 +208,12 @@ def main() -> int:
     p.add_argument("--wheel-tests", action="store_true",
                    help="use the test files the reference wheel ships where it ships them")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per file and side")
+    p.add_argument("--extra-path", default="",
+                   help="folders prepended to edgetorch's PYTHONPATH (e.g. a pip --target "
+                   "folder holding test-only dependencies such as parameterized)")
+    p.add_argument("--ref-extra-path", default="",
+                   help="the same for the reference Python (e.g. where pytest was installed "
+                   "with pip --target when its environment lacks it)")
     p.add_argument("--diff", action="store_true",
                    help="list every test whose outcome differs between the two sides")
     p.add_argument("files", nargs="*", default=DEFAULT_FILES)
@@ -233,13 +238,19 @@ def main() -> int:
     print(f"sources: {described}; imports renamed in {n} files; scratch {scratch}")
 
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    et_env = dict(base_env, PYTHONPATH=str(REPO / "src"))
+    et_path = [p for p in args.extra_path.split(os.pathsep) if p] + [str(REPO / "src")]
+    et_env = dict(base_env, PYTHONPATH=os.pathsep.join(et_path))
+    ref_env = dict(base_env)
+    for key in ("PYTHONHOME", "VIRTUAL_ENV"):
+        ref_env.pop(key, None)
+    if args.ref_extra_path:
+        ref_env["PYTHONPATH"] = args.ref_extra_path
     rows = []
     for f in args.files:
         stem = f.replace("/", "_")
         ours = pytest_counts(args.python, renamed, f, et_env, scratch / f"{stem}.edgetorch.xml",
                              args.timeout, scratch / f"{stem}.edgetorch.log")
-        theirs = (pytest_counts(args.ref_python, orig, f, base_env,
+        theirs = (pytest_counts(args.ref_python, orig, f, ref_env,
                                 scratch / f"{stem}.executorch.xml", args.timeout,
                                 scratch / f"{stem}.executorch.log")
                   if use_ref else {"note": "not run"})
