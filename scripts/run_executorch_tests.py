@@ -132,6 +132,23 @@ def fetch_sources(args: argparse.Namespace, dest: Path, dirs: list[str]) -> str:
     return f"{source} (copied as is)"
 
 
+def is_test_helper(parts: tuple[str, ...]) -> bool:
+    """The rule the import hook applies too (see CONFTEST): test folders and test modules."""
+    return any(p in ("test", "tests") or p.startswith("test_") or p.endswith("test_util")
+               for p in parts)
+
+
+def prune_library_code(tree: Path) -> int:
+    """Delete every Python file that is not test code, so no ExecuTorch library module can
+    be imported from the scratch tree (pytest would import a folder's ``__init__.py``)."""
+    removed = 0
+    for py in list(tree.rglob("*.py")):
+        if not is_test_helper(py.relative_to(tree).with_suffix("").parts):
+            py.unlink()
+            removed += 1
+    return removed
+
+
 def overlay_wheel_tests(tree: Path, ref_python: str, files: list[str]) -> list[str]:
     """Replace fetched test files by the reference wheel's copies where it ships them."""
     out = subprocess.run([ref_python, "-c", "import executorch; print(list(executorch.__path__)[0])"],
@@ -216,6 +233,8 @@ def main() -> int:
                    "with pip --target when its environment lacks it)")
     p.add_argument("--diff", action="store_true",
                    help="list every test whose outcome differs between the two sides")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="make the two trees and stop (to run pytest on them by hand)")
     p.add_argument("files", nargs="*", default=DEFAULT_FILES)
     args = p.parse_args()
 
@@ -231,11 +250,15 @@ def main() -> int:
     if args.wheel_tests and use_ref:
         replaced = overlay_wheel_tests(orig, args.ref_python, args.files)
         described += f"; {len(replaced)} test files from the reference wheel"
+    pruned = prune_library_code(orig)
+    described += f"; {pruned} library files left out"
     renamed = scratch / "edgetorch"
     n = renamed_copy(orig, renamed)
     (orig / "conftest.py").write_text(CONFTEST.format(package="executorch"))
     (renamed / "conftest.py").write_text(CONFTEST.format(package="edgetorch"))
     print(f"sources: {described}; imports renamed in {n} files; scratch {scratch}")
+    if args.prepare_only:
+        return 0
 
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     et_path = [p for p in args.extra_path.split(os.pathsep) if p] + [str(REPO / "src")]
