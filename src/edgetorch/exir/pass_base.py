@@ -54,6 +54,15 @@ class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
     Calling the pass on a graph module returns ``PassResult(new_graph_module, True)``.
     Delegated subgraphs (``executorch_call_delegate``) are kept as they are."""
 
+    class ExportInterpreter(_ExportPassBaseDeprecatedDoNotUse.ExportInterpreter):
+        def call_module(self, target, args, kwargs):  # type: ignore[no-untyped-def]
+            # ``ExportedProgram.module()`` adds a call to its input checks, ``_guards_fn``,
+            # unless torch sees "executorch" in a caller's file name; it computes nothing
+            # the graph uses, so replay drops it.
+            if target == "_guards_fn":
+                return None
+            return super().call_module(target, args, kwargs)
+
     ExportTracer = _Tracer
 
     # torch's base class builds its own ProxyValue; passes see ExecuTorch's stricter one.
@@ -92,14 +101,13 @@ class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
 
 
 def _keep_constant_values(old: torch.fx.GraphModule, new: torch.fx.GraphModule) -> None:
-    """A fake input standing for a known constant stays one after replay (the fake tensor
-    mode re-creates inputs without their ``constant``)."""
+    """A fake input standing for a known constant keeps its fake value (its constant and its
+    symbolic sizes) after replay, which otherwise runs on the constant itself."""
     pairs = zip(old.graph.find_nodes(op="placeholder"), new.graph.find_nodes(op="placeholder"))
     for before, after in pairs:
-        a, b = before.meta.get("val"), after.meta.get("val")
-        if getattr(a, "constant", None) is not None and b is not None \
-                and getattr(b, "constant", False) is None:
-            b.constant = a.constant
+        a = before.meta.get("val")
+        if getattr(a, "constant", None) is not None:
+            after.meta["val"] = a
 
 
 def _symbolic_inputs(gm: torch.fx.GraphModule) -> list[tuple[str | None, ...] | None]:
