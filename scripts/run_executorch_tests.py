@@ -247,7 +247,7 @@ def main() -> int:
     orig = scratch / "executorch"
     described = fetch_sources(args, orig, dirs)
     use_ref = not args.no_ref and Path(args.ref_python).exists()
-    if args.wheel_tests and use_ref:
+    if args.wheel_tests and Path(args.ref_python).exists():
         replaced = overlay_wheel_tests(orig, args.ref_python, args.files)
         described += f"; {len(replaced)} test files from the reference wheel"
     pruned = prune_library_code(orig)
