@@ -6,6 +6,7 @@ run after renaming the import.
 
 from torch.export import ExportedProgram
 
+from .capture import CaptureConfig, capture  # noqa: F401  (legacy API; ``exir.capture(...)``)
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .memory_planning import MemoryPlan
 from .passes import MemoryPlanningPass

@@ -26,6 +26,12 @@ class EdgeCompileConfig:
     preserve_ops: list[Any] = field(default_factory=list)
 
 
+def _default_sym_shape_eval_pass() -> Any:
+    from .passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
+
+    return ConstraintBasedSymShapeEvalPass()
+
+
 def _default_memory_planning_pass() -> MemoryPlanningPass:
     from .passes.memory_planning_pass import MemoryPlanningPass
 
@@ -56,3 +62,6 @@ class ExecutorchBackendConfig:
     # ExecuTorch's quant fusion: weight-only quantized embeddings become one
     # quantized_decomposed::embedding_{byte,4bit,2bit} kernel (exir/passes/quant_fusion.py).
     do_quant_fusion_and_const_prop: bool = False
+    # How a dynamic tensor's size becomes the size it is planned at (a graph-module pass over
+    # the tensor specs): its constraint upper bound (default) or its example value.
+    sym_shape_eval_pass: Any = field(default_factory=_default_sym_shape_eval_pass)

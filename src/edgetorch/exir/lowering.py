@@ -72,6 +72,11 @@ def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     propagate_specs(ep)
 
 
+def _sym_shapes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.sym_shape_eval_pass is not None:
+        config.sym_shape_eval_pass(ep.graph_module)
+
+
 def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     config.memory_planning_pass.run(ep.graph_module, ep.graph_signature)
     # Views share their base's bytes.
@@ -91,6 +96,7 @@ STEPS: list[Step] = [
     ("view_copy -> view", _views),
     ("to out variants", _out_variants),
     ("tensor specs", _specs),
+    ("sizes of dynamic tensors (sym_shape_eval_pass)", _sym_shapes),
     ("memory planning", _plan),
 ]
 

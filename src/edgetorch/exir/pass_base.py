@@ -21,14 +21,21 @@ import inspect
 import torch
 from torch._export.pass_base import _ExportPassBaseDeprecatedDoNotUse
 from torch._export.pass_infra.node_metadata import NodeMetadata
-from torch._export.pass_infra.proxy_value import ProxyValue
 from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..errors import EdgeTorchError, PassError
 from .backend.lowered_backend_module import LoweredBackendModule
+from .pass_infra import (  # noqa: F401  (ExecuTorch's import path)
+    ExportedProgramPassBase,
+    ExportedProgramPassResult,
+    ExportPassBaseError,
+    ProxyValue,
+)
 
-__all__ = ["ExportPass", "NodeMetadata", "PassBase", "PassResult", "ProxyValue", "run_passes"]
+__all__ = ["ExportPass", "ExportPassBaseError", "ExportedProgramPassBase",
+           "ExportedProgramPassResult", "NodeMetadata", "PassBase", "PassResult", "ProxyValue",
+           "run_passes"]
 
 
 class _Tracer(_ExportPassBaseDeprecatedDoNotUse.ExportTracer):
@@ -47,14 +54,76 @@ class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
     Calling the pass on a graph module returns ``PassResult(new_graph_module, True)``.
     Delegated subgraphs (``executorch_call_delegate``) are kept as they are."""
 
+    class ExportInterpreter(_ExportPassBaseDeprecatedDoNotUse.ExportInterpreter):
+        def call_module(self, target, args, kwargs):  # type: ignore[no-untyped-def]
+            # ``ExportedProgram.module()`` adds a call to its input checks, ``_guards_fn``,
+            # unless torch sees "executorch" in a caller's file name; it computes nothing
+            # the graph uses, so replay drops it.
+            if target == "_guards_fn":
+                return None
+            return super().call_module(target, args, kwargs)
+
     ExportTracer = _Tracer
 
+    # torch's base class builds its own ProxyValue; passes see ExecuTorch's stricter one.
+    def _fx(self, *args, **kwargs) -> ProxyValue:  # type: ignore[no-untyped-def]
+        res = super()._fx(*args, **kwargs)
+        return ProxyValue(res.data, res.proxy_or_node)
+
+    def placeholder(self, name: str, arg, meta: NodeMetadata) -> ProxyValue:  # type: ignore[no-untyped-def]
+        res = super().placeholder(name, arg, meta)
+        return ProxyValue(res.data, res.proxy_or_node)
+
+    def should_preserve_symbolic_input_metadata(self) -> bool:
+        """Whether replaying the graph must keep each input's symbolic sizes (override to
+        return False in a pass that changes them on purpose)."""
+        return True
+
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        before = _symbolic_inputs(graph_module)
         result = super().call(graph_module)
+        if self.should_preserve_symbolic_input_metadata() and any(before):
+            after = _symbolic_inputs(result.graph_module)
+            for i, shape in enumerate(before):
+                if shape is not None and (i >= len(after) or after[i] != shape):
+                    # A size baked to one example would make the program wrong for others.
+                    raise ExportPassBaseError(
+                        f"Input at position {i} did not preserve symbolic metadata across "
+                        f"pass replay (sizes {list(shape)} became "
+                        f"{list(after[i]) if i < len(after) and after[i] else 'static'}); keep "
+                        "the placeholder's meta['val'], or override "
+                        "should_preserve_symbolic_input_metadata() to return False")
         # The rebuilt module keeps what export recorded on the graph module.
         for key, value in graph_module.meta.items():
             result.graph_module.meta.setdefault(key, value)
+        _keep_constant_values(graph_module, result.graph_module)
         return result
+
+
+def _keep_constant_values(old: torch.fx.GraphModule, new: torch.fx.GraphModule) -> None:
+    """A fake input standing for a known constant keeps its fake value (its constant and its
+    symbolic sizes) after replay, which otherwise runs on the constant itself."""
+    pairs = zip(old.graph.find_nodes(op="placeholder"), new.graph.find_nodes(op="placeholder"))
+    for before, after in pairs:
+        a = before.meta.get("val")
+        if getattr(a, "constant", None) is not None:
+            after.meta["val"] = a
+
+
+def _symbolic_inputs(gm: torch.fx.GraphModule) -> list[tuple[str | None, ...] | None]:
+    """Per placeholder, its sizes with symbolic ones as strings (None: nothing symbolic, or a
+    tensor standing for a constant)."""
+    found: list[tuple[str | None, ...] | None] = []
+    for node in gm.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        shape = None
+        if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            shape = (str(val),)
+        elif isinstance(val, torch.Tensor) and getattr(val, "constant", None) is None:
+            dims = tuple(str(d) if isinstance(d, torch.SymInt) else None for d in val.shape)
+            shape = dims if any(d is not None for d in dims) else None
+        found.append(shape)
+    return found
 
 
 def pass_name(p: object) -> str:

@@ -18,6 +18,7 @@ import torch.fx.passes.infra.pass_manager as fx
 from torch.utils import _pytree as pytree
 
 from ..errors import PassError
+from .pass_infra import ExportedProgramPassManager  # noqa: F401  (ExecuTorch's import path)
 
 logger = logging.getLogger(__name__)
 

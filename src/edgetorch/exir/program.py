@@ -293,6 +293,12 @@ class ExecutorchProgramManager:
                 named[key] = (store.buffers[entry.buffer_index], None, [], [], entry.alignment)
         return {f"{tag}.ptd": serialize_ptd(named, alignment=16) for tag, named in by_tag.items()}
 
+    @property
+    def _tensor_data(self) -> dict[str, bytes]:
+        """ExecuTorch's private name for :attr:`data_files`, keyed by tag (no ``.ptd``);
+        a fresh dict each time."""
+        return {name.removesuffix(".ptd"): data for name, data in self.data_files.items()}
+
     def write_tensor_data_to_file(self, outdir: str | os.PathLike) -> None:
         """Write the external weights (``ExecutorchBackendConfig(external_constants=...)``)
         as ``<outdir>/<tag>.ptd`` files."""

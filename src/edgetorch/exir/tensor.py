@@ -111,6 +111,32 @@ class TensorSpec:
     def allocated_memory(self) -> int:
         return aligned(self.nbytes)
 
+    # ---- ExecuTorch's TensorSpec field names, derived from ours ----
+    @property
+    def stride(self) -> tuple[int, ...]:
+        """Element strides of the (upper-bound) shape laid out in ``dim_order``."""
+        strides = [0] * len(self.shape)
+        step = 1
+        for d in reversed(self.dim_order):
+            strides[d] = step
+            step *= self.shape[d]
+        return tuple(strides)
+
+    @property
+    def shape_dynamism(self) -> TensorShapeDynamism:
+        return self.dynamism
+
+    layout = torch.strided  # edgetorch plans dense tensors only
+    is_sparse = False
+
+    @classmethod
+    def from_tensor(cls, tensor: torch.Tensor, const: bool = False) -> TensorSpec:
+        """A static spec of ``tensor``'s dtype, shape and dim order (``const`` keeps its data)."""
+        return cls(dtype=tensor.dtype, shape=tuple(int(s) for s in tensor.shape),
+                   dim_order=dim_order_of(tensor), const=const,
+                   storage=tensor if const else None,
+                   requires_grad=bool(tensor.requires_grad))
+
     @property
     def planned(self) -> bool:
         return self.mem_id is not None and self.mem_offset is not None

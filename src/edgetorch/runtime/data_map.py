@@ -38,11 +38,15 @@ class DataMap:
             "with this program (ExecutorchProgramManager.write_tensor_data_to_file)")
 
 
-def load_data_map(paths: str | os.PathLike | list[str | os.PathLike]) -> DataMap:
-    if isinstance(paths, (str, os.PathLike)):
+def load_data_map(paths: str | os.PathLike | bytes | list[str | os.PathLike | bytes]) -> DataMap:
+    """The ``.ptd`` file(s) at ``paths``; a bytes item is a ``.ptd`` already in memory."""
+    if isinstance(paths, (str, os.PathLike, bytes, bytearray, memoryview)):
         paths = [paths]
     files = []
     for path in paths:
+        if isinstance(path, (bytes, bytearray, memoryview)):
+            files.append(("<bytes>", PtdFile.parse(memoryview(path))))
+            continue
         path = os.fspath(path)
         try:
             with open(path, "rb") as f:

@@ -12,6 +12,9 @@ from torch.utils._pytree import tree_flatten
 from ...errors import BundledProgramError
 
 ConfigValue = Union[torch.Tensor, int, bool, float]  # noqa: UP007  (the schema's Value kinds)
+# ExecuTorch's names for a test case's inputs and expected outputs.
+MethodInputType = Sequence[ConfigValue]
+MethodOutputType = Sequence[torch.Tensor]
 
 
 def _flatten(data: Any, what: str) -> list[ConfigValue]:

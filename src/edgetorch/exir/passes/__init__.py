@@ -12,5 +12,6 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from .memory_planning_pass import MemoryPlanningPass
 from .rewrite import rewrite
+from .scalar_to_tensor_pass import ScalarToTensorPass
 
-__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "rewrite"]
+__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "ScalarToTensorPass", "rewrite"]

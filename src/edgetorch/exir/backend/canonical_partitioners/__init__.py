@@ -1,0 +1,1 @@
+"""Ready-made partitioning helpers (ExecuTorch's ``exir.backend.canonical_partitioners``)."""

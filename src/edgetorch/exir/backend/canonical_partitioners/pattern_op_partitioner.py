@@ -1,0 +1,45 @@
+"""``generate_pattern_op_partitions``: the largest subgraphs whose nodes an operator-support
+check accepts or a pattern matched -- the usual core of a ``Partitioner.partition``."""
+
+from __future__ import annotations
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
+from torch.fx.passes.operator_support import OperatorSupportBase, any_chain
+from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
+
+from ....errors import InvalidArgumentError
+
+
+class _InSet(OperatorSupportBase):
+    def __init__(self, nodes: set[torch.fx.Node]) -> None:
+        self.nodes = nodes
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:  # type: ignore[no-untyped-def]
+        return node in self.nodes
+
+
+def generate_pattern_op_partitions(
+    graph_module: torch.fx.GraphModule,
+    patterns: list[torch.fx.Graph] | None = None,
+    partitions_list: list[list[torch.fx.Node]] | None = None,
+    op_support: OperatorSupportBase | None = None,
+    ignore_literals: bool = False,
+) -> list[Partition]:
+    """Partitions (``.id``, ``.nodes``) of the nodes ``op_support`` accepts, every node of a
+    match of one of ``patterns`` (placeholders excluded), and the nodes of
+    ``partitions_list``; single-node partitions allowed, no cycles created."""
+    chosen: set[torch.fx.Node] = set()
+    for pattern in patterns or []:
+        for match in SubgraphMatcher(pattern, ignore_literals=ignore_literals).match(
+                graph_module.graph):
+            chosen.update(n for p, n in match.nodes_map.items()
+                          if p.op != "placeholder" and n.op != "placeholder")
+    for nodes in partitions_list or []:
+        chosen.update(nodes)
+    if op_support is None and not chosen and patterns is None and partitions_list is None:
+        raise InvalidArgumentError("generate_pattern_op_partitions needs patterns, "
+                                   "partitions_list or op_support to choose nodes with")
+    support = _InSet(chosen) if op_support is None else any_chain(op_support, _InSet(chosen))
+    return CapabilityBasedPartitioner(graph_module, support,
+                                      allows_single_node_partition=True).propose_partitions()
