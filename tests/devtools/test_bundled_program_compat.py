@@ -143,3 +143,34 @@ def test_we_verify_executorchs_bpte(tmp_path):
     # And ExecuTorch itself reports the same case as a failure.
     results = json.loads(_ref(_REF_VERIFY, str(bad), "2").strip().splitlines()[-1])
     assert [r[0] for r in results] == ["ok", "error"]
+
+
+def test_executorch_verifies_our_channels_last_bpte(tmp_path):
+    """A channels-last expected output is stored in its own layout (dim order 0,2,3,1), as
+    ExecuTorch stores it: its verifier compares layouts and aborts on a contiguous one."""
+    from edgetorch.devtools import BundledProgram
+    from edgetorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from edgetorch.devtools.bundled_program.serialize import (
+        serialize_from_bundled_program_to_flatbuffer,
+    )
+    from edgetorch.exir import to_edge
+
+    class Scale(torch.nn.Module):  # exact in every runtime: the check uses rtol 1e-5, atol 1e-8
+        def forward(self, x):
+            return torch.relu(x) * 2.0
+
+    torch.manual_seed(0)
+    model = Scale().eval()
+    x = torch.randn(1, 3, 8, 8).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        want = model(x)
+    assert want.is_contiguous(memory_format=torch.channels_last)
+    prog = to_edge(export(model, (x,))).to_executorch()
+    path = tmp_path / "cl.bpte"
+    path.write_bytes(serialize_from_bundled_program_to_flatbuffer(
+        BundledProgram(prog, [MethodTestSuite("forward", [MethodTestCase((x,), [want])])])))
+    results = json.loads(_ref(_REF_VERIFY, str(path), "1").strip().splitlines()[-1])
+    assert [r[0] for r in results] == ["ok"], results
+    np.testing.assert_allclose(np.array(results[0][1][0], np.float32), want.numpy(),
+                               rtol=1e-5, atol=1e-5)
+    load_bundled_program(str(path)).verify_result_with_bundled_expected_output("forward", 0)

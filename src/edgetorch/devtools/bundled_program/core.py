@@ -25,13 +25,26 @@ from .config import MethodTestSuite
 _KIND = {"Int": int, "Bool": bool, "Double": float}
 
 
+def _dim_order(t: torch.Tensor) -> list[int]:
+    """The tensor's own memory layout (channels-last stays channels-last, as ExecuTorch keeps
+    it: its runtime compares a bundled output with the method's output layout and aborts on a
+    mismatch); the contiguous order when the strides name none."""
+    try:
+        order = [int(d) for d in t.dim_order()]
+    except RuntimeError:  # strides that are no permutation (e.g. overlapping): contiguous
+        return list(range(t.dim()))
+    return order
+
+
 def _tensor_value(t: torch.Tensor) -> B.Value:
-    t = t.detach().cpu().contiguous()
+    t = t.detach().cpu()
+    order = _dim_order(t)
     st = scalar_type_of(t.dtype)
-    # Raw bytes through a uint8 view: works for dtypes NumPy lacks (bfloat16) too.
-    data = bytes(t.reshape(-1).view(torch.uint8).numpy().tobytes()) if t.numel() else b""
-    return B.Value(B.Tensor(scalar_type=st, sizes=list(t.shape), data=data,
-                            dim_order=list(range(t.dim()))))
+    # The data in memory order; raw bytes through a uint8 view work for dtypes NumPy lacks
+    # (bfloat16) too.
+    stored = t.permute(order).contiguous()
+    data = bytes(stored.reshape(-1).view(torch.uint8).numpy().tobytes()) if t.numel() else b""
+    return B.Value(B.Tensor(scalar_type=st, sizes=list(t.shape), data=data, dim_order=order))
 
 
 def _prim_value(x: int | bool | float) -> B.Value:
