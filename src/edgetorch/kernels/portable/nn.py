@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 
 import numpy as np
 
@@ -32,7 +33,48 @@ def _tap(t, d, o, s):
     return slice(t * d, t * d + (o - 1) * s + 1, s)
 
 
-def _conv(x, w, stride, padding, dilation, groups):
+class _Scratch(threading.local):
+    """Work buffers shared by every convolution call of this thread: zero-bordered padded
+    inputs (keyed by shape and padding, so a border is written once and only the interior is
+    copied per call), im2col matrices and depthwise temporaries. A call consumes them before
+    returning, so sharing across call sites is safe; per thread, so concurrent methods are."""
+
+    MAX_BUFFERS = 64
+
+    def __init__(self) -> None:
+        self.bufs: dict[tuple, np.ndarray] = {}
+
+    def get(self, key: tuple, shape: tuple[int, ...], dtype: np.dtype,
+            zero: bool = False) -> np.ndarray:
+        key = (key, shape, dtype)
+        buf = self.bufs.get(key)
+        if buf is None:
+            if len(self.bufs) >= self.MAX_BUFFERS:
+                self.bufs.clear()
+            buf = self.bufs[key] = np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
+        return buf
+
+
+_SCRATCH = _Scratch()
+
+
+def _pad_into(x, padding):
+    """``x`` (N, C, *spatial) inside a persistent zero border of ``padding``."""
+    if not any(padding):
+        return x
+    shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
+    buf = _SCRATCH.get(("pad", tuple(padding)), shape, x.dtype, zero=True)
+    buf[(slice(None),) * 2 + tuple(slice(p, p + n) for p, n in zip(padding, x.shape[2:]))] = x
+    return buf
+
+
+def _conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
+    """Forward convolution of (N, C, *spatial) by (Cout, C/G, *K), NCHW throughout.
+
+    One GEMM ``W (G, Og, Cg*KK) @ cols (N, G, Cg*KK, P)`` whose result is already the
+    (N, Cout, *out) layout, written straight into ``out`` when it fits; the patch matrix
+    is one strided copy into a reused buffer (a 1x1 stride-1 convolution multiplies the input
+    itself). Depthwise convolution accumulates taps into the output buffer instead."""
     N, C = x.shape[:2]
     Cout, Cg = w.shape[:2]
     K = w.shape[2:]
@@ -43,30 +85,48 @@ def _conv(x, w, stride, padding, dilation, groups):
             f"convolution: input has {C} channels but weight {list(w.shape)} with groups={G} "
             f"expects {Cg * G}"
         )
-    if any(padding):
-        x = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
     out_size = [
-        (n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(x.shape[2:], K, stride, dilation)
+        (n + 2 * p - d * (k - 1) - 1) // s + 1
+        for n, k, s, d, p in zip(x.shape[2:], K, stride, dilation, padding)
     ]
     if any(o <= 0 for o in out_size):
-        raise invalid(f"convolution: output size {out_size} is too small (input {list(x.shape)})")
-    Og = Cout // G
-    if Cg == 1 and G > 1:
-        # Depthwise (optionally with a channel multiplier): accumulate one tap at a time.
-        wr = w.reshape((G, Og) + K)
-        acc = np.zeros((N, G, Og, *out_size), dtype=x.dtype)
-        bshape = (1, G, Og) + (1,) * nsp
-        for taps in itertools.product(*(range(k) for k in K)):
-            sl = (slice(None), slice(None))
-            sl += tuple(_tap(t, d, o, s) for t, d, o, s in zip(taps, dilation, out_size, stride))
-            acc += x[sl][:, :, None] * wr[(slice(None), slice(None)) + taps].reshape(bshape)
-        return acc.reshape((N, Cout, *out_size))
-    cols = _cols(x, K, stride, dilation, out_size, G)
-    wm = w.reshape(G, Og, Cg * math.prod(K)).transpose(0, 2, 1)
-    r = np.matmul(cols, wm)  # (G, N*P, Og)
-    r = r.reshape((G, N, *out_size, Og))
-    r = r.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp)))
-    return r.reshape((N, Cout, *out_size))
+        raise invalid(f"convolution: output size {out_size} is too small (input "
+                      f"{list(x.shape)}, padding {list(padding)})")
+    shape = (N, Cout, *out_size)
+    dst = out if (out is not None and out.shape == shape and out.dtype == x.dtype
+                  and out.flags.c_contiguous and not np.may_share_memory(out, x)) \
+        else np.empty(shape, x.dtype)
+    Og, P, KK = Cout // G, math.prod(out_size), math.prod(K)
+    if Cg == 1 and G > 1 and Og == 1:
+        _depthwise(_pad_into(x, padding), w.reshape(C, KK), K, stride, dilation, out_size, dst)
+    else:
+        if KK == 1 and not any(padding) and all(s == 1 for s in stride):
+            cols = x.reshape(N, G, Cg, P)  # a view when x is contiguous
+        else:
+            xp = _pad_into(x, padding)
+            cols = _SCRATCH.get("cols", (N, G, Cg * KK, P), x.dtype)
+            v = windows(xp, K, stride, dilation, out_size)  # (N, C, *out, *K)
+            order = (0, 1) + tuple(range(2 + nsp, 2 + 2 * nsp)) + tuple(range(2, 2 + nsp))
+            np.copyto(cols.reshape((N, C) + tuple(K) + tuple(out_size)), v.transpose(order))
+        np.matmul(w.reshape(G, Og, Cg * KK), cols, out=dst.reshape(N, G, Og, P))
+    if bias is not None:
+        dst += bias.astype(x.dtype, copy=False).reshape((-1,) + (1,) * nsp)
+    return dst
+
+
+def _depthwise(xp, wk, K, stride, dilation, out_size, acc):
+    """acc (N, C, *out) = sum over taps of tap * w[c, tap], one multiply and add per tap."""
+    tmp = _SCRATCH.get("dw_tmp", acc.shape, acc.dtype)
+    bshape = (-1,) + (1,) * len(K)
+    for t, taps in enumerate(itertools.product(*(range(k) for k in K))):
+        sl = (slice(None), slice(None))
+        sl += tuple(_tap(k, d, o, s) for k, d, o, s in zip(taps, dilation, out_size, stride))
+        wt = wk[:, t].reshape(bshape)
+        if t == 0:
+            np.multiply(xp[sl], wt, out=acc)
+        else:
+            np.multiply(xp[sl], wt, out=tmp)
+            np.add(acc, tmp, out=acc)
 
 
 def _cols(x, K, stride, dilation, out_size, G):
@@ -138,11 +198,10 @@ def convolution_out(input, weight, bias, stride, padding, dilation, transposed, 
     ct = _conv_dtype(x, weight)
     x = x.astype(ct, copy=False)
     w = weight.astype(ct, copy=False)
-    if transposed:
-        output_padding = expand_param(output_padding, nsp, "output_padding")
-        r = _conv_transpose(x, w, stride, padding, dilation, output_padding, groups)
-    else:
-        r = _conv(x, w, stride, padding, dilation, groups)
+    if not transposed:
+        return finish(_conv(x, w, stride, padding, dilation, groups, bias, out), out)
+    output_padding = expand_param(output_padding, nsp, "output_padding")
+    r = _conv_transpose(x, w, stride, padding, dilation, output_padding, groups)
     if bias is not None:
         r = r + bias.astype(ct, copy=False).reshape((1, -1) + (1,) * nsp)
     return finish(r, out)
