@@ -119,9 +119,14 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     g = max(n.groups, 1)
     _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
                            n.group_input_channels))
-    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
     bias = _bias(ctx, n.bias_id)
     scratch = K.Scratch()
+    if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
+                                                         n.group_output_channels):
+        u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
+        return ((lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch)),
+                ctx.slot(n.output_id, "output"))
+    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
     return ((lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch)),
             ctx.slot(n.output_id, "output"))
 
