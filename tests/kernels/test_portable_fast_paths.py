@@ -103,3 +103,23 @@ def test_portable_conv_net_twice_with_different_inputs():
         results.append((got, want))
     for got, want in results:  # outputs are the caller's, never rewritten by later calls
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("hw,pad", [((10, 10), [1, 1]), ((7, 9), [1, 0]), ((5, 6), [0, 0])])
+def test_winograd_conv_matches_eager_and_caches_only_constants(hw, pad):
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((24, 16, 3, 3)) * np.sqrt(2 / 144)).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    frozen = np.frombuffer(w.tobytes(), np.float32).reshape(w.shape)  # like a .pte constant
+    mutable = w.copy()
+    for weight in (frozen, frozen, mutable):
+        x = rng.standard_normal((1, 16, *hw)).astype(np.float32)
+        res, out = _conv(x, weight, b, [1, 1], pad, [1, 1], 1)
+        want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w.copy()),
+                                          torch.from_numpy(b), 1, pad)
+        np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+    mutable *= 2  # a mutable weight is never served from the packed-weight cache
+    x = rng.standard_normal((1, 16, *hw)).astype(np.float32)
+    _, out = _conv(x, mutable, None, [1, 1], pad, [1, 1], 1)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(2 * w), None, 1, pad)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)

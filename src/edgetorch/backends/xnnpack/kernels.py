@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels.portable import winograd as wg
+
 
 @dataclass(frozen=True)
 class Window:
@@ -182,25 +184,16 @@ def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window
     return out.reshape(n, oh, ow, -1)
 
 
-# Winograd F(2x2, 3x3) (Lavin & Gray, 2015): a 3x3 stride-1 convolution as 16 GEMMs of
-# (tiles, C) x (C, O) on 4x4 input tiles, 2.25x fewer multiplies than im2col's one GEMM.
-# Its float32 error is of the order of the direct sum's (measured against eager PyTorch on
-# ResNet-18's layers: max |error| 1-2e-6 either way); used from WINOGRAD_MIN_CHANNELS up,
-# where the GEMMs are large enough to win.
-WINOGRAD_MIN_CHANNELS = 16
-_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-
-
 def winograd_eligible(win: Window, groups: int, cin: int, cout: int) -> bool:
-    return (win.kh == win.kw == 3 and win.sh == win.sw == win.dh == win.dw == 1
-            and groups == 1 and min(cin, cout) >= WINOGRAD_MIN_CHANNELS)
+    """Winograd F(2x2, 3x3) (``kernels.portable.winograd``) applies: 3x3, stride and
+    dilation 1, one group, enough channels."""
+    return wg.eligible((win.kh, win.kw), (win.sh, win.sw), (win.dh, win.dw), groups, cin,
+                       cout)
 
 
 def winograd_filter(filt: np.ndarray) -> np.ndarray:
-    """``[O, 3, 3, C]`` -> ``(16, C, O)``: ``G g G^T`` per channel pair, in float64 and
-    rounded once."""
-    u = np.einsum("ai,oijc,bj->abco", _WINO_G, filt.astype(np.float64), _WINO_G)
-    return np.ascontiguousarray(u.reshape(16, filt.shape[3], filt.shape[0]), filt.dtype)
+    """``[O, 3, 3, C]`` -> ``(16, C, O)``, once at delegate init."""
+    return wg.transform_filter(filt)
 
 
 def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: Window,
@@ -208,44 +201,12 @@ def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: 
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "convolution", x.shape)
-    th, tw = -(-oh // 2), -(-ow // 2)
-    o, dt = u.shape[2], np.result_type(x, u)
-    # zero-bordered input covering whole tiles (one more row/column when OH/OW is odd)
-    xb = scratch.get("wpad", (n, 2 * th + 2, 2 * tw + 2, c), dt, 0.0) if scratch \
-        else np.zeros((n, 2 * th + 2, 2 * tw + 2, c), dt)
+    th, tw = wg.tiles(oh, ow)
+    dt = np.result_type(x, u)
+    shape = (n, 2 * th + 2, 2 * tw + 2, c)  # whole tiles: a row/column more when odd
+    xb = scratch.get("wpad", shape, dt, 0.0) if scratch else np.zeros(shape, dt)
     xb[:, win.pad_top : win.pad_top + h, win.pad_left : win.pad_left + w] = x
-    st = xb.strides
-    d = np.lib.stride_tricks.as_strided(
-        xb, (n, th, tw, 4, 4, c), (st[0], 2 * st[1], 2 * st[2], st[1], st[2], st[3]),
-        writeable=False)
-    t = _buffer(scratch, "wt", (4, n, th, tw, 4, c), dt)  # B^T d, over tile rows
-    np.subtract(d[:, :, :, 0], d[:, :, :, 2], out=t[0])
-    np.add(d[:, :, :, 1], d[:, :, :, 2], out=t[1])
-    np.subtract(d[:, :, :, 2], d[:, :, :, 1], out=t[2])
-    np.subtract(d[:, :, :, 1], d[:, :, :, 3], out=t[3])
-    v = _buffer(scratch, "wv", (4, 4, n, th, tw, c), dt)  # (B^T d) B, over tile columns
-    np.subtract(t[..., 0, :], t[..., 2, :], out=v[:, 0])
-    np.add(t[..., 1, :], t[..., 2, :], out=v[:, 1])
-    np.subtract(t[..., 2, :], t[..., 1, :], out=v[:, 2])
-    np.subtract(t[..., 1, :], t[..., 3, :], out=v[:, 3])
-    tiles = n * th * tw
-    m = _buffer(scratch, "wm", (16, tiles, o), dt)
-    np.matmul(v.reshape(16, tiles, c), u, out=m)
-    m = m.reshape(4, 4, n, th, tw, o)
-    s0 = _buffer(scratch, "ws0", (4, n, th, tw, o), dt)  # A^T M, over tile rows
-    s1 = _buffer(scratch, "ws1", (4, n, th, tw, o), dt)
-    np.add(m[0], m[1], out=s0)
-    s0 += m[2]
-    np.subtract(m[1], m[2], out=s1)
-    s1 -= m[3]
-    out = _buffer(scratch, "out", (n, th, 2, tw, 2, o), dt)  # (A^T M) A, into 2x2 blocks
-    for a, sa in enumerate((s0, s1)):
-        y0, y1 = out[:, :, a, :, 0], out[:, :, a, :, 1]
-        np.add(sa[0], sa[1], out=y0)
-        y0 += sa[2]
-        np.subtract(sa[1], sa[2], out=y1)
-        y1 -= sa[3]
-    res = out.reshape(n, 2 * th, 2 * tw, o)
+    res = wg.conv_nhwc(xb, u, lambda role, shp, dtype: _buffer(scratch, role, shp, dtype))
     if 2 * th != oh or 2 * tw != ow:
         res = res[:, :oh, :ow]
     if bias is not None:

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from ..registry import kernel
+from . import winograd
 from ._util import (
     INT64,
     expand_param,
@@ -98,7 +99,9 @@ def _conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
                   and out.flags.c_contiguous and not np.may_share_memory(out, x)) \
         else np.empty(shape, x.dtype)
     Og, P, KK = Cout // G, math.prod(out_size), math.prod(K)
-    if Cg == 1 and G > 1 and Og == 1:
+    if winograd.eligible(K, stride, dilation, G, C, Cout) and is_float(x.dtype):
+        _conv_winograd(x, w, padding, out_size, dst)
+    elif Cg == 1 and G > 1 and Og == 1:
         _depthwise(_pad_into(x, padding), w.reshape(C, KK), K, stride, dilation, out_size, dst)
     else:
         if KK == 1 and not any(padding) and all(s == 1 for s in stride):
@@ -113,6 +116,21 @@ def _conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
     if bias is not None:
         dst += bias.astype(x.dtype, copy=False).reshape((-1,) + (1,) * nsp)
     return dst
+
+
+def _conv_winograd(x, w, padding, out_size, dst):
+    """3x3 stride-1 convolution by Winograd F(2x2, 3x3) in NHWC: the transposing copy into
+    the zero-bordered buffer replaces im2col's 9x patch matrix, one transposing copy out."""
+    N, C, H, W = x.shape
+    OH, OW = out_size
+    th, tw = winograd.tiles(OH, OW)
+    xb = _SCRATCH.get(("wino_pad", tuple(padding)), (N, 2 * th + 2, 2 * tw + 2, C), x.dtype,
+                      zero=True)
+    xb[:, padding[0] : padding[0] + H, padding[1] : padding[1] + W] = x.transpose(0, 2, 3, 1)
+    u = winograd.constant_cache(
+        w, "winograd", lambda a: winograd.transform_filter(a.transpose(0, 2, 3, 1)))
+    res = winograd.conv_nhwc(xb, u, lambda role, shape, dt: _SCRATCH.get(role, shape, dt))
+    np.copyto(dst, res[:, :OH, :OW].transpose(0, 3, 1, 2))
 
 
 def _depthwise(xp, wk, K, stride, dilation, out_size, acc):
