@@ -421,11 +421,11 @@ def native_layer_norm_out(input, normalized_shape, weight, bias, eps,  # noqa: A
         d = x - mean
         var = np.sum(d * d, axis=axes, keepdims=True) / ct.type(n)
         rstd = 1 / np.sqrt(var + ct.type(eps))
-        y = d * rstd
+        y = np.multiply(d, rstd, out=d)  # d is ours: normalise, scale and shift in place
     if weight is not None:
-        y = y * weight.astype(ct, copy=False)
+        y *= weight.astype(ct, copy=False)
     if bias is not None:
-        y = y + bias.astype(ct, copy=False)
+        y += bias.astype(ct, copy=False)
     return finish(y, out0), finish(mean, out1), finish(rstd, out2)
 
 
