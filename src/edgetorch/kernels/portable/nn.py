@@ -1,8 +1,11 @@
 """Neural-network kernels: convolution (forward and backward) and normalisation.
 
-Convolution is im2col over ``sliding_window_view`` followed by one batched BLAS matmul per
-call (groups are the batch); depthwise convolution accumulates kernel taps over the whole
-tensor. Transposed convolution multiplies first and scatters the taps back (col2im).
+Forward convolution writes one BLAS GEMM straight into ``out`` (NCHW: ``W @ cols``), the
+patch matrix made by one strided copy into a reused buffer (the input itself for 1x1);
+3x3 stride-1 convolutions with enough channels go through Winograd F(2x2, 3x3)
+(``winograd.py``, constant filters transformed once); depthwise convolution accumulates taps
+on flattened planes. Padding goes into persistent zero-bordered buffers. Transposed
+convolution multiplies first and scatters the taps back (col2im).
 """
 
 from __future__ import annotations
