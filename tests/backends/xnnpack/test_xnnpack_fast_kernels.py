@@ -90,8 +90,12 @@ def test_conv_im2col_reuses_buffers(k, stride, pad, dil):
                                    rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("stride,mult,dil", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2)])
-def test_depthwise_tiled_filter_reuse(stride, mult, dil):
+def test_depthwise_tiled_filter_reuse(stride, mult, dil, blocked, monkeypatch):
+    if blocked:  # large layers run in blocks of rows: force blocks of 2-3 rows here
+        monkeypatch.setattr(K, "DW_WHOLE_MAX", 0)
+        monkeypatch.setattr(K, "DW_BLOCK", 2 * 10 * 6 * mult + 7)
     rng = np.random.default_rng(2)
     c = 6
     filt = rng.standard_normal((1, 3, 3, c * mult), dtype=np.float32)

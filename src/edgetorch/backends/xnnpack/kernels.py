@@ -117,10 +117,11 @@ def _pad_hw(x: np.ndarray, win: Window, value: float = 0.0,
     return buf
 
 
-def _taps(xp: np.ndarray, win: Window, oh: int, ow: int):
-    """Yield ``(i, j, view [N, OH, OW, C])`` for each kernel tap of the padded input."""
+def _taps(xp: np.ndarray, win: Window, oh: int, ow: int, first_row: int = 0):
+    """Yield ``(i, j, view [N, OH, OW, C])`` for each kernel tap of the padded input (output
+    rows ``first_row`` to ``first_row + oh``)."""
     for i in range(win.kh):
-        r0 = i * win.dh
+        r0 = i * win.dh + first_row * win.sh
         rows = slice(r0, r0 + (oh - 1) * win.sh + 1, win.sh)
         for j in range(win.kw):
             c0 = j * win.dw
@@ -223,6 +224,10 @@ def conv_filter_matrix(filt: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(filt.reshape(groups, o // groups, k).transpose(0, 2, 1))
 
 
+DW_WHOLE_MAX = 1 << 19  # output elements up to which depthwise runs on the whole tensor
+DW_BLOCK = 1 << 18  # else output elements per block of rows
+
+
 def depthwise_conv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, win: Window,
                      multiplier: int, scratch: Scratch | None = None,
                      constant_filter: bool = False) -> np.ndarray:
@@ -246,17 +251,25 @@ def depthwise_conv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, w
             np.broadcast_to(filt[0, :, :, None, :], (win.kh, win.kw, ow, cm)), dtype)
     tiled = scratch.keep(("tiled", ow, dtype), tile) if scratch and constant_filter else tile()
     acc = _buffer(scratch, "out", (n, oh, ow, cm), dtype)
-    tmp = _buffer(scratch, "tmp", (n, oh, ow, cm), dtype)
-    first = True
-    for i, j, tap in _taps(xp, win, oh, ow):
-        if first:
-            np.multiply(tap, tiled[i, j], out=acc)
-            first = False
-        else:
-            np.multiply(tap, tiled[i, j], out=tmp)
-            np.add(acc, tmp, out=acc)
-    if bias is not None:
-        acc += np.broadcast_to(bias, (ow, cm)).astype(dtype) if ow > 1 else bias
+    # Large outputs go in blocks of rows that stay in cache across the taps' passes (a
+    # 112x112x96 layer: ~4x faster than whole-tensor passes on this 2-core machine).
+    per_row = n * ow * cm
+    rows = oh if oh * per_row <= DW_WHOLE_MAX else max(1, DW_BLOCK // per_row)
+    tmp = _buffer(scratch, "tmp", (n, min(rows, oh), ow, cm), dtype)
+    tiled_bias = None if bias is None else np.broadcast_to(bias, (ow, cm)).astype(dtype)
+    for r0 in range(0, oh, rows):
+        r1 = min(oh, r0 + rows)
+        a, t = acc[:, r0:r1], tmp[:, : r1 - r0]
+        first = True
+        for i, j, tap in _taps(xp, win, r1 - r0, ow, r0):
+            if first:
+                np.multiply(tap, tiled[i, j], out=a)
+                first = False
+            else:
+                np.multiply(tap, tiled[i, j], out=t)
+                np.add(a, t, out=a)
+        if tiled_bias is not None:
+            a += tiled_bias
     return acc
 
 
