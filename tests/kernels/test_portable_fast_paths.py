@@ -34,7 +34,12 @@ def _conv(x, w, b, stride, pad, dil, groups):
     (5, 8, 1, 1, [2, 2], [0, 0], [1, 1]),
     (6, 4, 2, 3, [2, 1], [1, 2], [1, 1]),  # grouped
 ])
-def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, dil):
+@pytest.mark.parametrize("blocked", [False, True])
+def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, dil, blocked,
+                                           monkeypatch):
+    if blocked:  # large depthwise layers run in blocks of channels: force blocks of 1-2
+        monkeypatch.setattr(pnn, "DW_WHOLE_MAX", 0)
+        monkeypatch.setattr(pnn, "DW_BLOCK", 150)
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((cout, cin // groups, k, k)) / k).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)

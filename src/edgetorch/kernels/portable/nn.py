@@ -199,19 +199,28 @@ def flat_crop(run, Wq, out_size, dst):
     np.copyto(dst, full.reshape(N, C, OH, Wq)[:, :, :, :OW], casting="unsafe")
 
 
+DW_WHOLE_MAX = 1 << 19  # output elements up to which depthwise runs on whole planes
+DW_BLOCK = 1 << 18  # else output elements per block of channels
+
+
 def _depthwise_flat(xp, wk, K, stride, dilation, out_size, acc):
     """Stride-1 or dilation-1 2-D depthwise, taps from :func:`flat_taps`."""
     Wq, L, taps = flat_taps(xp, K, stride, dilation, out_size)
     N, C = xp.shape[:2]
     run = _SCRATCH.get("dw_run", (N, C, L), acc.dtype)
-    tmp = _SCRATCH.get("dw_flat_tmp", (N, C, L), acc.dtype)
-    for t, src in enumerate(taps):
-        wt = wk[:, t].reshape(-1, 1)
-        if t == 0:
-            np.multiply(src, wt, out=run)
-        else:
-            np.multiply(src, wt, out=tmp)
-            np.add(run, tmp, out=run)
+    # Large layers go in blocks of channels that stay in cache across the taps' passes.
+    block = C if N * C * L <= DW_WHOLE_MAX else max(1, DW_BLOCK // (N * L))
+    tmp = _SCRATCH.get("dw_flat_tmp", (N, min(block, C), L), acc.dtype)
+    for c0 in range(0, C, block):
+        c1 = min(C, c0 + block)
+        r, tm = run[:, c0:c1], tmp[:, : c1 - c0]
+        for t, src in enumerate(taps):
+            wt = wk[c0:c1, t].reshape(-1, 1)
+            if t == 0:
+                np.multiply(src[:, c0:c1], wt, out=r)
+            else:
+                np.multiply(src[:, c0:c1], wt, out=tm)
+                np.add(r, tm, out=r)
     flat_crop(run, Wq, out_size, acc)
 
 
