@@ -190,13 +190,18 @@ def flat_taps(xp, K, stride, dilation, out_size):
     return Wq, L, taps
 
 
-def flat_crop(run, Wq, out_size, dst):
-    """Copy the valid columns of a flat (N, C, L) result into ``dst`` (N, C, OH, OW)."""
+def flat_result(role, shape, Wq, L, dtype):
+    """A reused (N, C, OH*Wq) buffer and its (N, C, L) prefix that flat runs are computed
+    into; :func:`flat_crop` then copies the valid columns out in one pass."""
+    N, C, OH = shape
+    full = _SCRATCH.get(role, (N, C, OH * Wq), dtype)
+    return full, full[:, :, :L]
+
+
+def flat_crop(full, Wq, out_size, dst):
+    """Copy the valid columns of a flat (N, C, OH*Wq) result into ``dst`` (N, C, OH, OW)."""
     OH, OW = out_size
-    N, C = run.shape[:2]
-    full = _SCRATCH.get("crop", (N, C, OH * Wq), run.dtype)
-    full[:, :, : run.shape[2]] = run
-    np.copyto(dst, full.reshape(N, C, OH, Wq)[:, :, :, :OW], casting="unsafe")
+    np.copyto(dst, full.reshape(full.shape[:2] + (OH, Wq))[:, :, :, :OW], casting="unsafe")
 
 
 DW_WHOLE_MAX = 1 << 19  # output elements up to which depthwise runs on whole planes
@@ -207,7 +212,7 @@ def _depthwise_flat(xp, wk, K, stride, dilation, out_size, acc):
     """Stride-1 or dilation-1 2-D depthwise, taps from :func:`flat_taps`."""
     Wq, L, taps = flat_taps(xp, K, stride, dilation, out_size)
     N, C = xp.shape[:2]
-    run = _SCRATCH.get("dw_run", (N, C, L), acc.dtype)
+    full, run = flat_result("dw_run", (N, C, out_size[0]), Wq, L, acc.dtype)
     # Large layers go in blocks of channels that stay in cache across the taps' passes.
     block = C if N * C * L <= DW_WHOLE_MAX else max(1, DW_BLOCK // (N * L))
     tmp = _SCRATCH.get("dw_flat_tmp", (N, min(block, C), L), acc.dtype)
@@ -221,7 +226,7 @@ def _depthwise_flat(xp, wk, K, stride, dilation, out_size, acc):
             else:
                 np.multiply(src[:, c0:c1], wt, out=tm)
                 np.add(r, tm, out=r)
-    flat_crop(run, Wq, out_size, acc)
+    flat_crop(full, Wq, out_size, acc)
 
 
 def _cols(x, K, stride, dilation, out_size, G):

@@ -20,7 +20,7 @@ from ._util import (
     opmath,
     windows,
 )
-from .nn import flat_crop, flat_taps
+from .nn import flat_crop, flat_result, flat_taps
 
 
 def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode, op):
@@ -115,10 +115,12 @@ def _max_taps_flat(xp, k, s, d, size):
     number of leading taps that differ; a NaN window takes its last NaN tap."""
     Wq, L, taps = flat_taps(xp, k, s, d, size)
     N, C = xp.shape[:2]
-    run = taps[0].copy()
+    full, run = flat_result("pool_run", (N, C, size[0]), Wq, L, xp.dtype)
+    np.copyto(run, taps[0])
     for tap in taps[1:]:
         np.maximum(run, tap, out=run)
-    arg = np.zeros(run.shape, INT64)
+    arg_full, arg = flat_result("pool_arg", (N, C, size[0]), Wq, L, INT64)
+    arg[...] = 0
     before = np.ones(run.shape, bool)  # no tap so far equals the max
     for tap in taps[:-1]:
         before &= tap != run
@@ -129,11 +131,11 @@ def _max_taps_flat(xp, k, s, d, size):
             last = np.zeros(run.shape, INT64)
             for t, tap in enumerate(taps):
                 last = np.maximum(last, np.isnan(tap) * t)
-            arg = np.where(nan, last, arg)
+            arg[...] = np.where(nan, last, arg)
     vals = np.empty((N, C) + tuple(size), xp.dtype)
     idx = np.empty((N, C) + tuple(size), INT64)
-    flat_crop(run, Wq, size, vals)
-    flat_crop(arg, Wq, size, idx)
+    flat_crop(full, Wq, size, vals)
+    flat_crop(arg_full, Wq, size, idx)
     return vals, idx
 
 
