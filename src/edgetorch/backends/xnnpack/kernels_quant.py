@@ -204,14 +204,15 @@ def dynamic_fc_blockwise(x: DynQ, w: np.ndarray, block_scale: np.ndarray, block:
 
 
 def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: K.Window, groups: int,
-             extra: tuple[int, ...] = ()) -> np.ndarray:
+             extra: tuple[int, ...] = (), scratch: K.Scratch | None = None) -> np.ndarray:
     """Exact integer accumulators of a convolution of centered inputs (float64, padding
     contributes 0 as XNNPACK pads with the input zero point). ``w`` is prepared as the float
-    kernel of the same ``kind`` expects."""
+    kernel of the same ``kind`` expects; ``scratch`` holds the node's reused buffers (the
+    result may be one of them: the caller consumes it before the node runs again)."""
     if kind == "conv":
-        return K.conv2d(xc, w, None, win, groups)
+        return K.conv2d(xc, w, None, win, groups, scratch)
     if kind == "dwconv":
-        return K.depthwise_conv2d(xc, w, None, win, extra[0])
+        return K.depthwise_conv2d(xc, w, None, win, extra[0], scratch, constant_filter=True)
     return K.deconv2d(xc, w, None, win, groups, extra[0], extra[1])
 
 

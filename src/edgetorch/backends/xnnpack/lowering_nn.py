@@ -60,12 +60,15 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
                         else (lambda v: np.ascontiguousarray(v.T)))
     bias = _bias(ctx, n.bias_id)
 
+    scratch = K.Scratch()
+
     def compute():
         w = weights()
         v = env[i]
         if flatten:
             v = v.reshape(-1, w.shape[0])
-        out = v @ w
+        out = scratch.get("out", v.shape[:-1] + w.shape[1:], np.result_type(v, w))
+        np.matmul(v, w, out=out)  # one GEMM into the node's own buffer
         b = bias()
         if b is not None:
             out += b
@@ -116,9 +119,16 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     g = max(n.groups, 1)
     _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
                            n.group_input_channels))
-    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
     bias = _bias(ctx, n.bias_id)
-    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g)), ctx.slot(n.output_id, "output")
+    scratch = K.Scratch()
+    if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
+                                                         n.group_output_channels):
+        u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
+        return ((lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch)),
+                ctx.slot(n.output_id, "output"))
+    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
+    return ((lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch)),
+            ctx.slot(n.output_id, "output"))
 
 
 @rule(x.XNNDepthwiseConv2d)
@@ -134,7 +144,8 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     _check_filter(ctx, f, (1, win.kh, win.kw, n.groups * mult))
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
-    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult)),
+    scratch, const = K.Scratch(), ctx.const(f) is not None
+    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const)),
             ctx.slot(n.output_id, "output"))
 
 
@@ -162,14 +173,16 @@ def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> K.Window:
 def _max_pool2d(n: x.XNNMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input_id, "input")
     win = _pool_window(n, ctx, i)
-    return (lambda: K.max_pool2d(env[i], win)), ctx.slot(n.output_id, "output")
+    scratch = K.Scratch()
+    return (lambda: K.max_pool2d(env[i], win, scratch)), ctx.slot(n.output_id, "output")
 
 
 @rule(x.XNNAvgPooling2d)
 def _avg_pool2d(n: x.XNNAvgPooling2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input_id, "input")
     win = _pool_window(n, ctx, i)
-    return (lambda: K.avg_pool2d(env[i], win)), ctx.slot(n.output_id, "output")
+    scratch = K.Scratch()
+    return (lambda: K.avg_pool2d(env[i], win, scratch)), ctx.slot(n.output_id, "output")
 
 
 @rule(x.XNNGlobalAvgPooling2d)

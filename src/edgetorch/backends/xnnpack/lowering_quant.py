@@ -239,6 +239,7 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
     n_out = want[axis]
     wc, ws, _ = _weights(ctx, f, axis, n_out)
     w = K.conv_filter_matrix(wc, g) if kind == "conv" else wc
+    scratch = K.Scratch()  # padded input, patch matrix, accumulators: reused per call
     qi = ctx.quant(i)
     if qi is not None and qi.dynamic:
         bias = _qbias(ctx, n.bias_id, n_out, True)
@@ -246,7 +247,7 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
 
         def dynamic():
             v: Q.DynQ = env[i]
-            acc = Q.conv_acc(v.centered(), kind, w, win, g, extra)
+            acc = Q.conv_acc(v.centered(), kind, w, win, g, extra, scratch)
             out = acc.astype(np.float32) * v.row_scale(4) * ws
             if bias is not None:
                 out += bias
@@ -259,7 +260,7 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
     izp, ozp = qi.zero_point, qo.zero_point
 
     def static():
-        acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra)
+        acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra, scratch)
         if qbias is not None:
             acc += qbias
         return Q.requantize(acc, scale, ozp, lo, hi)

@@ -185,13 +185,28 @@ def cast(x: object, dt: np.dtype) -> np.ndarray:
     return scalar(x, dt)
 
 
+def into(out: object, shape: Sequence[int], dtype: np.dtype) -> np.ndarray | None:
+    """``out`` when a ufunc can write its result there directly (same shape and dtype, so
+    ``finish`` has nothing left to copy); None to let the ufunc allocate."""
+    if isinstance(out, np.ndarray) and out.dtype == dtype and out.shape == tuple(shape):
+        return out
+    return None
+
+
 def finish(result: object, out: np.ndarray) -> np.ndarray:
     """Write ``result`` into ``out`` when it has out's shape, else return it as ``out.dtype``."""
-    result = np.asarray(result)
+    if result is out:
+        return out
+    if type(result) is not np.ndarray:
+        result = np.asarray(result)
+    if result.dtype == out.dtype:  # a plain copy raises no floating-point error: no errstate
+        if result.shape == out.shape:
+            np.copyto(out, result)
+            return out
+        return result
     with np.errstate(all="ignore"):
         if result.shape == out.shape:
-            if result is not out:
-                np.copyto(out, result, casting="unsafe")
+            np.copyto(out, result, casting="unsafe")
             return out
         return result.astype(out.dtype, copy=False)
 

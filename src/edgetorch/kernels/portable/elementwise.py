@@ -17,6 +17,7 @@ from ._util import (
     cast,
     finish,
     float_compute,
+    into,
     invalid,
     is_bool,
     is_float,
@@ -199,7 +200,8 @@ def relu_out(self, out):
     if is_bool(self.dtype):
         raise invalid("relu is not supported on bool tensors")
     x = _same_dtype_unary(self)
-    return finish(np.maximum(x, x.dtype.type(0)), out)  # NaN propagates, as in torch
+    # NaN propagates, as in torch
+    return finish(np.maximum(x, x.dtype.type(0), out=into(out, x.shape, x.dtype)), out)
 
 
 @kernel("aten::hardtanh.out")
@@ -208,7 +210,8 @@ def hardtanh_out(self, min_val, max_val, out):
         raise invalid("hardtanh: an unsigned tensor cannot be clamped to negative limits")
     x = _same_dtype_unary(self)
     lo, hi = scalar(min_val, x.dtype), scalar(max_val, x.dtype)
-    return finish(np.minimum(np.maximum(x, lo), hi), out)
+    # one pass into out (np.clip propagates NaN, as minimum(maximum()) and torch do)
+    return finish(np.clip(x, lo, hi, out=into(out, x.shape, x.dtype)), out)
 
 
 @kernel("aten::gelu.out")
@@ -304,7 +307,9 @@ def _add(a, b, alpha, out):
     if alpha != 1:
         b = b * _alpha(alpha, b.dtype)
     with np.errstate(all="ignore"):
-        return finish(np.add(a, b), out)
+        o = into(out, np.broadcast_shapes(a.shape, b.shape), a.dtype) if a.dtype == b.dtype \
+            else None
+        return finish(np.add(a, b, out=o), out)
 
 
 def _sub(a, b, alpha, out):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from ._util import cast, finish, invalid, is_float, opmath, result_type, scalar
+from ._util import cast, finish, into, invalid, is_float, opmath, result_type, scalar
 
 
 def _mat_operands(*xs):
@@ -20,7 +20,19 @@ def mm_out(self, mat2, out):
     if self.ndim != 2 or mat2.ndim != 2:
         raise invalid(f"mm expects 2-D tensors, got shapes {list(self.shape)} and {list(mat2.shape)}")
     _, (a, b) = _mat_operands(self, mat2)
-    return finish(np.matmul(a, b), out)
+    return finish(_matmul_into(a, b, out), out)
+
+
+def _matmul_into(a, b, out):
+    """``a @ b``, written by BLAS straight into ``out`` when it has the result's shape and
+    dtype (and does not overlap the operands), else into a new array."""
+    shape = a.shape[:-1] + b.shape[-1:] if a.ndim == b.ndim == 2 else None
+    if shape is None:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + a.shape[-2:-1] + b.shape[-1:]
+    o = into(out, shape, np.result_type(a, b))
+    if o is not None and (np.may_share_memory(o, a) or np.may_share_memory(o, b)):
+        o = None
+    return np.matmul(a, b, out=o)
 
 
 @kernel("aten::bmm.out")
@@ -31,27 +43,36 @@ def bmm_out(self, mat2, out):
             f"{list(mat2.shape)}"
         )
     _, (a, b) = _mat_operands(self, mat2)
-    return finish(np.matmul(a, b), out)
+    return finish(_matmul_into(a, b, out), out)
 
 
 @kernel("aten::addmm.out")
 def addmm_out(self, mat1, mat2, beta, alpha, out):
     ct, (c, a, b) = _mat_operands(self, mat1, mat2)
     with np.errstate(all="ignore"):
-        r = np.matmul(a, b)
+        # out may be self (in place): then the product cannot be written there first
+        safe = a.ndim == b.ndim == 2 and not (isinstance(c, np.ndarray)
+                                               and np.may_share_memory(out, c))
+        r = _matmul_into(a, b, out if safe else None)
         if alpha != 1:
-            r = r * scalar(alpha, ct)
+            r *= scalar(alpha, ct)
         if beta != 0:  # beta == 0: self is ignored, its nan/inf do not propagate
-            r = r + (c if beta == 1 else c * scalar(beta, ct))
+            if r.shape == np.broadcast_shapes(r.shape, c.shape):
+                r += c if beta == 1 else c * scalar(beta, ct)
+            else:
+                r = r + (c if beta == 1 else c * scalar(beta, ct))
     return finish(r, out)
 
 
 @kernel("aten::linear.out")
 def linear_out(input, weight, bias, out):  # noqa: A002
     ct, (x, w, b) = _mat_operands(input, weight, bias)
-    r = np.matmul(x, w.T)
+    r = _matmul_into(x, w.T, out)  # BLAS reads the transposed weight in place, no copy
     if b is not None:
-        r = r + b
+        if r.shape == np.broadcast_shapes(r.shape, b.shape):
+            r += b
+        else:
+            r = r + b
     return finish(r, out)
 
 

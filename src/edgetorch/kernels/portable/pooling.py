@@ -20,6 +20,7 @@ from ._util import (
     opmath,
     windows,
 )
+from .nn import flat_crop, flat_result, flat_taps
 
 
 def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode, op):
@@ -66,17 +67,10 @@ def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ce
     else:
         fill = np.iinfo(x4.dtype).min
     xp = _pool_pad(x4, k, s, p, d, (oh, ow), fill)
-    win = windows(xp, k, s, d, (oh, ow))
-    flat = win.reshape(win.shape[:4] + (k[0] * k[1],))
-    arg = np.argmax(flat, axis=-1)
-    if is_float(flat.dtype):
-        # torch keeps the *last* NaN of a window (it updates on every NaN it meets)
-        isnan = np.isnan(flat)
-        has_nan = isnan.any(axis=-1)
-        if has_nan.any():
-            last = flat.shape[-1] - 1 - np.argmax(isnan[..., ::-1], axis=-1)
-            arg = np.where(has_nan, last, arg)
-    vals = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    if s[0] == s[1] == 1 or d[0] == d[1] == 1:
+        vals, arg = _max_taps_flat(xp, k, s, d, (oh, ow))
+    else:
+        vals, arg = _max_taps(xp, k, s, d, (oh, ow))
     ki, kj = np.divmod(arg, k[1])
     ih = (np.arange(oh) * s[0] - p[0])[:, None] + ki * d[0]
     iw = (np.arange(ow) * s[1] - p[1])[None, :] + kj * d[1]
@@ -92,6 +86,57 @@ def max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ce
     if self.ndim == 3:
         vals, idx = vals[0], idx[0]
     return finish(vals, out), finish(idx, indices)
+
+
+def _max_taps(xp, k, s, d, size):
+    """Running max over the window taps and the tap index where it is, torch's way: a tap wins
+    when it is greater, or NaN (torch keeps the *last* NaN of a window)."""
+    oh, ow = size
+    vals = arg = None
+    for t in range(k[0] * k[1]):
+        i, j = divmod(t, k[1])
+        tap = xp[:, :, i * d[0] : i * d[0] + (oh - 1) * s[0] + 1 : s[0],
+                 j * d[1] : j * d[1] + (ow - 1) * s[1] + 1 : s[1]]
+        if vals is None:
+            vals, arg = tap.copy(), np.zeros(tap.shape, INT64)
+            continue
+        wins = tap > vals
+        if is_float(xp.dtype):
+            wins |= np.isnan(tap)
+        vals = np.where(wins, tap, vals)
+        arg = np.where(wins, t, arg)
+    return vals, arg
+
+
+def _max_taps_flat(xp, k, s, d, size):
+    """``_max_taps`` on contiguous flat runs (``flat_taps``), without masked copies (a
+    random mask makes ``np.where``/``copyto(where=)`` ~100x slower than arithmetic): the
+    max by ``np.maximum`` (NaN-propagating), then the first tap equal to it, counted as the
+    number of leading taps that differ; a NaN window takes its last NaN tap."""
+    Wq, L, taps = flat_taps(xp, k, s, d, size)
+    N, C = xp.shape[:2]
+    full, run = flat_result("pool_run", (N, C, size[0]), Wq, L, xp.dtype)
+    np.copyto(run, taps[0])
+    for tap in taps[1:]:
+        np.maximum(run, tap, out=run)
+    arg_full, arg = flat_result("pool_arg", (N, C, size[0]), Wq, L, INT64)
+    arg[...] = 0
+    before = np.ones(run.shape, bool)  # no tap so far equals the max
+    for tap in taps[:-1]:
+        before &= tap != run
+        arg += before
+    if is_float(xp.dtype):
+        nan = np.isnan(run)
+        if nan.any():
+            last = np.zeros(run.shape, INT64)
+            for t, tap in enumerate(taps):
+                last = np.maximum(last, np.isnan(tap) * t)
+            arg[...] = np.where(nan, last, arg)
+    vals = np.empty((N, C) + tuple(size), xp.dtype)
+    idx = np.empty((N, C) + tuple(size), INT64)
+    flat_crop(full, Wq, size, vals)
+    flat_crop(arg_full, Wq, size, idx)
+    return vals, idx
 
 
 def _axis_sizes(n, k, s, p, o):

@@ -1,0 +1,175 @@
+"""The XNNPACK backend's fast paths against eager PyTorch: Winograd 3x3 convolution, im2col
+into reused buffers, depthwise taps against tiled filters, BatchNorm folded at preprocess,
+and node buffers reused across calls with different inputs (results must not leak)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
+from edgetorch.backends.xnnpack import XnnpackPartitioner
+from edgetorch.backends.xnnpack import kernels as K
+from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.exir import to_edge_transform_and_lower
+from edgetorch.runtime import Runtime
+
+
+def _nhwc(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy().transpose(0, 2, 3, 1).copy()
+
+
+def _torch_conv(x, filt, bias, stride, pad, dil=1, groups=1):
+    """Eager conv2d of NHWC ``x`` with an XNNPACK ``[O, KH, KW, Cg]`` filter, as NHWC."""
+    w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
+    b = None if bias is None else torch.from_numpy(bias)
+    y = torch.nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w, b,
+                                   stride, pad, dil, groups)
+    return _nhwc(y)
+
+
+def _layer_weights(rng, shape):
+    """Weights scaled as a trained layer's (He: var 2/fan-in), so outputs stay O(1) and the
+    float32 comparison with eager is at the project's 1e-5."""
+    fan_in = int(np.prod(shape[1:]))
+    return (rng.standard_normal(shape) * np.sqrt(2 / fan_in)).astype(np.float32)
+
+
+@pytest.mark.parametrize("cin", [16, 64, 256])
+def test_winograd_error_is_the_direct_gemms(cin):
+    """Against a float64 reference, Winograd's float32 error stays of the order of the direct
+    (im2col) GEMM's, even with unscaled weights where both exceed 1e-5."""
+    rng = np.random.default_rng(cin)
+    filt = rng.standard_normal((32, 3, 3, cin), dtype=np.float32)
+    x = rng.standard_normal((1, 14, 14, cin), dtype=np.float32)
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    wino = K.conv2d_winograd(x, K.winograd_filter(filt), None, win)
+    direct = K.conv2d(x, K.conv_filter_matrix(filt, 1), None, win, 1)
+    exact = torch.nn.functional.conv2d(
+        torch.from_numpy(x.transpose(0, 3, 1, 2).astype(np.float64)),
+        torch.from_numpy(filt.transpose(0, 3, 1, 2).astype(np.float64)), padding=1)
+    exact = exact.numpy().transpose(0, 2, 3, 1)
+    assert np.abs(wino - exact).max() <= 2 * np.abs(direct - exact).max()
+
+
+@pytest.mark.parametrize("hw,cin,cout,pad", [((8, 8), 16, 24, 1), ((7, 9), 32, 16, 1),
+                                             ((6, 5), 16, 16, 0), ((1, 1), 16, 16, 1),
+                                             ((9, 8), 24, 32, (0, 1, 2, 1))])
+def test_winograd_matches_eager(hw, cin, cout, pad):
+    rng = np.random.default_rng(0)
+    top, right, bottom, left = (pad,) * 4 if isinstance(pad, int) else pad
+    win = K.Window(3, 3, pad_top=top, pad_right=right, pad_bottom=bottom, pad_left=left)
+    assert K.winograd_eligible(win, 1, cin, cout)
+    filt = _layer_weights(rng, (cout, 3, 3, cin))
+    bias = rng.standard_normal(cout, dtype=np.float32)
+    u = K.winograd_filter(filt)
+    scratch = K.Scratch()
+    for seed in range(2):  # the second call reuses the first call's (dirty) buffers
+        x = np.random.default_rng(seed + 1).standard_normal((2, *hw, cin), dtype=np.float32)
+        got = K.conv2d_winograd(x, u, bias, win, scratch)
+        xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+        want = _torch_conv(xp, filt, bias, 1, 0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,stride,pad,dil", [(3, 2, 1, 1), (1, 1, 0, 1), (1, 2, 0, 1),
+                                              (3, 1, 2, 2), (5, 1, 2, 1), (7, 2, 3, 1)])
+def test_conv_im2col_reuses_buffers(k, stride, pad, dil):
+    rng = np.random.default_rng(1)
+    filt = _layer_weights(rng, (8, k, k, 5))
+    bias = rng.standard_normal(8, dtype=np.float32)
+    win = K.Window(k, k, stride, stride, dil, dil, pad, pad, pad, pad)
+    wmat = K.conv_filter_matrix(filt, 1)
+    scratch = K.Scratch()
+    for shape in [(1, 11, 10, 5), (1, 11, 10, 5), (2, 9, 12, 5)]:  # repeat, then a new shape
+        x = rng.standard_normal(shape, dtype=np.float32)
+        got = K.conv2d(x, wmat, bias, win, 1, scratch).copy()
+        np.testing.assert_allclose(got, _torch_conv(x, filt, bias, stride, pad, dil),
+                                   rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+@pytest.mark.parametrize("stride,mult,dil", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2)])
+def test_depthwise_tiled_filter_reuse(stride, mult, dil, blocked, monkeypatch):
+    if blocked:  # large layers run in blocks of rows: force blocks of 2-3 rows here
+        monkeypatch.setattr(K, "DW_WHOLE_MAX", 0)
+        monkeypatch.setattr(K, "DW_BLOCK", 2 * 10 * 6 * mult + 7)
+    rng = np.random.default_rng(2)
+    c = 6
+    filt = rng.standard_normal((1, 3, 3, c * mult), dtype=np.float32)
+    bias = rng.standard_normal(c * mult, dtype=np.float32)
+    win = K.Window(3, 3, stride, stride, dil, dil, 1, 1, 1, 1)
+    scratch = K.Scratch()
+    torch_filt = filt[0].transpose(2, 0, 1)[:, None].copy()  # [C*M, 1, 3, 3]
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 9, 10, c), dtype=np.float32)
+        got = K.depthwise_conv2d(x, filt, bias, win, mult, scratch, constant_filter=True)
+        want = torch.nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),
+                                          torch.from_numpy(torch_filt), torch.from_numpy(bias),
+                                          stride, 1, dil, c)
+        np.testing.assert_allclose(got, _nhwc(want), rtol=1e-5, atol=1e-5)
+
+
+def test_quantized_conv_acc_exact_with_reused_buffers():
+    """Integer accumulators through the reused buffers stay exact (float64 sums of ints)."""
+    rng = np.random.default_rng(3)
+    filt = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.float64)
+    win = K.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
+    wmat = K.conv_filter_matrix(filt, 1)
+    scratch = K.Scratch()
+    for _ in range(2):
+        x = rng.integers(-128, 128, (1, 6, 7, 3)).astype(np.float64)
+        acc = Q.conv_acc(x, "conv", wmat, win, 1, (), scratch)
+        xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        want = np.zeros((1, 6, 7, 4), np.int64)
+        for i in range(3):
+            for j in range(3):
+                want += np.einsum("nhwc,oc->nhwo", xp[:, i:i + 6, j:j + 7].astype(np.int64),
+                                  filt[:, i, j].astype(np.int64))
+        assert np.array_equal(acc, want)
+
+
+class _ConvBNNet(nn.Module):
+    """Conv-BN-ReLU6 (3x3 Winograd-eligible), depthwise-BN-ReLU6, 1x1 conv-BN, residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16),
+                               nn.ReLU6())
+        self.b = nn.Sequential(nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16,
+                                         bias=False), nn.BatchNorm2d(16), nn.ReLU6())
+        self.c = nn.Sequential(nn.Conv2d(16, 16, 1, bias=False), nn.BatchNorm2d(16))
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm2d):  # non-trivial statistics to fold
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.data.uniform_(0.5, 1.5)
+                m.bias.data.uniform_(-1, 1)
+
+    def forward(self, x):
+        y = self.b(self.a(x))
+        return y + self.c(y)
+
+
+def test_lowered_conv_bn_net_twice_with_different_inputs():
+    torch.manual_seed(0)
+    model = _ConvBNNet().eval()
+    ex = (torch.randn(1, 16, 12, 12),)
+    prog = to_edge_transform_and_lower(torch.export.export(model, ex),
+                                       partitioner=[XnnpackPartitioner()]).to_executorch()
+    method = Runtime.get().load_program(prog.buffer).load_method("forward")
+    graph = method._delegate_handles[0][1]
+    kinds = " ".join(graph.descriptions)
+    assert "BatchNorm" not in kinds and "XNNConv2d" in kinds  # BN folded into the convs
+    outs = []
+    for seed in range(3):
+        x = torch.randn(1, 16, 12, 12, generator=torch.Generator().manual_seed(seed))
+        got = method.execute([x.numpy()])[0]
+        with torch.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        outs.append((got, want))
+    for got, want in outs:  # earlier outputs are not overwritten by later calls
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
