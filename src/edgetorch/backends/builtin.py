@@ -3,4 +3,7 @@ ExecuTorch's: importing ``edgetorch.runtime`` registers them, so a ``.pte`` that
 them loads with no extra import. Their runtime halves are torch-free; others (the demo backend)
 are registered by importing their package."""
 
-from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
+from . import (
+    openvino,  # noqa: F401  (registers "OpenvinoBackend"; usable with the extra)
+    xnnpack,  # noqa: F401  (registers "XnnpackBackend")
+)
