@@ -4,10 +4,14 @@ PYTHON  ?= python3
 VENV    := .venv
 REF     := .venv-ref
 NOTORCH := .venv-notorch
+# OpenVINO (kept apart: numpy<2.4, openvino, NNCF): ours and the reference with ExecuTorch's extra.
+OV      := .venv-ov
+REF_OV  := .venv-ref-ov
+OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: browser demo test test-fast test-notorch fuzz-short lint bench setup ref clean
+.PHONY: browser demo test test-fast test-notorch test-openvino fuzz-short lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +32,18 @@ $(NOTORCH)/.installed: pyproject.toml
 	$(NOTORCH)/bin/pip install -q --no-deps -e .
 	touch $@
 
+$(OV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(OV)
+	$(OV)/bin/pip install -q torch==2.13.0
+	$(OV)/bin/pip install -q -e '.[compiler,openvino-quantizer]' torch==2.13.0 $(OPENVINO_PIN) pytest
+	touch $@
+
+$(REF_OV)/.installed:
+	$(PYTHON) -m venv $(REF_OV)
+	$(REF_OV)/bin/pip install -q torch==2.13.0
+	$(REF_OV)/bin/pip install -q torch==2.13.0 'executorch[openvino]==1.5.1' $(OPENVINO_PIN)
+	touch $@
+
 setup: $(VENV)/.installed
 
 ref: $(REF)/.installed
@@ -45,16 +61,22 @@ browser:
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
-		$(PY) -m pytest -q -m "not slow"
+		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/openvino
 	$(MAKE) test-notorch
+	$(MAKE) test-openvino
 
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow and not compat"
+	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino
 
 ## Runtime, format and kernel tests in an environment where torch is not installed.
 test-notorch: $(NOTORCH)/.installed
 	EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) $(NOTORCH)/bin/python -m pytest -q -p no:cacheprovider \
 		tests/schema tests/runtime tests/kernels/test_kernels_no_torch.py
+
+## The OpenVINO backend in its own venvs (ours, and ExecuTorch 1.5.1 with its openvino extra).
+test-openvino: $(OV)/.installed $(REF_OV)/.installed
+	EDGETORCH_REF_OV_PYTHON=$(CURDIR)/$(REF_OV)/bin/python $(OV)/bin/python -m pytest -q \
+		-p no:cacheprovider -m "not slow" tests/backends/openvino
 
 ## A short seeded fuzz run of each loader (about a minute per target; scripts/fuzz/harness.py).
 FUZZ_SECONDS ?= 60
@@ -69,4 +91,4 @@ bench: $(VENV)/.installed $(REF)/.installed
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python $(PY) bench/bench_examples.py
 
 clean:
-	rm -rf $(VENV) $(REF) $(NOTORCH) build
+	rm -rf $(VENV) $(REF) $(NOTORCH) $(OV) $(REF_OV) build
