@@ -3,11 +3,13 @@ reference venv (``executorch[openvino]==1.5.1`` + ``nncf==3.1.0``, ``make test-o
 
     python ref_openvino.py export MODEL OUT.pte [--quantize] [--calibration N]
     python ref_openvino.py run PTE INPUTS.npz OUT.npz [--time N --json FILE]
+    python ref_openvino.py runmany PTE INPUTS.npz OUT.npz
 
 ``export`` lowers a built-in example with ExecuTorch's ``OpenvinoPartitioner([CompileSpec(
 "device", b"CPU")])`` (after ``quantize_model`` on N seeded calibration inputs with
 ``--quantize``) and writes OUT.pte plus OUT.inputs.npz / OUT.expected.npz (eager outputs of
-the float model). ``run`` executes a .pte in ExecuTorch's runtime, whose ``OpenvinoBackend``
+the float model). ``runmany`` runs a one-input method once per array of INPUTS.npz and
+saves each first output. ``run`` executes a .pte in ExecuTorch's runtime, whose ``OpenvinoBackend``
 finds libopenvino_c through the installed ``openvino`` package. Only ``edgetorch.examples`` is
 imported from edgetorch.
 """
@@ -83,6 +85,16 @@ def cmd_run(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps(stats))
 
 
+def cmd_runmany(args: argparse.Namespace) -> None:
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(Path(args.pte)).load_method("forward")
+    with np.load(args.inputs) as data:
+        arrays = [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+    outs = [_np(method.execute([torch.from_numpy(np.ascontiguousarray(a))])[0]) for a in arrays]
+    np.savez(args.out, *outs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -99,6 +111,11 @@ def main() -> int:
     p.add_argument("--time", type=int, default=0)
     p.add_argument("--json")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("runmany")
+    p.add_argument("pte")
+    p.add_argument("inputs")
+    p.add_argument("out")
+    p.set_defaults(func=cmd_runmany)
     args = parser.parse_args()
     args.func(args)
     return 0

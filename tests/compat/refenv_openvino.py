@@ -95,3 +95,12 @@ def ref_ov_run(pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         np.savez(in_npz, *inputs)
         _run(["run", str(pte), str(in_npz), str(out_npz)])
         return load_npz(out_npz)
+
+
+def ref_ov_run_many(pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """A one-input method run once per array in ExecuTorch's runtime; first outputs."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ov-") as tmp:
+        in_npz, out_npz = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+        np.savez(in_npz, *inputs)
+        _run(["runmany", str(pte), str(in_npz), str(out_npz)])
+        return load_npz(out_npz)
