@@ -89,3 +89,24 @@ def test_cli_exports_openvino(tmp_path, capsys):
     out = tmp_path / "tiny.pte"
     assert main(["export", "tiny_classifier", "--delegate", "openvino", "-o", str(out)]) == 0
     assert structure(out.read_bytes())["delegates"] == [("OpenvinoBackend", [("device", b"CPU")])]
+
+
+def test_runtime_half_runs_without_torch(tmp_path):
+    """Load and run an OpenVINO .pte in a process where importing torch fails."""
+    import subprocess
+    import sys
+
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(lower(AddReluMul(), INPUTS, [CPU, CompileSpec("inference_precision", b"f32")]))
+    np.savez(tmp_path / "in.npz", *[t.numpy() for t in INPUTS])
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import numpy as np\n"
+        "from edgetorch.runtime import Runtime\n"
+        f"d = np.load({str(tmp_path / 'in.npz')!r})\n"
+        f"m = Runtime.get().load_program({str(pte)!r}).load_method('forward')\n"
+        "outs = m.execute([d['arr_0'], d['arr_1']])\n"
+        f"np.save({str(tmp_path / 'out.npy')!r}, outs[0])\n"
+        "assert 'torch' not in [k for k, v in sys.modules.items() if v is not None]\n")
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), _eager()[0], atol=F32_TOL)
