@@ -110,3 +110,9 @@ def test_runtime_half_runs_without_torch(tmp_path):
         "assert 'torch' not in [k for k, v in sys.modules.items() if v is not None]\n")
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), _eager()[0], atol=F32_TOL)
+
+
+def test_precision_reaches_the_compiled_model():
+    pte = lower(AddReluMul(), INPUTS, [CPU, CompileSpec("inference_precision", b"f32")])
+    method = Runtime.get().load_program(pte).load_method("forward")
+    assert method._delegate_handles[0][1].inference_precision == "f32"

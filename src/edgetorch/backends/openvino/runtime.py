@@ -62,7 +62,7 @@ class OpenvinoDelegate:
     @property
     def inference_precision(self) -> str:
         """What the compiled model computes in (``"f32"``, ``"bf16"``...), as OpenVINO says."""
-        return str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        return self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
 
 
 class OpenvinoBackend:
