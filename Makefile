@@ -4,6 +4,8 @@ PYTHON  ?= python3
 VENV    := .venv
 REF     := .venv-ref
 NOTORCH := .venv-notorch
+ARM     := .venv-arm
+REF_ARM := .venv-ref-arm
 # OpenVINO (kept apart: numpy<2.4, openvino, NNCF): ours and the reference with ExecuTorch's extra.
 OV      := .venv-ov
 REF_OV  := .venv-ref-ov
@@ -11,7 +13,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: browser demo test test-fast test-notorch test-openvino fuzz-short lint bench setup ref clean
+.PHONY: browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +34,17 @@ $(NOTORCH)/.installed: pyproject.toml
 	$(NOTORCH)/bin/pip install -q --no-deps -e .
 	touch $@
 
+# The Arm backends need tosa-tools (numpy<2.2): their own venv with the `arm` extra.
+$(ARM)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(ARM)
+	$(ARM)/bin/pip install -q --upgrade pip
+	$(ARM)/bin/pip install -q -e '.[compiler,arm]' torch==2.13.0 pytest
+	touch $@
+
+$(REF_ARM)/.installed:
+	bash scripts/setup_ref_arm_env.sh
+	touch $@
+
 $(OV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OV)
 	$(OV)/bin/pip install -q torch==2.13.0
@@ -48,6 +61,8 @@ setup: $(VENV)/.installed
 
 ref: $(REF)/.installed
 
+ref-arm: $(REF_ARM)/.installed
+
 ## The main job: export MobileNetV2, run it in the runtime, compare with eager PyTorch.
 demo: $(VENV)/.installed
 	$(VENV)/bin/edgetorch demo mobilenet_v2
@@ -61,9 +76,15 @@ browser:
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
-		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/openvino
+		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/arm --ignore=tests/backends/openvino
 	$(MAKE) test-notorch
+	$(MAKE) test-arm
 	$(MAKE) test-openvino
+
+## The Arm (TOSA / Ethos-U) tests, in the venv with tosa-tools, checked against executorch[ethos-u].
+test-arm: $(ARM)/.installed $(REF_ARM)/.installed
+	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
+		$(ARM)/bin/python -m pytest -q -m "not slow" tests/backends/arm
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino

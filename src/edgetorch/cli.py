@@ -325,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspector_cli.add_arguments(ins)
     ins.set_defaults(fn=inspector_cli.run)
 
+    from .backends.arm.scripts import run as arm_run  # no torch import until it runs
+
+    arm = sub.add_parser("arm", help="Arm Ethos-U: `arm run` compiles and simulates (run.sh)")
+    arm_run.add_arguments(arm)
+
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)

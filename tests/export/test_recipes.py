@@ -167,11 +167,28 @@ def test_quantized_recipes(recipe_type):
     assert (got - want).abs().max() <= 0.05 * want.abs().max() + 0.05  # 8-bit / 4-bit error
 
 
-def test_etrecord_is_refused_with_a_typed_error():
+def test_etrecord_from_an_export_session_feeds_the_inspector(tmp_path):
+    from edgetorch.devtools import Inspector
+    from edgetorch.devtools.etrecord import parse_etrecord
+
     model, inputs = get_example("mlp").build()
-    with pytest.raises(FeatureNotAvailableError, match="ETRecord"):
-        export(model, [inputs], generate_etrecord=True)
-    with pytest.raises(FeatureNotAvailableError, match="ETRecord"):
+    session = export(model, [inputs], ExportRecipe.get_recipe(XNNPackRecipeType.FP32),
+                     generate_etrecord=True)
+    record = session.get_etrecord()
+    assert record.edge_dialect_program is not None and record._debug_handle_map
+    record.save(tmp_path / "mlp.etrecord")
+    assert set(parse_etrecord(tmp_path / "mlp.etrecord")._debug_handle_map) == \
+        set(record._debug_handle_map)
+    from edgetorch.runtime import Runtime
+
+    program = Runtime.get().load_program(session.get_pte_buffer(), enable_etdump=True)
+    program.load_method("forward").execute(list(inputs))
+    program.write_etdump_result_to_file(tmp_path / "mlp.etdp")
+    inspector = Inspector(etdump_path=str(tmp_path / "mlp.etdp"),
+                          etrecord=str(tmp_path / "mlp.etrecord"))
+    ops = {op for block in inspector.event_blocks for e in block.events for op in e.op_types}
+    assert ops  # events mapped back to the Edge graph's operators through the ETRecord
+    with pytest.raises(RuntimeError, match="generate_etrecord=True"):
         export(model, [inputs]).get_etrecord()
 
 

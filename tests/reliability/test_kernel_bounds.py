@@ -41,3 +41,29 @@ def test_a_dynamic_result_within_the_arena_is_allowed():
     got = get_kernel("aten::upsample_nearest2d.vec_out").fn(
         np.ones((2, 4, 8, 8), np.float32), [16, 16], None, out)
     assert got.shape == (2, 4, 16, 16)
+
+
+@pytest.mark.parametrize("op,args,shape", [
+    ("aten::full.out", lambda x: [[60000, 60000], 1.0], [60000, 60000]),
+    ("aten::zeros.out", lambda x: [[60000, 60000]], [60000, 60000]),
+    ("aten::ones.out", lambda x: [[60000, 60000]], [60000, 60000]),
+    ("aten::empty.out", lambda x: [[60000, 60000], None], [60000, 60000]),
+    ("aten::expand_copy.out", lambda x: [x, [60000, 4, 8], False], [60000, 4, 8]),
+    ("aten::repeat.out", lambda x: [x, [60000, 1, 60000]], [60000, 4, 480000]),
+])
+def test_sizes_from_arguments_are_bounded_before_allocating(op, args, shape):
+    """Creation, expand and repeat take their result size from an argument (a corrupt file
+    can say anything): refused before NumPy allocates it."""
+    x = np.ones((1, 4, 8), np.float32)
+    out = _planned(4 * 64 * 4, (4, 8, 8))
+    with pytest.raises(KernelError, match=r"cannot fit its output") as err:
+        get_kernel(op).fn(*args(x), out)
+    assert str(shape) in str(err.value)
+
+
+def test_repeat_refuses_negative_counts_and_still_repeats():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(KernelError, match="negative repeat"):
+        get_kernel("aten::repeat.out").fn(x, [1, -2], np.empty((2, 6), np.float32))
+    got = get_kernel("aten::repeat.out").fn(x, [2, 1, 2], np.empty((2, 2, 6), np.float32))
+    np.testing.assert_array_equal(got, np.tile(x, (2, 1, 2)))

@@ -7,3 +7,10 @@ from . import (
     openvino,  # noqa: F401  (registers "OpenvinoBackend"; usable with the extra)
     xnnpack,  # noqa: F401  (registers "XnnpackBackend")
 )
+
+# The Arm runtimes: "TOSABackend" and "EthosUBackend" (a simulation from the delegate's TOSA
+# graph) plus the cortex_m Q/DQ kernels of ExecuTorch's aot_arm_compiler; tosa-tools
+# (edgetorch[arm]) is imported only when a delegate is loaded.
+from .arm import runtime as _arm_runtime  # noqa: E402, F401
+from .arm.runtime import cortex_m_kernels as _cortex_m  # noqa: E402, F401
+from .arm.runtime import ethosu as _ethosu  # noqa: E402, F401

@@ -152,7 +152,7 @@ class EdgeProgramManager:
             run_passes(ep, list(method_passes), name)
             to_edge_ops(ep)  # operators a pass inserted as torch.ops.* join the Edge dialect
             new[name] = ep
-        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+        return self._derived(new)
 
     def to_backend(self, partitioner: Any) -> EdgeProgramManager:
         """Delegate with ``partitioner`` (every method) or ``{method: partitioner}`` (only
@@ -165,7 +165,14 @@ class EdgeProgramManager:
                               f"methods: {sorted(self.methods)}")
         new = {name: _to_backend(ep, by_method[name]) if name in by_method else ep
                for name, ep in self._edge_programs.items()}
-        return EdgeProgramManager(new, self._config_methods, self.compile_config)
+        return self._derived(new)
+
+    def _derived(self, programs: dict[str, ExportedProgram]) -> EdgeProgramManager:
+        """A manager for ``programs`` that keeps this one's configuration and ETRecord (which
+        records the Edge program as ``to_edge`` made it, before transforms and delegation)."""
+        manager = EdgeProgramManager(programs, self._config_methods, self.compile_config)
+        manager._etrecord = self._etrecord
+        return manager
 
     def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
         config = config or ExecutorchBackendConfig()
@@ -273,13 +280,18 @@ class ExecutorchProgramManager:
 
     @property
     def data_files(self) -> dict[str, bytes]:
-        """External weight files (``{tag}.ptd`` name -> bytes), when configured."""
-        files = {}
+        """External weight files (``{tag}.ptd`` name -> bytes), when configured: external
+        constants, and the named data delegates placed outside the .pte (opaque blobs)."""
+        by_tag: dict[str, dict] = {}
         for tag, tensors in self._state.external.items():
-            named = {fqn: (data, spec.scalar_type, list(spec.shape), list(spec.dim_order))
-                     for fqn, (data, spec) in tensors.items()}
-            files[f"{tag}.ptd"] = serialize_ptd(named, alignment=16)
-        return files
+            by_tag[tag] = {fqn: (data, spec.scalar_type, list(spec.shape), list(spec.dim_order))
+                           for fqn, (data, spec) in tensors.items()}
+        store = self._state.named_data
+        for tag, entries in store.external_data.items():
+            named = by_tag.setdefault(tag, {})
+            for key, entry in entries.items():
+                named[key] = (store.buffers[entry.buffer_index], None, [], [], entry.alignment)
+        return {f"{tag}.ptd": serialize_ptd(named, alignment=16) for tag, named in by_tag.items()}
 
     def write_tensor_data_to_file(self, outdir: str | os.PathLike) -> None:
         """Write the external weights (``ExecutorchBackendConfig(external_constants=...)``)

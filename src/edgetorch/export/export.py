@@ -15,7 +15,6 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from ..errors import FeatureNotAvailableError
 from ..exir import to_edge, to_edge_transform_and_lower
 from ..exir._warnings import experimental
 from ..extension.export_util.utils import save_pte_program
@@ -24,9 +23,6 @@ from .types import StageType
 
 logger = logging.getLogger(__name__)
 S = StageType
-
-_ETRECORD = ("generate_etrecord=True: ETRecord is not built in edgetorch yet; export without it "
-             "(the .pte is unaffected) and use edgetorch.devtools on the program instead")
 
 # Which stage may follow which (None: the stage may start a pipeline).
 _PREDECESSORS: dict[StageType, set[StageType | None]] = {
@@ -79,8 +75,7 @@ class ExportSession:
                  export_recipe: ExportRecipe | None = None, name: str | None = None,
                  dynamic_shapes: Any = None, constant_methods: dict[str, Any] | None = None,
                  artifact_dir: str | None = None, generate_etrecord: bool | None = False) -> None:
-        if generate_etrecord:
-            raise FeatureNotAvailableError(_ETRECORD)
+        self._generate_etrecord = bool(generate_etrecord)
         if isinstance(model, str):
             model = torch.export.load(model)
         self._model_type = _model_type(model)
@@ -205,11 +200,13 @@ class ExportSession:
         return to_edge_transform_and_lower(
             eps, transform_passes=self._edge_passes(eps),
             partitioner=lowering.partitioners if lowering else None,
-            constant_methods=self._constant_methods, compile_config=self._compile_config())
+            constant_methods=self._constant_methods, compile_config=self._compile_config(),
+            generate_etrecord=self._generate_etrecord)
 
     def _to_edge(self, eps: dict[str, ExportedProgram]) -> Any:
         edge = to_edge(eps, constant_methods=self._constant_methods,
-                       compile_config=self._compile_config())
+                       compile_config=self._compile_config(),
+                       generate_etrecord=self._generate_etrecord)
         passes = self._edge_passes(eps)
         return edge.transform(passes) if passes else edge
 
@@ -299,7 +296,11 @@ class ExportSession:
             print(f"Delegation info for method '{method}':\n{info.get_summary()}")
 
     def get_etrecord(self) -> Any:
-        raise FeatureNotAvailableError(_ETRECORD)
+        """The ETRecord of this export (``generate_etrecord=True``), as ExecuTorch's session."""
+        if not self._generate_etrecord:
+            raise RuntimeError("ETRecord was not generated; pass generate_etrecord=True to "
+                               "edgetorch.export.export")
+        return self.get_executorch_program_manager().get_etrecord()
 
 
 def _model_type(model: Any) -> str:

@@ -8,8 +8,8 @@ indices ``args``), ``destroy(handle)`` and ``is_available()``. Register one with
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import BackendNotFoundError, RegistrationError
@@ -22,10 +22,13 @@ class BackendInitContext:
     ``named_data(key)`` returns the bytes stored under ``key`` in the program's named data
     (the .pte's ``Program.named_data``, then the .ptd files given to ``load_program``): the
     weights a backend such as XNNPACK keeps outside its blob. A missing key raises.
+    ``options`` are what the caller gave this backend id in ``load_program(...,
+    backend_options={"EthosUBackend": {...}})`` (ExecuTorch's per-backend load options).
     """
 
     method_name: str
     named_data: Callable[[str], memoryview]
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -338,7 +338,9 @@ class Method:
         blob = self._program._delegate_data(delegate, self.name)
         specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
         try:
-            handle = backend.init(blob, specs, BackendInitContext(self.name, self._program.named_data))
+            handle = backend.init(blob, specs, BackendInitContext(
+                self.name, self._program.named_data,
+                self._program.backend_options.get(delegate.id, {})))
         except EdgeTorchError:
             raise
         except Exception as e:  # the backend's own parser refused its blob

@@ -24,8 +24,11 @@ class Program:
     """A loaded program. Constants stay in the file's bytes (zero-copy, memory-mapped for paths)."""
 
     def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None,
-                 event_tracer: EventTracer | None = None, selected_ops: Any = None) -> None:
+                 event_tracer: EventTracer | None = None, selected_ops: Any = None,
+                 backend_options: Any = None) -> None:
         self._pte = pte
+        #: backend id -> options handed to that backend's ``init`` (``load_program``'s).
+        self.backend_options: dict[str, Any] = dict(backend_options or {})
         #: Where loading and every method loaded from here report events (None: no tracing).
         self.event_tracer = event_tracer
         self._selected_ops = selected_ops  # a SelectedOperators (selective build) or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import mmap
 import os
+from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from ..errors import ErrorCode, FormatError, InvalidArgumentError
@@ -80,6 +81,7 @@ class Runtime:
         debug_buffer_size: int = 0,
         event_tracer: EventTracer | None = None,
         selected_ops: Any = None,
+        backend_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Program:
         """Parse a program. ``enable_etdump=True`` records the events of loading and of every
         ``execute`` (``program.event_tracer``, a :class:`RecordingEventTracer`);
@@ -88,7 +90,8 @@ class Runtime:
         ``selected_ops`` restricts the program to a selective build's operators: a
         ``selected_operators.yaml`` path (``edgetorch oplist``), a ``SelectedOperators``, or
         operator names; None uses ``$EDGETORCH_SELECTED_OPS`` when set, False nothing. A method
-        needing more fails at ``load_method`` with OperatorMissingError."""
+        needing more fails at ``load_method`` with OperatorMissingError. ``backend_options``
+        maps a backend id to options its ``init`` receives (``context.options``)."""
         selection = resolve_selection(selected_ops)
         if debug_buffer_size < 0:
             raise InvalidArgumentError(f"debug_buffer_size must be >= 0, got {debug_buffer_size}")
@@ -106,7 +109,8 @@ class Runtime:
             from .data_map import load_data_map
 
             data_map = load_data_map(data_path)
-        program = Program(pte, source, data_map, event_tracer, selection)
+        program = Program(pte, source, data_map, event_tracer, selection,
+                          backend_options=backend_options)
         if verification == Verification.InternalConsistency:
             for name in program.method_names:
                 program.metadata(name)

@@ -155,14 +155,14 @@ def test_static_depthwise_conv2d():
     _check_static(out, ref, out_q)
 
 
-@pytest.mark.parametrize("node", [x.XNNAdd, x.XNNMultiply])
+@pytest.mark.parametrize("node", [x.XNNAdd, x.XNNSubtract, x.XNNMultiply])
 def test_static_add_and_multiply_broadcast(node):
     rng = np.random.default_rng(4)
     qa, av = _grid_input(rng, (2, 3, 4))
     qb = rng.integers(-128, 128, (1, 3, 1))
     bv = ((qb - -5) * np.float32(0.05)).astype(np.float32)
     fa, fb = dequantize_ref(qa, IN_SCALE, IN_ZP), dequantize_ref(qb, 0.05, -5)
-    ref = fa + fb if node is x.XNNAdd else fa * fb
+    ref = {x.XNNAdd: fa + fb, x.XNNSubtract: fa - fb, x.XNNMultiply: fa * fb}[node]
     out_q = out_range(ref)
     b = QGraphBuilder()
     i1, i2 = b.input(2, 3, 4), b.input(1, 3, 1)

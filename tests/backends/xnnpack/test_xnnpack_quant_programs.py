@@ -26,7 +26,8 @@ CHECKED_IN = ["small_mlp_static_pc", "blocks_static_pc", "small_mlp_8da4w"]
 # every case of xnn_qref.CASES (kept here so collecting stays torch-free)
 CASES = ["cnn_static_pc", "cnn_static_pt", "cnn_dynamic", "mlp_static_pc", "mlp_static_pt",
          "mlp_dynamic", "small_mlp_static_pc", "small_mlp_8da4w", "mobilenet_v2_static_pc",
-         "blocks_static_pc", "blocks_static_pt", "mlp_8da4w", "llama_8da4w", "llama_dynamic"]
+         "blocks_static_pc", "blocks_static_pt", "mlp_8da4w", "llama_8da4w", "llama_dynamic",
+         "llama_static_pc"]
 
 
 def output_steps(pte: bytes) -> list[float]:

@@ -102,6 +102,7 @@ CASES = {
     "mlp_8da4w": ("mlp", "8da4w"),
     "llama_8da4w": ("llama", "8da4w"),
     "llama_dynamic": ("llama", "dynamic"),
+    "llama_static_pc": ("llama", "static_pc"),
 }
 
 

@@ -266,14 +266,16 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
     return static, o
 
 
-@qrule(x.XNNAdd, x.XNNMultiply)
+@qrule(x.XNNAdd, x.XNNSubtract, x.XNNMultiply)
 def _binary(n: x.XNNNode2x1, ctx: QCtx) -> tuple[Compute, int]:
     env = ctx.env
     a, b, o = (ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2"),
                ctx.slot(n.output_id, "output"))
     qa, qb, qo = ctx.static(a, "input1"), ctx.static(b, "input2"), ctx.static(o, "output")
-    fn = Q.add if isinstance(n, x.XNNAdd) else Q.multiply
-    args = (float(qa.scale), qa.zero_point, float(qb.scale), qb.zero_point,
+    fn = Q.multiply if isinstance(n, x.XNNMultiply) else Q.add
+    # XNNPACK has no int8 subtract kernel: it runs its add kernel with b's scale negated.
+    b_scale = -float(qb.scale) if isinstance(n, x.XNNSubtract) else float(qb.scale)
+    args = (float(qa.scale), qa.zero_point, b_scale, qb.zero_point,
             float(qo.scale), qo.zero_point)
     lo, hi = _bounds(ctx, qo)  # XNNPACK inserts a clamp node for a min/max
     return (lambda: np.clip(fn(env[a], env[b], *args), lo, hi)), o

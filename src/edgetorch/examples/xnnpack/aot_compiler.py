@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ...errors import FeatureNotAvailableError
 from ..models import MODEL_NAME_TO_MODEL, create_model
 from . import MODEL_NAME_TO_OPTIONS
 
@@ -53,10 +52,6 @@ def main(argv: list[str] | None = None) -> str:
     if args.quantize and args.model_name not in MODEL_NAME_TO_OPTIONS:
         raise RuntimeError(f"Model {args.model_name} is not quantizable right now; quantizable "
                            f"models are {sorted(MODEL_NAME_TO_OPTIONS)}.")
-    if args.etrecord:
-        raise FeatureNotAvailableError(
-            "--etrecord: ETRecord generation is not built in edgetorch yet; drop --etrecord")
-
     model, example_inputs, _, _ = create_model(args.model_name)
     ep = torch.export.export(model, example_inputs, strict=False)
     if args.quantize:
@@ -70,11 +65,15 @@ def main(argv: list[str] | None = None) -> str:
     edge = to_edge_transform_and_lower(
         ep, partitioner=[XnnpackPartitioner()], transform_passes=get_transform_passes(),
         compile_config=EdgeCompileConfig(_check_ir_validity=not args.quantize,
-                                         _skip_dim_order=True))
+                                         _skip_dim_order=True),
+        generate_etrecord=bool(args.etrecord))
     logger.info("Exported and lowered graph:\n%s", edge.exported_program().graph)
     exec_prog = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
     quant_tag = "q8" if args.quantize else "fp32"
     path = save_pte_program(exec_prog, f"{args.model_name}_xnnpack_{quant_tag}", args.output_dir)
+    if args.etrecord:
+        exec_prog.get_etrecord().save(args.etrecord)
+        logger.info("Saved ETRecord to %s", args.etrecord)
 
     if args.test_after_export:
         from ...runtime import Runtime

@@ -371,12 +371,7 @@ class MethodEmitter:
         lowered = getattr(node.graph.owning_module, node.args[0].target)
         index = self.state.add_delegate_blob(lowered.processed_bytes)
         store_output = lowered.named_data_store_output
-        if store_output is not None:
-            if store_output.external_data:
-                raise ExportError(
-                    f"delegate {lowered.backend_id} of %{node.name} stores named data in "
-                    f"external files {sorted(store_output.external_data)}; only named data "
-                    "inside the .pte is supported. Drop the external tags.")
+        if store_output is not None:  # external tags go to <tag>.ptd (data_files)
             self.state.named_data.merge_named_data_store(store_output)
         args = [self._arg(a, None) for a in node.args[1:]]
         spec = node.meta["spec"]

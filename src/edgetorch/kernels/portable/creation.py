@@ -16,26 +16,27 @@ def _shape(size) -> tuple[int, ...]:
     return tuple(size)
 
 
-def _filled(shape, value, out: np.ndarray) -> np.ndarray:
+def _filled(shape, value, out: np.ndarray, op: str) -> np.ndarray:
     if tuple(shape) == out.shape:
         out[...] = scalar(value, out.dtype)
         return out
+    check_result_fits(shape, out, op)  # a size from a corrupt file must not allocate
     return np.full(shape, scalar(value, out.dtype))
 
 
 @kernel("aten::full.out")
 def full_out(size, fill_value, out):
-    return _filled(_shape(size), fill_value, out)
+    return _filled(_shape(size), fill_value, out, "full")
 
 
 @kernel("aten::full_like.out")
 def full_like_out(self, fill_value, memory_format, out):
-    return _filled(self.shape, fill_value, out)
+    return _filled(self.shape, fill_value, out, "full_like")
 
 
 @kernel("aten::fill.Scalar_out")
 def fill_scalar_out(self, value, out):
-    return _filled(self.shape, value, out)
+    return _filled(self.shape, value, out, "fill")
 
 
 @kernel("aten::fill.Tensor_out")
@@ -47,23 +48,23 @@ def fill_tensor_out(self, value, out):
 
 @kernel("aten::zeros.out")
 def zeros_out(size, out):
-    return _filled(_shape(size), 0, out)
+    return _filled(_shape(size), 0, out, "zeros")
 
 
 @kernel("aten::ones.out")
 def ones_out(size, out):
-    return _filled(_shape(size), 1, out)
+    return _filled(_shape(size), 1, out, "ones")
 
 
 @kernel("aten::empty.out")
 def empty_out(size, memory_format, out):
     # Uninitialised in torch; zeros here so that runs are reproducible.
-    return _filled(_shape(size), 0, out)
+    return _filled(_shape(size), 0, out, "empty")
 
 
 @kernel("aten::scalar_tensor.out")
 def scalar_tensor_out(s, out):
-    return _filled((), s, out)
+    return _filled((), s, out, "scalar_tensor")
 
 
 def _arange(start, end, step, out):

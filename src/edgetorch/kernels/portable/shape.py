@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from ._util import finish, invalid, wrap_dim
+from ._util import check_result_fits, finish, invalid, wrap_dim
 
 
 def _index(index: int, n: int, what: str) -> int:
@@ -79,6 +79,7 @@ def expand_copy_out(self, size, implicit, out):
                 raise invalid(f"expand: -1 is not allowed in a new leading dim ({list(size)})")
             s = self.shape[i - lead]
         shape.append(s)
+    check_result_fits(shape, out, "expand_copy")
     try:
         return finish(np.broadcast_to(self, shape), out)
     except ValueError:
@@ -263,6 +264,10 @@ def repeat_out(self, repeats, out):
     lead = len(repeats) - self.ndim
     if lead < 0:
         raise invalid(f"repeat: {list(repeats)} has fewer dims than the input {self.shape}")
+    if any(r < 0 for r in repeats):
+        raise invalid(f"repeat: negative repeat count in {list(repeats)}")
+    src = (1,) * lead + self.shape
+    check_result_fits([r * d for r, d in zip(repeats, src)], out, "repeat")
     return finish(np.tile(self.reshape((1,) * lead + self.shape), repeats), out)
 
 

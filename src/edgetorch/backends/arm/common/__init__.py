@@ -1,0 +1,1 @@
+"""Pieces shared by the Arm backends (TOSA, Ethos-U): the compile-spec base and pipeline config."""

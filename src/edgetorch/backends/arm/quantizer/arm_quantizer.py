@@ -1,0 +1,121 @@
+"""``TOSAQuantizer`` and ``EthosUQuantizer``: PT2E quantizers for the Arm backends.
+
+    cs = EthosUCompileSpec("ethos-u55-128")          # or TosaCompileSpec("TOSA-1.0+INT")
+    quantizer = EthosUQuantizer(cs).set_global(get_symmetric_quantization_config())
+    prepared = prepare_pt2e(torch.export.export(model, x).module(), quantizer)
+
+Precedence as in ExecuTorch: module-name configs, then module-type configs, then the global
+one (each skips nodes a more specific config already covered), then ``set_io``. A ``None``
+config keeps that part float.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e.quantizer import QuantizationConfig, Quantizer
+
+from ..common.arm_compile_spec import ArmCompileSpec
+from .annotator import (
+    adaptive_pool_as_avg_pool,
+    annotate_graph,
+    annotate_io,
+    drop_guard_calls,
+    get_attrs_before_use,
+    relu6_as_hardtanh,
+)
+from .quantization_config import get_symmetric_quantization_config
+
+__all__ = ["EthosUQuantizer", "TOSAQuantizer", "get_symmetric_quantization_config"]
+
+
+def _stack_entries(node: Node) -> list[tuple[str, Any]]:
+    return list(node.meta.get("nn_module_stack", {}).values())
+
+
+def _module_name_filter(name: str) -> Callable[[Node], bool]:
+    def accepts(node: Node) -> bool:
+        for path, _ in _stack_entries(node):
+            path = path.replace("L['self'].", "").replace("L__self___", "")
+            if path == name or path.startswith(name + "."):
+                return True
+        return False
+    return accepts
+
+
+def _module_type_filter(tp: type) -> Callable[[Node], bool]:
+    qualname = f"{tp.__module__}.{tp.__qualname__}"
+
+    def accepts(node: Node) -> bool:
+        return any((t if isinstance(t, str) else f"{t.__module__}.{t.__qualname__}") == qualname
+                   for _, t in _stack_entries(node))
+    return accepts
+
+
+class TOSAQuantizer(Quantizer):
+    """Quantizer for ``TOSABackend`` (and the base of ``EthosUQuantizer``)."""
+
+    def __init__(self, compile_spec_or_tosa_spec: Any, use_composable_quantizer: bool = True):
+        super().__init__()
+        if isinstance(compile_spec_or_tosa_spec, ArmCompileSpec):
+            self.compile_spec: ArmCompileSpec | None = compile_spec_or_tosa_spec
+            self.tosa_spec = compile_spec_or_tosa_spec.tosa_spec
+        else:
+            self.compile_spec = None
+            self.tosa_spec = compile_spec_or_tosa_spec
+        self.global_config: QuantizationConfig | None = None
+        self.io_config: QuantizationConfig | None = None
+        self.module_type_config: dict[type, QuantizationConfig | None] = {}
+        self.module_name_config: dict[str, QuantizationConfig | None] = {}
+
+    def set_global(self, quantization_config: QuantizationConfig | None) -> TOSAQuantizer:
+        self.global_config = quantization_config
+        return self
+
+    def set_module_type(self, module_type: type,
+                        quantization_config: QuantizationConfig | None) -> TOSAQuantizer:
+        self.module_type_config[module_type] = quantization_config
+        return self
+
+    def set_module_name(self, module_name: str,
+                        quantization_config: QuantizationConfig | None) -> TOSAQuantizer:
+        self.module_name_config[module_name] = quantization_config
+        return self
+
+    def set_io(self, quantization_config: QuantizationConfig | None) -> TOSAQuantizer:
+        self.io_config = quantization_config
+        return self
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        # As in ExecuTorch, asking for the pipeline config here is what makes the U55/U65
+        # ``transform_pipeline_config`` appear in the compile spec.
+        if self.compile_spec is not None:
+            self.compile_spec._get_pass_pipeline_config()
+        drop_guard_calls(model)
+        relu6_as_hardtanh(model)
+        adaptive_pool_as_avg_pool(model)
+        get_attrs_before_use(model)
+        return model
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        covered: list[Callable[[Node], bool]] = []
+        scoped = [(_module_name_filter(n), c) for n, c in self.module_name_config.items()]
+        scoped += [(_module_type_filter(t), c) for t, c in self.module_type_config.items()]
+        for accepts, cfg in scoped:
+            prior = list(covered)
+            annotate_graph(model, cfg,
+                           lambda n, a=accepts, p=prior: a(n) and not any(f(n) for f in p))
+            covered.append(accepts)
+        annotate_graph(model, self.global_config, lambda n: not any(f(n) for f in covered))
+        if self.io_config is not None:
+            annotate_io(model, self.io_config)
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        return None
+
+
+class EthosUQuantizer(TOSAQuantizer):
+    """Quantizer for ``EthosUBackend``: ``EthosUQuantizer(EthosUCompileSpec(...))``."""

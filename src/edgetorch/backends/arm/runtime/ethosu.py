@@ -1,0 +1,185 @@
+"""The runtime ``EthosUBackend``: Ethos-U delegates run functionally on a PC (no NPU, no FVP).
+
+Nothing on a PC executes Vela's register command stream, so a delegate runs its TOSA graph --
+the graph Vela compiled -- with tosa-tools' reference model. The ``.pte`` holds only Vela's
+output; the TOSA comes from the intermediates folder: the one given as
+``load_program(..., backend_options={"EthosUBackend": {"intermediates": DIR}})`` or
+``$EDGETORCH_ETHOSU_INTERMEDIATES``, else the delegate's ``debug_artifact_path`` compile spec
+(so ExecuTorch's own ``.pte`` built with ``--intermediates`` runs too). Before any folder: a
+graph given as ``{"tosa_graphs": {sha256(blob): tosa}}``, or compiled by this very process
+(``ethosu.compiled``), so compile-then-run needs no intermediates. There the files are
+``output_<tag>_<tosa_spec>.tosa``; the one whose inputs and outputs match the blob's I/O
+description is this delegate's (ties, e.g. two partitions of the same shapes, are broken by
+compiling each candidate with Vela and comparing the command stream).
+
+Inputs cross the boundary as ExecuTorch's runtime copies them to the NPU: raw bytes, in the
+order and element size of the blob's I/O table, no layout change (the TOSA graph transposes).
+Optional extra: needs ``tosa-tools`` (``pip install 'edgetorch[arm]'``); NumPy only otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ....errors import BackendNotFoundError, ErrorCode, InvalidArgumentError, InvalidProgramError
+from ....runtime.backends import backend
+from ..ethosu.compiled import COMPILED, blob_key
+from ..ethosu.vela_bin import VelaBin, VelaIO, parse_vela_bin
+from .tosa_sim import NUMPY_DTYPES, TosaGraphRunner
+
+BACKEND_ID = "EthosUBackend"
+ENV_VAR = "EDGETORCH_ETHOSU_INTERMEDIATES"
+_HOW_TO_GET_TOSA = (
+    "export with intermediates (EthosUCompileSpec(...).dump_intermediate_artifacts_to(DIR), or "
+    "aot_arm_compiler --intermediates DIR) and keep DIR, or pass "
+    f"load_program(..., backend_options={{'{BACKEND_ID}': {{'intermediates': DIR}}}})")
+
+
+@dataclass(frozen=True)
+class TosaIO:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+@dataclass
+class EthosUDelegate:
+    """An initialised delegate: the parsed blob and the TOSA graph that stands in for it."""
+
+    vela: VelaBin
+    runner: TosaGraphRunner
+    tosa_path: str
+    inputs: list[TosaIO]
+    outputs: list[TosaIO]
+    target: str
+
+    def __str__(self) -> str:
+        return (f"Ethos-U delegate for {self.target}, simulated from {self.tosa_path}: "
+                f"inputs {[(t.shape, t.dtype.name) for t in self.inputs]}, "
+                f"outputs {[(t.shape, t.dtype.name) for t in self.outputs]}\n  {self.vela}")
+
+
+def tosa_graph_io(tosa: bytes, where: str = "TOSA graph") -> tuple[TosaGraphRunner,
+                                                                   list[TosaIO], list[TosaIO]]:
+    """The graph ready to run (arm's ``tosa_sim``), and its inputs and outputs."""
+    runner = TosaGraphRunner(tosa, where)
+
+    def io(specs) -> list[TosaIO]:
+        return [TosaIO(name, tuple(int(d) for d in t.shape),
+                       np.dtype(NUMPY_DTYPES.get(t.dtype, np.int8))) for name, t in specs]
+
+    return runner, io(runner.input_specs), io(runner.output_specs)
+
+
+def _matches(tosa_io: list[TosaIO], vela_io: list[VelaIO]) -> bool:
+    return len(tosa_io) == len(vela_io) and all(
+        int(np.prod(t.shape, dtype=np.int64)) == v.numel and t.dtype.itemsize == v.elem_size
+        for t, v in zip(tosa_io, vela_io, strict=True))
+
+
+def _candidate_dirs(specs: Mapping[str, bytes], options: Mapping[str, Any]) -> list[str]:
+    dirs = []
+    for d in (options.get("intermediates"), os.environ.get(ENV_VAR)):
+        if d:
+            dirs.append(str(d))
+    path = specs.get("debug_artifact_path")
+    if path:
+        dirs.append(path.decode("utf-8", "replace"))
+    return dirs
+
+
+def _same_command_stream(tosa: bytes, specs: Mapping[str, bytes], vela: VelaBin) -> bool:
+    from ..ethosu.vela import vela_compile  # needs ethos-u-vela, only for ties
+
+    flags = specs.get("compile_flags", b"").decode().split(" ")
+    return parse_vela_bin(vela_compile(tosa, flags).processed_bytes).cmd_data == vela.cmd_data
+
+
+def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, Any],
+              blob: bytes | None = None) -> tuple[str, TosaGraphRunner, list[TosaIO],
+                                                  list[TosaIO]]:
+    """The TOSA file of this delegate (see the module docstring for where it is looked for)."""
+    if blob is not None:
+        key = blob_key(blob)
+        compiled = COMPILED.get(key)
+        tosa = (options.get("tosa_graphs") or {}).get(key) or (compiled.tosa if compiled else None)
+        if tosa:
+            return ("<in memory>", *tosa_graph_io(bytes(tosa), f"{BACKEND_ID} (in memory)"))
+    spec = specs.get("tosa_spec", b"").decode("utf-8", "replace")
+    dirs = _candidate_dirs(specs, options)
+    if not dirs:
+        raise BackendNotFoundError(
+            f"{BACKEND_ID}: this delegate ({specs.get('target', b'?').decode()}) can run on a PC "
+            "only from its TOSA graph, which is not in the .pte and no intermediates folder is "
+            f"known (no debug_artifact_path compile spec); {_HOW_TO_GET_TOSA}",
+            code=ErrorCode.NotFound)
+    looked, matching = [], []
+    for d in dirs:
+        folder = Path(d)
+        files = sorted(folder.glob(f"output_*_{spec}.tosa")) if folder.is_dir() else []
+        looked.append(f"{d} ({len(files)} .tosa files)" if folder.is_dir() else f"{d} (missing)")
+        for f in files:
+            runner, ins, outs = tosa_graph_io(f.read_bytes(), f"{BACKEND_ID} ({f})")
+            if _matches(ins, vela.inputs) and _matches(outs, vela.outputs):
+                matching.append((str(f), runner, ins, outs))
+        if matching:
+            break
+    if len(matching) > 1:
+        exact = [m for m in matching if _same_command_stream(m[1].tosa_bytes, specs, vela)]
+        matching = exact or matching[:0]
+    if len(matching) != 1:
+        raise BackendNotFoundError(
+            f"{BACKEND_ID}: no TOSA graph {spec!r} whose inputs/outputs match this delegate "
+            f"({len(vela.inputs)} inputs, {len(vela.outputs)} outputs) in {', '.join(looked)}; "
+            + _HOW_TO_GET_TOSA, code=ErrorCode.NotFound)
+    return matching[0]
+
+
+@backend(BACKEND_ID)
+class EthosUSimulator:
+    """``EthosUBackend`` for the NumPy runtime: simulates the delegate from its TOSA graph."""
+
+    def is_available(self) -> bool:
+        return True  # missing tosa-tools is reported at init, with how to install it
+
+    def init(self, blob: memoryview, compile_specs: dict[str, bytes], context: Any) -> EthosUDelegate:
+        vela = parse_vela_bin(blob, context.named_data)
+        options = getattr(context, "options", {}) or {}
+        path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob)
+        return EthosUDelegate(vela, runner, path, ins, outs,
+                              compile_specs.get("target", b"?").decode("utf-8", "replace"))
+
+    def execute(self, handle: EthosUDelegate, values: list[Any], args: list[int],
+                context: Any = None) -> None:
+        n_in, n_out = len(handle.inputs), len(handle.outputs)
+        if len(args) != n_in + n_out:
+            raise InvalidProgramError(
+                f"{BACKEND_ID}: the delegate call passes {len(args)} values, the delegate has "
+                f"{n_in} inputs and {n_out} outputs")
+        feeds = []
+        for k, (io, t) in enumerate(zip(handle.vela.inputs, handle.inputs, strict=True)):
+            arr = np.ascontiguousarray(values[args[k]])
+            if arr.size != io.numel or arr.dtype.itemsize != io.elem_size:
+                raise InvalidArgumentError(
+                    f"{BACKEND_ID} input {k}: got {arr.dtype} {list(arr.shape)}, the NPU expects "
+                    f"{io.numel} elements of {io.elem_size} byte(s) (Vela shape {list(io.shape)})")
+            # raw bytes, as ExecuTorch's runtime memcpy's them into the NPU's scratch
+            feeds.append(arr.view(t.dtype).reshape(t.shape))
+        results = handle.runner.run(feeds)
+        for k, res in enumerate(results):
+            out = values[args[n_in + k]]
+            res = np.asarray(res)
+            if res.size != out.size or res.dtype.itemsize != out.dtype.itemsize:
+                raise InvalidProgramError(
+                    f"{BACKEND_ID} output {k}: the TOSA graph gives {res.dtype} "
+                    f"{list(res.shape)}, the method expects {out.dtype} {list(out.shape)}")
+            np.copyto(out, res.reshape(out.shape).view(out.dtype))
+
+    def destroy(self, handle: EthosUDelegate) -> None:
+        handle.runner = None  # type: ignore[assignment]

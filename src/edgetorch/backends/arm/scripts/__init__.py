@@ -1,0 +1,1 @@
+"""ExecuTorch's Arm scripts on edgetorch: ``aot_arm_compiler`` and ``run`` (``run.sh``)."""

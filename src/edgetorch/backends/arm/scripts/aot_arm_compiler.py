@@ -1,0 +1,242 @@
+"""Export a model for Arm Ethos-U (or plain TOSA): ExecuTorch's ``aot_arm_compiler``.
+
+    python -m edgetorch.backends.arm.scripts.aot_arm_compiler --model_name=mv2 --delegate \\
+        --quantize --intermediates mv2_u85/ --target=ethos-u85-128 --output=mv2_u85 --evaluate
+
+Same flags and file names as ExecuTorch 1.5.1's script (``<model>_arm_delegate_<target>.pte``,
+``<model>_exported_program.pt2`` and ``delegation_info.txt`` in the intermediates folder),
+on edgetorch's compiler. One difference that helps: ``--evaluate`` (a no-op in ExecuTorch, which
+needs an FVP to run anything) runs the ``.pte`` in edgetorch's runtime -- the Ethos-U delegate
+simulated from its TOSA graph -- compares it with the quantized eager model and prints Vela's
+estimates. As in ExecuTorch, the CPU-side int8 quantize/dequantize become ``cortex_m::`` ops
+(CMSIS-NN on the device; edgetorch's runtime has kernels for them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ....errors import FeatureNotAvailableError, InvalidArgumentError
+from ..ethosu.compile_spec import TARGETS as ETHOSU_TARGETS
+
+logger = logging.getLogger(__name__)
+FORMAT = "[%(levelname)s %(asctime)s %(filename)s:%(lineno)s] %(message)s"
+TOSA_TARGETS = ["TOSA-1.0+INT", "TOSA-1.0+FP", "TOSA-1.0+INT+int16"]
+TARGETS = [*ETHOSU_TARGETS, "vgf", *TOSA_TARGETS]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ....examples.models import MODEL_NAME_TO_MODEL
+
+    p = argparse.ArgumentParser(prog="aot_arm_compiler", description=__doc__.splitlines()[0])
+    p.add_argument("-m", "--model_name", required=True,
+                   help=f"a .py file (ModelUnderTest, ModelInputs), a .pt/.pth module, or one of "
+                        f"{sorted(MODEL_NAME_TO_MODEL)}")
+    p.add_argument("--model_input", default=None,
+                   help="a .pt file of example inputs, or a variable name of the .py model file")
+    p.add_argument("-d", "--delegate", action="store_true", help="delegate to the Arm backend")
+    p.add_argument("--bundleio", action="store_true",
+                   help="write a BundledProgram (.bpte) with the example inputs and outputs")
+    p.add_argument("--etrecord", action="store_true", help="also write an ETRecord")
+    p.add_argument("-t", "--target", default="ethos-u55-128", choices=TARGETS)
+    p.add_argument("-e", "--evaluate", nargs="?", const="generic",
+                   choices=["generic", "mv2", "deit_tiny", "resnet18"],
+                   help="simulate the .pte, compare with the quantized eager model, print "
+                        "Vela's estimates")
+    p.add_argument("-c", "--evaluate_config", default=None, help=argparse.SUPPRESS)
+    p.add_argument("-q", "--quantize", action="store_true", help="produce an INT8 model")
+    p.add_argument("--calibration_data", default=None,
+                   help="a .pt/.pth file or a folder of them (up to 1000 samples)")
+    p.add_argument("-s", "--so_library", default=None, help="custom-op library to load")
+    p.add_argument("--debug", action="store_true", help="log at DEBUG (Vela --verbose-all)")
+    p.add_argument("-i", "--intermediates", default=None,
+                   help="folder for the TOSA files, Vela's output and delegation_info.txt")
+    p.add_argument("-o", "--output", default=None,
+                   help="a .pte/.bpte file name or a folder (default: current folder)")
+    p.add_argument("--system_config", default=None, help="Vela system config (see vela.ini)")
+    p.add_argument("--memory_mode", default=None, help="Vela memory mode (see vela.ini)")
+    p.add_argument("--config", default="Arm/vela.ini", help="Vela configuration file")
+    p.add_argument("--non_strict_export", dest="strict_export", action="store_false")
+    p.add_argument("--enable_qdq_fusion_pass", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--enable_debug_mode", choices=["json", "tosa"], default=None)
+    p.add_argument("--direct_drive", action="store_true",
+                   help="Vela --separate-io-regions --cop-format=COP2")
+    return p
+
+
+@dataclass
+class CompileResult:
+    """What ``main`` produced (the CLI prints it; tests read it)."""
+
+    output: str
+    edge: Any
+    program: Any
+    model: Any
+    quantized_model: Any
+    example_inputs: tuple
+    compile_spec: Any
+    evaluation: dict[str, Any] | None = None
+    estimates: list[dict[str, Any]] = field(default_factory=list)
+
+
+def get_compile_spec(args: argparse.Namespace) -> Any:
+    from ..common.arm_compile_spec import ArmCompileSpec
+
+    if args.target.startswith("TOSA"):
+        from ..tosa.compile_spec import TosaCompileSpec
+
+        spec: Any = TosaCompileSpec(args.target)
+    elif "ethos-u" in args.target:
+        from ..ethosu.compile_spec import EthosUCompileSpec
+
+        extra = ["--verbose-operators", "--verbose-cycle-estimate"]
+        if args.enable_debug_mode is not None:
+            extra.append("--enable-debug-db")
+        if args.direct_drive:
+            extra += ["--separate-io-regions", "--cop-format=COP2"]
+        spec = EthosUCompileSpec(args.target, system_config=args.system_config,
+                                 memory_mode=args.memory_mode, extra_flags=extra,
+                                 config_ini=args.config)
+    else:
+        raise FeatureNotAvailableError(
+            f"target {args.target!r} (VGF) needs the ML SDK model converter, which edgetorch "
+            "does not drive; use an ethos-u* or TOSA-1.0+* target")
+    if args.intermediates is not None:
+        spec.dump_intermediate_artifacts_to(args.intermediates)
+    if args.enable_debug_mode is not None:
+        spec.dump_debug_info(ArmCompileSpec.DebugMode[args.enable_debug_mode.upper()])
+    return spec
+
+
+def _quantizer(spec: Any) -> Any:
+    from ..quantizer import EthosUQuantizer, TOSAQuantizer, get_symmetric_quantization_config
+
+    q = EthosUQuantizer(spec) if type(spec).__name__ == "EthosUCompileSpec" else TOSAQuantizer(spec)
+    q.set_global(get_symmetric_quantization_config(is_per_channel=True))
+    return q
+
+
+def _partitioner(spec: Any) -> Any:
+    if type(spec).__name__ == "EthosUCompileSpec":
+        from ..ethosu.partitioner import EthosUPartitioner
+
+        return EthosUPartitioner(spec)
+    from ..tosa.partitioner import TOSAPartitioner
+
+    return TOSAPartitioner(spec)
+
+
+def quantize(model: Any, spec: Any, example_inputs: tuple, samples: list[tuple] | None) -> Any:
+    """PT2E with the Arm quantizer, calibrated on ``samples`` (default: the example inputs)."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    logger.info("Quantizing Model...")
+    prepared = prepare_pt2e(model, _quantizer(spec))
+    for sample in samples or [example_inputs]:
+        if len(sample) != len(example_inputs):
+            raise InvalidArgumentError(
+                f"a calibration sample has {len(sample)} inputs, the model takes "
+                f"{len(example_inputs)}; give samples shaped like the example inputs")
+        prepared(*sample)
+    return convert_pt2e(prepared)
+
+
+def output_file_name(args: argparse.Namespace, model_name: str) -> str:
+    stem = f"{model_name}_arm_delegate_{args.target}" if args.delegate else \
+        f"{model_name}_arm_{args.target}"
+    name = stem + (".bpte" if args.bundleio else ".pte")
+    if args.output is None:
+        return name
+    if args.output.endswith((".pte", ".bpte")):
+        if args.bundleio != args.output.endswith(".bpte"):
+            raise InvalidArgumentError(
+                f"--output {args.output}: use a .bpte name with --bundleio and a .pte name "
+                "without it")
+        if os.path.dirname(args.output):
+            os.makedirs(os.path.dirname(args.output), exist_ok=True)
+        return args.output
+    os.makedirs(args.output, exist_ok=True)
+    return os.path.join(args.output, name)
+
+
+def main(argv: list[str] | None = None) -> CompileResult:
+    """Run the script; returns what it built (``.output`` is the written file)."""
+    import torch
+
+    from ....exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+    from .delegation import dump_delegation_info
+    from .models import load_calibration_samples, load_model
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format=FORMAT,
+                        force=True)
+    if args.calibration_data is not None and not args.quantize:
+        raise InvalidArgumentError("--calibration_data requires --quantize to be enabled.")
+    if args.so_library is not None:
+        torch.ops.load_library(args.so_library)
+    if args.evaluate_config is not None:
+        logger.warning("--evaluate_config is ignored: --evaluate compares with the quantized "
+                       "eager model and prints Vela's estimates")
+
+    model, example_inputs = load_model(args.model_name, args.model_input)
+    samples = load_calibration_samples(args.calibration_data, example_inputs)
+    model = model.eval()
+    model.requires_grad_(False)
+    exported = torch.export.export(model, example_inputs, strict=args.strict_export)
+    model_name = os.path.basename(os.path.splitext(args.model_name)[0])
+    if args.intermediates:
+        os.makedirs(args.intermediates, exist_ok=True)
+        torch.export.save(exported, f"{args.intermediates}/{model_name}_exported_program.pt2",
+                          pickle_protocol=5)
+
+    spec = get_compile_spec(args)
+    quantized = None
+    if args.quantize:
+        quantized = quantize(exported.module(), spec, example_inputs, samples)
+        exported = torch.export.export(quantized, example_inputs, strict=args.strict_export)
+    # after quantizing: the partitioner stores the spec as it is now (see EthosUPartitioner)
+    partitioners = [_partitioner(spec)] if args.delegate else []
+    edge = to_edge_transform_and_lower(exported, partitioner=partitioners,
+                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    if args.target != "vgf" and not args.direct_drive:
+        from .cortex_m import replace_quant_nodes
+
+        edge = edge.transform([replace_quant_nodes])
+    dump_delegation_info(edge, args.intermediates)
+    program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
+    output = output_file_name(args, model_name)
+    result = CompileResult(output, edge, program, model, quantized, tuple(example_inputs), spec)
+    if args.bundleio:
+        from .bundle import save_bpte
+
+        save_bpte(program, quantized or model, example_inputs, output, args.intermediates)
+        print(f"Bundle PTE file saved as {output}")
+    else:
+        with open(output, "wb") as f:
+            program.write_to_file(f)
+        print(f"PTE file saved as {output}")
+    if args.etrecord or args.bundleio:
+        raise_or_warn = args.etrecord
+        try:
+            etrecord = os.path.splitext(output)[0] + "_etrecord.bin"
+            from ....devtools import generate_etrecord
+
+            generate_etrecord(etrecord, edge, program)
+            print(f"ETRecord saved as {etrecord}")
+        except Exception as e:  # ETRecord is a side product of --bundleio
+            if raise_or_warn:
+                raise
+            logger.warning("ETRecord generation failed (non-fatal): %s", e)
+    if args.evaluate is not None:
+        from .evaluate import evaluate
+
+        result.evaluation, result.estimates = evaluate(result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

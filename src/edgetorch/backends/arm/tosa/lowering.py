@@ -1,0 +1,451 @@
+"""Lower a quantized edge subgraph (int8 in, int8 out) to TOSA, as ExecuTorch 1.5.1 emits it.
+
+The rules, per edge operator (Q/DQ pairs fold into the operators' quantization parameters):
+- ``add``: each int8 input is RESCALEd to int32 at scale ``2*max(s_a, s_b) / 2**20``, ADD,
+  then RESCALE to the output's int8 qparams (4 RESCALE-free ops become 3 RESCALE + ADD).
+- ``convolution``/``linear``: CONV2D (DEPTHWISE_CONV2D when ``groups == in_channels > 1``)
+  with int8 weights pre-permuted to OHWI (depthwise HWICM), the int32 bias as is, and a
+  per-channel RESCALE ``s_in * s_w[c] / s_out``; a following ReLU, or ReLU6 whose 6.0
+  quantizes to the int8 maximum, folds into that RESCALE's saturation. ``linear`` is a 1x1
+  CONV2D on ``[N, 1, 1, C]`` followed by a RESHAPE.
+- ``mean.dim`` over H, W / adaptive average pooling to 1x1: AVG_POOL2D.
+- Graphs with a convolution or pooling work in NHWC: a TRANSPOSE follows each rank-4 input and
+  precedes each rank-4 output; the delegate's I/O stay in torch (NCHW) order.
+Operators are ordered as in ExecuTorch's final FX graph (a RESCALE right after the node
+producing its input) and named ``tosa_<op>_default[_N]`` in that order (``tosa_ir``).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ....errors import ExportError
+from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
+from .specification import TosaSpecification
+from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
+
+aten = torch.ops.aten
+NHWC = [0, 2, 3, 1]
+NCHW = [0, 3, 1, 2]
+INT8_MAX = 127
+ADD_SHIFT_BITS = 20  # int8 operands of ADD are shifted 20 bits up (ExecuTorch's choice)
+
+_DTYPES = {torch.int8: "INT8", torch.int16: "INT16", torch.int32: "INT32", torch.bool: "BOOL"}
+# Our edge node names drop the namespace and overload; ExecuTorch's keep them.
+_ET_BASES = {
+    "quantize_per_tensor": "quantized_decomposed_quantize_per_tensor_default",
+    "dequantize_per_tensor": "quantized_decomposed_dequantize_per_tensor_default",
+    "convolution": "aten_convolution_default",
+    "add": "aten_add_tensor",
+}
+
+
+def et_name(name: str) -> str:
+    """ExecuTorch's edge name for one of our node names (``quantize_per_tensor_1`` ->
+    ``quantized_decomposed_quantize_per_tensor_default_1``)."""
+    m = re.fullmatch(r"(.*?)(_\d+)?", name)
+    base, suffix = m.group(1), m.group(2) or ""
+    return _ET_BASES[base] + suffix if base in _ET_BASES else name
+
+
+@dataclass
+class QParams:
+    scale: float | list[float]
+    zp: int | list[int]
+
+
+@dataclass
+class Value:
+    """What an FX node is in TOSA: a tensor, its layout, and (int8 values) its qparams."""
+
+    t: TInput | TConst | TOp
+    nhwc: bool = False                 # a rank-4 torch tensor stored NHWC
+    flat_of: Value | None = None       # a [N, C] view of an NHWC [N, 1, 1, C] tensor
+    qp: QParams | None = None
+
+
+def _per_tensor(node: Node) -> QParams:
+    return QParams(float(node.args[1]), int(node.args[2]))
+
+
+class _Lowering:
+    def __init__(self, ep: ExportedProgram, spec: TosaSpecification):
+        self.ep = ep
+        self.spec = spec
+        self.order: list = []
+        self.consts: list[TConst] = []
+        self.values: dict[Node, Value] = {}
+        self.pool_count = 0
+        self.zero_biases = 0
+        gm = ep.graph_module
+        self.nhwc = any(n.target in (aten.convolution.default, aten.mean.dim,
+                                     aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+                        for n in gm.graph.nodes)
+        self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs
+                      if hasattr(s.arg, "name")}
+        self.const_key: dict[int, float] = {}
+        self.common = self._equal_constants()
+        conv_ids = [int(m.group(1) or 0) for n in gm.graph.nodes
+                    if (m := re.fullmatch(r"convolution(?:_(\d+))?", n.name))]
+        self.next_conv = max(conv_ids) + 1 if conv_ids else 0
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _equal_constants(self) -> dict[str, tuple[str, int]]:
+        """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes) into one named ``<first>_common`` where the first one was; a zero bias
+        can so take the name of a zero-point buffer. Maps a placeholder name to (the name the
+        TOSA constant gets, its position among the placeholders)."""
+        groups: dict[tuple, list[tuple[str, int]]] = {}
+        position = 0
+        for node in self.ep.graph_module.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            position += 1
+            spec = self.specs.get(node.name)
+            if spec is None or spec.kind.name == "USER_INPUT":
+                continue
+            t = self.tensor(node).detach()
+            key = (str(t.dtype), tuple(t.shape), t.contiguous().numpy().tobytes())
+            groups.setdefault(key, []).append((node.name, position))
+        out: dict[str, tuple[str, int]] = {}
+        for members in groups.values():
+            first, pos = members[0]
+            for name, own in members:
+                out[name] = (f"{first}_common", pos) if len(members) > 1 else (name, own)
+        return out
+
+    def tensor(self, node: Node) -> torch.Tensor:
+        spec = self.specs[node.name]
+        if spec.target in self.ep.state_dict:
+            return self.ep.state_dict[spec.target]
+        return self.ep.constants[spec.target]
+
+    def insert_after(self, anchor, new) -> None:
+        self.order.insert(self.order.index(anchor) + 1, new)
+
+    def op(self, op: str, base: str, inputs: list, shape: list[int], dtype: str,
+           after=None, **attrs) -> TOp:
+        t = TOp(op, base, inputs, list(shape), dtype, attrs)
+        if after is None:
+            self.order.append(t)
+        else:
+            self.insert_after(after, t)
+        return t
+
+    def rescale(self, src, scales: list[float], in_zp: int, out_zp: int, dtype: str,
+                after=None) -> TOp:
+        return self.op("RESCALE", "tosa_rescale_default", [src], src.shape, dtype,
+                       after=after if after is not None else src, scales=scales,
+                       input_zp=in_zp, output_zp=out_zp)
+
+    def int8_input(self, node: Node) -> Value:
+        """The int8 value and qparams behind a dequantize argument."""
+        if node.target not in DQ_OPS:
+            raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) should be a "
+                              "dequantize; quantize the model with TOSAQuantizer first")
+        value = self.values[node.args[0]]
+        return Value(value.t, value.nhwc, value.flat_of, _per_tensor(node))
+
+    def out_qparams(self, node: Node) -> QParams:
+        users = list(node.users)
+        if len(users) != 1 or users[0].target not in Q_OPS:
+            raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) must feed exactly "
+                              "one quantize; quantize the model with TOSAQuantizer first")
+        return _per_tensor(users[0])
+
+    def shape(self, node: Node) -> list[int]:
+        return [int(d) for d in node.meta["val"].shape]
+
+    def tosa_shape(self, node: Node) -> list[int]:
+        shape = self.shape(node)
+        return [shape[i] for i in NHWC] if self.nhwc and len(shape) == 4 else shape
+
+    # -- graph walk ---------------------------------------------------------------------------
+
+    def run(self) -> tuple[list, list]:
+        gm = self.ep.graph_module
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                self.placeholder(node)
+            elif node.op == "call_function":
+                self.call(node)
+        outputs = []
+        for out in gm.graph.output_node().args[0]:
+            value = self.values[out]
+            t = value.t
+            if value.nhwc:
+                t = self.op("TRANSPOSE", "tosa_transpose_default", [t],
+                            [t.shape[i] for i in NCHW], t.dtype, perms=NCHW)
+            outputs.append(t)
+        consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
+        nodes = consts + self.order
+        assign_names(nodes)
+        return nodes, outputs
+
+    def placeholder(self, node: Node) -> None:
+        spec = self.specs.get(node.name)
+        if spec is not None and spec.kind.name != "USER_INPUT":
+            self.values[node] = Value(TConst(node.name, [], "", np.zeros(0)))  # used via users
+            return
+        val = node.meta["val"]
+        dtype = _DTYPES.get(val.dtype)
+        if dtype is None:
+            raise ExportError(f"TOSA lowering: delegate input %{node.name} is {val.dtype}; "
+                              "the INT profile takes int8/int16/int32 tensors")
+        t = TInput(et_name(node.name), self.shape(node), dtype)
+        self.order.append(t)
+        value = Value(t)
+        if self.nhwc and val.dim() == 4:
+            tr = self.op("TRANSPOSE", "tosa_transpose_default", [t],
+                         [t.shape[i] for i in NHWC], dtype, perms=NHWC)
+            value = Value(tr, nhwc=True)
+        self.values[node] = value
+
+    def call(self, node: Node) -> None:
+        target = node.target
+        if target in DQ_OPS:
+            return  # folded into the users' input qparams
+        if target in Q_OPS:
+            src = node.args[0]
+            self.values[node] = self.values[src]
+            return
+        handler = _HANDLERS.get(target)
+        if handler is None and str(target) in IDENTITY_NAMES:
+            handler = _Lowering.identity
+        if handler is None:
+            raise ExportError(f"TOSA lowering has no rule for %{node.name} ({target}); "
+                              "the partitioner should have rejected it -- please report this")
+        handler(self, node)
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def add(self, node: Node) -> None:
+        a, b = (self.int8_input(x) for x in node.args[:2])
+        out_qp = self.out_qparams(node)
+        scale = 2 * max(a.qp.scale, b.qp.scale) / (1 << ADD_SHIFT_BITS)
+        ra = self.rescale(a.t, [a.qp.scale / scale], a.qp.zp, 0, "INT32")
+        rb = self.rescale(b.t, [b.qp.scale / scale], b.qp.zp, 0, "INT32") \
+            if node.args[1] is not node.args[0] else ra
+        s = self.op("ADD", "tosa_add_default", [ra, rb], ra.shape, "INT32")
+        r = self.rescale(s, [scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        self.values[node] = Value(r, a.nhwc, None, out_qp)
+
+    def _weights(self, dq: Node) -> tuple[np.ndarray, list[float]]:
+        w = self.tensor(dq.args[0]).detach().numpy()
+        scales = dq.args[1]
+        if isinstance(scales, Node):
+            scales = self.tensor(scales).tolist()
+        elif not isinstance(scales, (list, tuple)):
+            scales = [float(scales)]
+        return w, [float(s) for s in scales]
+
+    def _fused_activation(self, node: Node) -> tuple[Node, QParams]:
+        """The node whose quantize gives the conv's output qparams: the conv itself, or a
+        ReLU/ReLU6 following it that the int8 saturation makes redundant."""
+        users = list(node.users)
+        if len(users) == 1 and users[0].target in (aten.relu.default, aten.hardtanh.default):
+            act = users[0]
+            qp = self.out_qparams(act)
+            if act.target == aten.hardtanh.default:
+                if act.args[1] != 0:
+                    raise ExportError(f"TOSA lowering: %{act.name} hardtanh with min "
+                                      f"{act.args[1]} after a conv is not supported yet")
+                top = round(float(act.args[2]) / qp.scale) + qp.zp
+                if min(top, INT8_MAX) != INT8_MAX:
+                    raise ExportError(f"TOSA lowering: %{act.name} clamps below the int8 "
+                                      "range (CLAMP after CONV2D is not lowered yet)")
+            return act, qp
+        return node, self.out_qparams(node)
+
+    def _conv(self, node: Node, x: Value, w_dq: Node, b_node: Node | None, stride, pad,
+              dilation, groups: int, et_conv: str, linear: bool) -> None:
+        w, w_scales = self._weights(w_dq)
+        out_ch = w.shape[0]
+        depthwise = not linear and groups > 1 and groups == x.t.shape[-1]
+        if depthwise:
+            c, m = groups, out_ch // groups
+            w_t = w.reshape(c, m, *w.shape[2:]).transpose(2, 3, 0, 1)
+            w_name, op, base = f"{et_conv}_weight_hwicm", "DEPTHWISE_CONV2D", \
+                "tosa_depthwise_conv2d_default"
+        else:
+            w_t = w.transpose(0, 2, 3, 1) if w.ndim == 4 else w.reshape(out_ch, 1, 1, -1)
+            w_name, op, base = f"{et_conv}_weight_ohwi", "CONV2D", "tosa_conv2d_default"
+        wc = TConst(w_name, list(w_t.shape), "INT8", np.ascontiguousarray(w_t))
+        self._place_const(w_dq.args[0], wc)
+        if b_node is None:
+            # ExecuTorch adds a zero int32 bias ``<conv>_bias`` before the first placeholder.
+            bc = TConst(f"{et_conv}_bias", [out_ch], "INT32", np.zeros(out_ch, np.int32))
+            self.zero_biases += 1
+            self.const_key[id(bc)] = -1 - self.zero_biases
+            self.consts.append(bc)
+        else:
+            bias_ph = b_node.args[0] if b_node.target in DQ_OPS else b_node
+            bias = self.tensor(bias_ph).detach().numpy().astype(np.int32)
+            bias_name, _ = self.common.get(bias_ph.name, (bias_ph.name, 0))
+            bc = TConst(bias_name, list(bias.shape), "INT32", bias)
+            self._place_const(bias_ph, bc)
+        act, out_qp = self._fused_activation(node)
+        n, h, wd, _ = x.t.shape
+        kh, kw = w_t.shape[0:2] if depthwise else w_t.shape[1:3]
+        oh = (h + pad[0] + pad[1] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (wd + pad[2] + pad[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        conv = self.op(op, base, [x.t, wc, bc], [n, oh, ow, out_ch], "INT32",
+                       input_zp=x.qp.zp, weight_zp=[0] * out_ch, pad=list(pad),
+                       stride=list(stride), dilation=list(dilation))
+        scales = [(x.qp.scale * ws) / out_qp.scale for ws in w_scales]
+        r = self.rescale(conv, scales, 0, out_qp.zp, "INT8")
+        self.values[act] = Value(r, True, None, out_qp)
+        if act is not node:
+            self.values[node] = self.values[act]
+
+    def _place_const(self, placeholder: Node, const: TConst) -> None:
+        """Weights sit where their placeholder was (placeholders precede the operators)."""
+        if any(c.name == const.name for c in self.consts):
+            return  # a merged (``_common``) constant is emitted once
+        self.const_key[id(const)] = self.common.get(placeholder.name, (None, 0))[1]
+        self.consts.append(const)
+
+    def convolution(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        stride, padding, dilation = node.args[3], node.args[4], node.args[5]
+        if node.args[6] or len(stride) != 2:
+            raise ExportError(f"TOSA lowering: %{node.name} is a transposed or non-2D "
+                              "convolution, not lowered yet")
+        # TOSA needs (in + pads - dilation*(k-1) - 1) to divide by the stride exactly; like
+        # ExecuTorch, trim the trailing (bottom/right) padding by the remainder.
+        h, w = self.shape(node.args[0])[2:]
+        kh, kw = self.shape(node.args[1])[2:]
+        pad = [padding[0], padding[0], padding[1], padding[1]]
+        for axis, (size, k) in enumerate(((h, kh), (w, kw))):
+            rem = (size + 2 * padding[axis] - dilation[axis] * (k - 1) - 1) % stride[axis]
+            if rem > padding[axis]:
+                raise ExportError(f"TOSA lowering: %{node.name} needs its input cropped to fit "
+                                  "the stride (ExecuTorch's SizeAdjustInputPass), not done yet")
+            pad[2 * axis + 1] -= rem
+        self._conv(node, x, node.args[1], node.args[2], list(stride), pad, list(dilation),
+                   int(node.args[8]), et_name(node.name), linear=False)
+
+    def linear(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        base = x.flat_of
+        if base is None:
+            raise ExportError(f"TOSA lowering: %{node.name} linear on a tensor that is not a "
+                              "pooled [N, 1, 1, C] map is not lowered yet")
+        x4 = Value(base.t, True, None, x.qp)
+        name = f"aten_convolution_default{'' if self.next_conv == 0 else f'_{self.next_conv}'}"
+        self.next_conv += 1
+        self._conv(node, x4, node.args[1], node.args[2] if len(node.args) > 2 else None,
+                   [1, 1], [0, 0, 0, 0], [1, 1], 1, name, linear=True)
+        out = self.values[node]
+        shape = self.shape(node)
+        cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
+                     values=shape)
+        rs = self.op("RESHAPE", "tosa_reshape_default", [out.t, cs], shape, "INT8")
+        self.values[node] = Value(rs, False, None, out.qp)
+
+    def mean(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        dims = sorted(d % 4 for d in node.args[1])
+        keep = node.args[2] if len(node.args) > 2 else False
+        if dims != [2, 3] or not x.nhwc:
+            raise ExportError(f"TOSA lowering: %{node.name} mean over {node.args[1]} is not "
+                              "lowered yet (only the spatial mean, i.e. global pooling)")
+        n, h, w, c = x.t.shape
+        self._avg_pool(node, x, [h, w], [h, w], [0, 0, 0, 0])
+        if not keep:
+            self.values[node] = Value(self.values[node].t, True, self.values[node], x.qp)
+
+    def adaptive_avg_pool2d(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        if list(node.args[1]) != [1, 1]:
+            raise ExportError(f"TOSA lowering: %{node.name} adaptive pooling to "
+                              f"{list(node.args[1])} is not lowered yet (only to 1x1)")
+        n, h, w, c = x.t.shape
+        self._avg_pool(node, x, [h, w], [h, w], [0, 0, 0, 0])
+
+    def avg_pool2d(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        args = list(node.args) + [None] * 7
+        kernel = list(args[1])
+        stride = list(args[2] or kernel)
+        padding = list(args[3] or [0, 0])
+        if args[4] or (args[5] is False and any(padding)) or args[6] is not None:
+            raise ExportError(f"TOSA lowering: %{node.name} avg_pool2d with ceil_mode, "
+                              "count_include_pad=False or divisor_override is not lowered yet")
+        n, h, w, c = x.t.shape
+        self._avg_pool(node, x, kernel, stride, [padding[0], padding[0], padding[1], padding[1]])
+
+    def _avg_pool(self, node: Node, x: Value, kernel, stride, pad) -> None:
+        out_qp = self.out_qparams(node)
+        zp_name = f"aten_full_default_{2 * self.pool_count + 1}_pre_computed_common"
+        self.pool_count += 1
+        zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
+        if not any(c.name == zp_name for c in self.consts):
+            self.const_key[id(zp)] = -1  # ExecuTorch's folded constants come first
+            self.consts.append(zp)
+        n, h, w, c = x.t.shape
+        oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
+        ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
+        t = self.op("AVG_POOL2D", "tosa_avg_pool2d_default", [x.t, zp, zp], [n, oh, ow, c],
+                    "INT8", kernel=kernel, stride=stride, pad=pad)
+        self.values[node] = Value(t, True, None, out_qp)
+
+    def view_copy(self, node: Node) -> None:
+        x = self.int8_input(node.args[0])
+        shape = self.shape(node)
+        if x.nhwc and x.t.shape[1:3] == [1, 1] and shape == [x.t.shape[0], x.t.shape[3]]:
+            self.values[node] = Value(x.t, False, Value(x.t, True), x.qp)
+            return
+        if x.flat_of is not None and shape == list(x.t.shape[:1]) + [x.t.shape[3]]:
+            self.values[node] = x
+            return
+        raise ExportError(f"TOSA lowering: %{node.name} view to {shape} is not lowered yet "
+                          "(only flattening a pooled [N, C, 1, 1] map)")
+
+    def activation(self, node: Node) -> None:
+        if node not in self.values:  # a fused one was set by its convolution
+            raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) not after a "
+                              "convolution is not lowered yet (CLAMP)")
+
+    def identity(self, node: Node) -> None:
+        """clone / alias / dropout(train=False): the int8 value passes through unchanged
+        (their quantize/dequantize share one set of qparams)."""
+        x = self.int8_input(node.args[0])
+        self.values[node] = x
+
+    def getitem(self, node: Node) -> None:
+        self.values[node] = self.values[node.args[0]]
+
+
+_HANDLERS = {
+    aten.add.Tensor: _Lowering.add,
+    aten.convolution.default: _Lowering.convolution,
+    aten.linear.default: _Lowering.linear,
+    aten.mean.dim: _Lowering.mean,
+    aten._adaptive_avg_pool2d.default: _Lowering.adaptive_avg_pool2d,
+    aten.avg_pool2d.default: _Lowering.avg_pool2d,
+    aten.view_copy.default: _Lowering.view_copy,
+    aten.relu.default: _Lowering.activation,
+    aten.hardtanh.default: _Lowering.activation,
+    aten.clone.default: _Lowering.identity,
+    aten.alias_copy.default: _Lowering.identity,
+    aten.dropout.default: _Lowering.identity,
+    operator.getitem: _Lowering.getitem,
+}
+
+
+
+def lower_to_tosa(ep: ExportedProgram, spec: TosaSpecification) -> bytes:
+    """The TOSA flatbuffer for a delegated subgraph ``ep``."""
+    if not spec.support_integer():
+        raise ExportError(f"TOSA lowering: {spec} has no INT profile; edgetorch lowers only "
+                          "quantized (INT) graphs so far -- use TOSA-1.0+INT")
+    nodes, outputs = _Lowering(ep, spec).run()
+    return serialize(nodes, outputs)
