@@ -9,7 +9,6 @@ import pytest
 import torch
 from ov_helpers import lower, run_ours, structure
 
-from edgetorch.backends.openvino import OpenVINOQuantizer, QuantizationMode
 from edgetorch.backends.openvino.recipes import quantize_for_openvino
 from edgetorch.errors import FeatureNotAvailableError
 from edgetorch.examples import EXAMPLES
@@ -37,6 +36,8 @@ def _top1_agreement(name, model, outputs) -> float:
 
 
 def test_weight_only_modes_are_refused():
+    from edgetorch.backends.openvino import OpenVINOQuantizer, QuantizationMode  # needs NNCF
+
     with pytest.raises(FeatureNotAvailableError, match="weight-only"):
         OpenVINOQuantizer(mode=QuantizationMode.INT4WO_SYM)
 
