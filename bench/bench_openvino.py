@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import torch
+# One BLAS/OpenMP thread for eager and the NumPy runtime, as bench_examples.py; OpenVINO keeps
+# its own thread pool (its CPU plugin's default streams), as it does in ExecuTorch.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
 from refenv_openvino import TOOL, _run, ref_ov_python, ref_ov_status  # noqa: E402
