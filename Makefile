@@ -6,10 +6,14 @@ REF     := .venv-ref
 NOTORCH := .venv-notorch
 ARM     := .venv-arm
 REF_ARM := .venv-ref-arm
+# OpenVINO (kept apart: numpy<2.4, openvino, NNCF): ours and the reference with ExecuTorch's extra.
+OV      := .venv-ov
+REF_OV  := .venv-ref-ov
+OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: browser demo test test-fast test-notorch test-arm ref-arm fuzz-short lint bench setup ref clean
+.PHONY: browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +45,18 @@ $(REF_ARM)/.installed:
 	bash scripts/setup_ref_arm_env.sh
 	touch $@
 
+$(OV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(OV)
+	$(OV)/bin/pip install -q torch==2.13.0
+	$(OV)/bin/pip install -q -e '.[compiler,openvino-quantizer]' torch==2.13.0 $(OPENVINO_PIN) pytest
+	touch $@
+
+$(REF_OV)/.installed:
+	$(PYTHON) -m venv $(REF_OV)
+	$(REF_OV)/bin/pip install -q torch==2.13.0
+	$(REF_OV)/bin/pip install -q torch==2.13.0 'executorch[openvino]==1.5.1' $(OPENVINO_PIN)
+	touch $@
+
 setup: $(VENV)/.installed
 
 ref: $(REF)/.installed
@@ -60,9 +76,10 @@ browser:
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
-		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/arm
+		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/arm --ignore=tests/backends/openvino
 	$(MAKE) test-notorch
 	$(MAKE) test-arm
+	$(MAKE) test-openvino
 
 ## The Arm (TOSA / Ethos-U) tests, in the venv with tosa-tools, checked against executorch[ethos-u].
 test-arm: $(ARM)/.installed $(REF_ARM)/.installed
@@ -70,12 +87,17 @@ test-arm: $(ARM)/.installed $(REF_ARM)/.installed
 		$(ARM)/bin/python -m pytest -q -m "not slow" tests/backends/arm
 
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow and not compat"
+	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino
 
 ## Runtime, format and kernel tests in an environment where torch is not installed.
 test-notorch: $(NOTORCH)/.installed
 	EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) $(NOTORCH)/bin/python -m pytest -q -p no:cacheprovider \
 		tests/schema tests/runtime tests/kernels/test_kernels_no_torch.py
+
+## The OpenVINO backend in its own venvs (ours, and ExecuTorch 1.5.1 with its openvino extra).
+test-openvino: $(OV)/.installed $(REF_OV)/.installed
+	EDGETORCH_REF_OV_PYTHON=$(CURDIR)/$(REF_OV)/bin/python $(OV)/bin/python -m pytest -q \
+		-p no:cacheprovider -m "not slow" tests/backends/openvino
 
 ## A short seeded fuzz run of each loader (about a minute per target; scripts/fuzz/harness.py).
 FUZZ_SECONDS ?= 60
@@ -90,4 +112,4 @@ bench: $(VENV)/.installed $(REF)/.installed
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python $(PY) bench/bench_examples.py
 
 clean:
-	rm -rf $(VENV) $(REF) $(NOTORCH) build
+	rm -rf $(VENV) $(REF) $(NOTORCH) $(OV) $(REF_OV) build

@@ -32,7 +32,8 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
     """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats.
 
     ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
-    first, calibrating on the example inputs or the ``.npy`` files in ``calibration``."""
+    first, calibrating on the example inputs or the ``.npy`` files in ``calibration``.
+    ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8."""
     import torch
 
     from .examples import load_model_spec
@@ -40,10 +41,19 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
 
     model, inputs = load_model_spec(spec)
     t0 = time.perf_counter()
-    if quantize is not None:
+    if quantize is not None and delegate == "openvino":
+        if quantize != "static":
+            raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
+                                 "openvino; use --quantize static (NNCF int8)")
+        from .backends.openvino.recipes import quantize_for_openvino
+        from .backends.xnnpack.quantizer.recipes import load_calibration
+
+        samples = load_calibration(calibration, inputs) if calibration else None
+        ep = quantize_for_openvino(model, inputs, samples)
+    elif quantize is not None:
         if delegate != "xnnpack":
-            raise EdgeTorchError("--quantize needs --delegate xnnpack (the quantized operators "
-                                 "run in XNNPACK)")
+            raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
+                                 "quantized operators run in the backend)")
         from .backends.xnnpack.quantizer.recipes import (
             load_calibration,
             progress_bar,
@@ -59,6 +69,11 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
         from .exir import to_edge_transform_and_lower
 
         edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    elif delegate == "openvino":
+        from .backends.openvino import OpenvinoPartitioner
+        from .exir import to_edge_transform_and_lower
+
+        edge = to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
     else:
         edge = to_edge(ep)
     et = edge.to_executorch(
@@ -264,9 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", required=True)
     e.add_argument("--algo", default="greedy", choices=["greedy", "naive"],
                    help="memory planning algorithm")
-    e.add_argument("--delegate", choices=["xnnpack"], help="lower to a backend")
-    e.add_argument("--quantize", choices=["static", "dynamic", "8da4w"],
-                   help="quantize for XNNPACK first (needs --delegate xnnpack)")
+    e.add_argument("--delegate", choices=["xnnpack", "openvino"], help="lower to a backend")
+    e.add_argument("--quantize", choices=["static", "dynamic", "8da4w"], nargs="?",
+                   const="static", help="quantize first (needs --delegate; bare --quantize is "
+                   "static; openvino takes static only: NNCF int8)")
     e.add_argument("--calibration", metavar="DIR",
                    help="calibrate on the .npy files in DIR (default: the example inputs)")
     e.set_defaults(fn=_cmd_export)

@@ -3,7 +3,10 @@ ExecuTorch's: importing ``edgetorch.runtime`` registers them, so a ``.pte`` that
 them loads with no extra import. Their runtime halves are torch-free; others (the demo backend)
 are registered by importing their package."""
 
-from . import xnnpack  # noqa: F401  (registers "XnnpackBackend")
+from . import (
+    openvino,  # noqa: F401  (registers "OpenvinoBackend"; usable with the extra)
+    xnnpack,  # noqa: F401  (registers "XnnpackBackend")
+)
 
 # The Arm runtimes: "TOSABackend" and "EthosUBackend" (a simulation from the delegate's TOSA
 # graph) plus the cortex_m Q/DQ kernels of ExecuTorch's aot_arm_compiler; tosa-tools

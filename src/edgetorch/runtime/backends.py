@@ -78,7 +78,12 @@ def backend(name: str):
 
 def get_backend(name: str) -> Backend:
     impl = BACKENDS.get(name)
-    if impl is None or not impl.is_available():
+    if impl is not None and not impl.is_available():
+        # A backend may say why (a missing optional package) through ``unavailable_reason()``.
+        reason = getattr(impl, "unavailable_reason", lambda: "")() or "is_available() is False"
+        raise BackendNotFoundError(f"backend {name!r} is registered but not available in this "
+                                   f"runtime: {reason}")
+    if impl is None:
         known = ", ".join(sorted(BACKENDS)) or "none"
         raise BackendNotFoundError(
             f"backend {name!r} is not registered in this runtime (registered: {known}); "
