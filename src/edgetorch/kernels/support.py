@@ -194,6 +194,9 @@ _add(INT, "quantized_decomposed::add.out", arg="a",
      note="quant ranges within [0, 255]; no broadcasting")
 _add(frozenset({S.FLOAT, S.HALF}), *_q("mixed_mm.out", "mixed_linear.out"), arg="input",
      note="int8 weight; accumulates term by term in the output dtype")
+_add(frozenset({S.FLOAT, S.HALF, S.BFLOAT16}), "llama::custom_sdpa.out",
+     "llama::sdpa_with_kv_cache.out", arg="query", note="scores and softmax in float32")
+_add(frozenset({S.FLOAT, S.HALF, S.BFLOAT16}), "llama::update_cache.out", arg="value")
 
 # ---- what ExecuTorch ships ---------------------------------------------------------------
 
