@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from edgetorch.exir import to_edge
+from edgetorch.kernels import get_kernel
 from edgetorch.kernels.portable import nn as pnn
 from edgetorch.kernels.portable import pooling
 from edgetorch.runtime import Runtime
@@ -128,3 +129,31 @@ def test_winograd_conv_matches_eager_and_caches_only_constants(hw, pad):
     _, out = _conv(x, mutable, None, [1, 1], pad, [1, 1], 1)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(2 * w), None, 1, pad)
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,dims,keepdim", [
+    ("aten::mean.out", [-1], True), ("aten::mean.out", [0, 2], False),
+    ("aten::sum.IntList_out", [1], True), ("aten::sum.IntList_out", [0, 1, 2], False),
+])
+def test_float_reductions_add_in_index_order_as_executorch(op, dims, keepdim):
+    """ExecuTorch's portable sum/mean accumulate one element after the other (float32); the
+    last bits matter after dynamic quantization. Checked against a sequential accumulation,
+    on data where NumPy's pairwise summation rounds differently."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 577, 5)) * 10).astype(np.float32)
+    x[:, ::7] *= 1e4
+    axes = tuple(d % 3 for d in dims)
+    keep = [a for a in range(3) if a not in axes]
+    rows = np.transpose(x, keep + list(axes)).reshape(int(np.prod([x.shape[a] for a in keep])), -1)
+    seq = np.cumsum(rows, axis=1, dtype=np.float32)[:, -1]
+    if op == "aten::mean.out":
+        seq = seq / np.float32(rows.shape[1])
+    shape = [1 if a in axes else x.shape[a] for a in range(3)] if keepdim else \
+        [x.shape[a] for a in keep]
+    want = seq.reshape(shape)
+    args = [x, dims, keepdim, None]
+    got = get_kernel(op).fn(*args, np.empty(want.shape, np.float32))
+    np.testing.assert_array_equal(got, want)
+    ref = torch.from_numpy(x).double()
+    ref = (ref.mean if op == "aten::mean.out" else ref.sum)(dim=dims, keepdim=keepdim)
+    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-5, atol=1e-3)

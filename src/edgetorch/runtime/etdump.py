@@ -45,7 +45,12 @@ class _DebugBuffer:
 
 def _tensor(array: np.ndarray, buffer: _DebugBuffer) -> E.Tensor:
     array = np.asarray(array)
-    strides = [s // array.itemsize for s in np.ascontiguousarray(array).strides]
+    # Contiguous strides in elements, from the shape (np.ascontiguousarray would turn a 0-dim
+    # array into shape (1,), and the Inspector would read strides [1] for sizes []).
+    strides, step = [], 1
+    for d in reversed(array.shape):
+        strides.insert(0, step)
+        step *= max(int(d), 1)
     return E.Tensor(from_numpy_dtype(array.dtype), [int(d) for d in array.shape], strides,
                     buffer.put(array))
 

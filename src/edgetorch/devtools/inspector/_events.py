@@ -127,7 +127,9 @@ def _tensor(t: E.Tensor, buffer: bytes | None) -> Any:
                           f"debug buffer ({len(buffer)} bytes); pass the debug buffer written by "
                           "the same run")
     flat = np.frombuffer(buffer, dtype=dtype, count=numel, offset=t.offset)
-    if t.strides and numel:
+    # A strides list that does not match the rank (edgetorch's writer once logged 0-dim values
+    # with strides [1]) is read as contiguous rather than failing.
+    if t.strides and numel and len(t.strides) == len(t.sizes):
         item = np.dtype(dtype).itemsize
         return np.lib.stride_tricks.as_strided(
             flat, tuple(t.sizes), tuple(s * item for s in t.strides)).copy()

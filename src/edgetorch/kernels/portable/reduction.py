@@ -40,11 +40,28 @@ def _check_nonempty(x: np.ndarray, axes: tuple[int, ...], op: str) -> None:
         raise invalid(f"{op}: cannot reduce over a zero-size dimension (shape {list(x.shape)})")
 
 
+def _ordered_sum(x: np.ndarray, axes: tuple[int, ...], ct: np.dtype, keepdim: bool) -> np.ndarray:
+    """Sum over ``axes`` adding the elements one after the other in index order, as
+    ExecuTorch's portable reductions do. NumPy's pairwise summation rounds differently; the
+    last bits matter downstream of dynamic quantization, where a value on a rounding boundary
+    flips an int8 code (an 8da4w LLM's logits moved by ~1 between the two runtimes)."""
+    ct = np.dtype(ct)
+    if ct.kind != "f" or not axes or x.size == 0:
+        return np.sum(x, axis=axes, dtype=ct, keepdims=keepdim)
+    keep = [a for a in range(x.ndim) if a not in axes]
+    moved = np.transpose(x, keep + list(axes))
+    rows = moved.reshape(int(np.prod([x.shape[a] for a in keep], dtype=np.int64)), -1)
+    total = np.add.accumulate(rows, axis=1, dtype=ct)[:, -1]
+    shape = [1 if a in axes else n for a, n in enumerate(x.shape)] if keepdim else \
+        [x.shape[a] for a in keep]
+    return total.reshape(shape)
+
+
 @kernel("aten::sum.IntList_out")
 def sum_intlist_out(self, dim, keepdim, dtype, out):
     axes = reduce_axes(self.ndim, dim)
     dt = _sum_dtype(self, dtype)
-    return finish(np.sum(self, axis=axes, dtype=opmath(dt), keepdims=keepdim), out)
+    return finish(_ordered_sum(self, axes, opmath(dt), keepdim), out)
 
 
 def _mean(x, axes, keepdim, dtype, out):
@@ -53,7 +70,7 @@ def _mean(x, axes, keepdim, dtype, out):
     if not is_float(dt):
         raise invalid(f"mean needs a floating point input or dtype, got {x.dtype}")
     ct = opmath(dt)
-    s = np.sum(x, axis=axes, dtype=ct, keepdims=keepdim)
+    s = _ordered_sum(x, axes, ct, keepdim)
     with np.errstate(all="ignore"):
         return finish(s / ct.type(_count(x.shape, axes)), out)
 
