@@ -42,7 +42,8 @@ $(ARM)/.installed: pyproject.toml
 	touch $@
 
 $(REF_ARM)/.installed:
-	bash scripts/setup_ref_arm_env.sh
+	REF_VENV=$(REF_ARM) REF_EXTRA=ethos-u REF_PINS="tosa-tools==2026.5.0 ethos-u-vela==5.1.0" \
+		bash scripts/setup_ref_env.sh
 	touch $@
 
 $(OV)/.installed: pyproject.toml

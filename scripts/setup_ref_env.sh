@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Create <repo>/.venv-ref: the reference venv with the real ExecuTorch, used only by the
-# compat tests (tests/compat/ref_tool.py). edgetorch itself never imports executorch.
+# Create a reference venv with the real ExecuTorch, used only by the compat tests
+# (tests/compat/ref_tool.py, tests/backends/arm/ref_arm.py); edgetorch itself never imports
+# executorch.
 #
-# Idempotent: an existing venv is reused and pip is skipped when the pinned versions are
-# already installed. Extra arguments are passed to pip (e.g. an --index-url for CPU wheels).
+#   bash scripts/setup_ref_env.sh                       # <repo>/.venv-ref: executorch==1.5.1
+#   REF_VENV=.venv-ref-arm REF_EXTRA=ethos-u \
+#   REF_PINS="tosa-tools==2026.5.0 ethos-u-vela==5.1.0" bash scripts/setup_ref_env.sh
+#       # <repo>/.venv-ref-arm: executorch[ethos-u]==1.5.1 (its pins need numpy<2.2: kept apart)
+#
+# Idempotent: an existing venv is reused and pip is skipped when the pinned versions (and
+# REF_PINS) are already installed. Extra arguments are passed to pip (e.g. an --index-url).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$REPO/.venv-ref"
+VENV="$REPO/${REF_VENV:-.venv-ref}"
 PY="$VENV/bin/python"
 TORCH_VERSION="2.13.0"
 EXECUTORCH_VERSION="1.5.1"
+PACKAGE="executorch${REF_EXTRA:+[$REF_EXTRA]}==$EXECUTORCH_VERSION"
 
 if [[ -x "$PY" ]]; then
     echo "reusing existing venv $VENV"
@@ -24,11 +31,19 @@ installed() {
         2>/dev/null
 }
 
-if installed torch "$TORCH_VERSION" && installed executorch "$EXECUTORCH_VERSION"; then
-    echo "torch==$TORCH_VERSION and executorch==$EXECUTORCH_VERSION already installed; nothing to do"
+all_installed() {
+    installed torch "$TORCH_VERSION" && installed executorch "$EXECUTORCH_VERSION" || return 1
+    for pin in ${REF_PINS:-}; do
+        installed "${pin%%==*}" "${pin##*==}" || return 1
+    done
+}
+
+if all_installed; then
+    echo "torch==$TORCH_VERSION and $PACKAGE already installed; nothing to do"
 else
-    echo "installing torch==$TORCH_VERSION executorch==$EXECUTORCH_VERSION into $VENV"
-    "$VENV/bin/pip" install "torch==$TORCH_VERSION" "executorch==$EXECUTORCH_VERSION" "$@"
+    echo "installing torch==$TORCH_VERSION $PACKAGE into $VENV"
+    "$VENV/bin/pip" install "torch==$TORCH_VERSION" "$PACKAGE" "$@"
 fi
 
-echo "reference python: $PY (tests find it automatically; or set EDGETORCH_REF_PYTHON)"
+echo "reference python: $PY (tests find it automatically; or set EDGETORCH_REF_PYTHON /"
+echo "EDGETORCH_REF_ARM_PYTHON)"
