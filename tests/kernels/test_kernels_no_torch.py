@@ -35,7 +35,7 @@ def test_registry_lists_the_portable_ops():
         assert name in names
     assert len(names) > 150
     assert all(n.startswith(("aten::", "dim_order_ops::", "executorch_prim::", "et_copy::",
-                             "quantized_decomposed::", "llama::")) for n in names)
+                             "quantized_decomposed::", "llama::", "cortex_m::")) for n in names)
 
 
 def test_unknown_operator_suggests_near_names():

@@ -9,8 +9,7 @@ from . import (
 )
 
 # The Arm runtimes: "TOSABackend" and "EthosUBackend" (a simulation from the delegate's TOSA
-# graph) plus the cortex_m Q/DQ kernels of ExecuTorch's aot_arm_compiler; tosa-tools
+# graph; the cortex_m Q/DQ kernels of its aot_arm_compiler are in edgetorch.kernels); tosa-tools
 # (edgetorch[arm]) is imported only when a delegate is loaded.
 from .arm import runtime as _arm_runtime  # noqa: E402, F401
-from .arm.runtime import cortex_m_kernels as _cortex_m  # noqa: E402, F401
 from .arm.runtime import ethosu as _ethosu  # noqa: E402, F401

@@ -197,6 +197,11 @@ _add(frozenset({S.FLOAT, S.HALF}), *_q("mixed_mm.out", "mixed_linear.out"), arg=
 _add(frozenset({S.FLOAT, S.HALF, S.BFLOAT16}), "llama::custom_sdpa.out",
      "llama::sdpa_with_kv_cache.out", arg="query", note="scores and softmax in float32")
 _add(frozenset({S.FLOAT, S.HALF, S.BFLOAT16}), "llama::update_cache.out", arg="value")
+# ExecuTorch's aot_arm_compiler rewrites the CPU-side Q/DQ into these (backends/arm/runtime).
+_add(FLOAT, "cortex_m::quantize_per_tensor.out", arg="input",
+     note="as quantized_decomposed::quantize_per_tensor")
+_add(QUANTIZED_INT, "cortex_m::dequantize_per_tensor.out", arg="input",
+     note="as quantized_decomposed::dequantize_per_tensor; float32 out")
 
 # ---- what ExecuTorch ships ---------------------------------------------------------------
 

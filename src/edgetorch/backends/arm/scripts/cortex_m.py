@@ -3,7 +3,7 @@
 ExecuTorch's ``aot_arm_compiler`` turns the int8/int16 ``quantize_per_tensor`` /
 ``dequantize_per_tensor`` left on the CPU (around the Ethos-U delegates) into
 ``cortex_m::`` ops, which its bare-metal runner implements with CMSIS-NN. We do the same so the
-``.pte`` matches; edgetorch's runtime has kernels for both (``arm/runtime/cortex_m_kernels.py``).
+``.pte`` matches; edgetorch's runtime has kernels for both (``edgetorch/kernels/cortex_m.py``).
 """
 
 from __future__ import annotations

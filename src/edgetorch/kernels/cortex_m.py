@@ -8,8 +8,8 @@ no ``out_dtype``: float32 out).
 
 from __future__ import annotations
 
-from ....kernels.quantized import qdq
-from ....kernels.registry import kernel
+from .quantized import qdq
+from .registry import kernel
 
 
 @kernel("cortex_m::quantize_per_tensor.out")
