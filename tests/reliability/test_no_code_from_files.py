@@ -32,6 +32,19 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("src/edgetorch/backends/xnnpack/__init__.py", "importlib.import_module"):
         "lazy import of the AOT half by attribute name; the module comes from a fixed table "
         "in the same file (_COMPILER), never from a file's contents",
+    ("src/edgetorch/backends/arm/__init__.py", "importlib.import_module"):
+        "lazy import by attribute name from the fixed LAZY_IMPORTS table in the same file",
+    ("src/edgetorch/backends/arm/ethosu/__init__.py", "importlib.import_module"):
+        "lazy import by attribute name from the fixed LAZY_IMPORTS table in the same file",
+    ("src/edgetorch/backends/openvino/__init__.py", "importlib.import_module"):
+        "lazy import of the AOT half by attribute name from the fixed _COMPILER table",
+    ("src/edgetorch/backends/arm/runtime/tosa_tools.py", "importlib.import_module"):
+        "imports one of tosa-tools' modules, named by the caller in code (tosa_serializer, "
+        "tosa_reference_model, tosa), never by a file's contents",
+    ("src/edgetorch/backends/arm/scripts/models.py", "torch.load"):
+        "aot_arm_compiler --model_name path.pth loads the user's own pickled nn.Module, as "
+        "ExecuTorch's aot_arm_compiler does; inputs and calibration data use weights_only=True; "
+        "no .pte, .ptd, .bpte, ETRecord or ETDump reaches it",
     ("src/edgetorch/export/export.py", "torch.export.load"):
         "export(model='path') reads the user's own saved ExportedProgram, as ExecuTorch's "
         "export() does (torch.export.load is torch's documented reader for it); no .pte, .ptd, "

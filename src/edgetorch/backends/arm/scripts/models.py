@@ -74,7 +74,7 @@ def _load_inputs(model_input: str | None, module: Any = None) -> tuple | None:
     if model_input is None:
         return None
     if model_input.endswith((".pt", ".pth")):
-        return _as_tuple(torch.load(model_input, weights_only=False))  # nosec: the user's file
+        return _as_tuple(torch.load(model_input, weights_only=True))  # tensors only
     if module is not None and hasattr(module, model_input):
         return _as_tuple(getattr(module, model_input))
     raise InvalidArgumentError(f"--model_input {model_input!r} is neither a .pt file nor a "
@@ -120,10 +120,10 @@ def load_calibration_samples(path: str | None, example_inputs: tuple) -> list[tu
         return None
     if os.path.isdir(path):
         files = sorted(f for f in os.listdir(path) if f.endswith((".pt", ".pth")))
-        samples = [_as_tuple(torch.load(os.path.join(path, f), weights_only=False))
+        samples = [_as_tuple(torch.load(os.path.join(path, f), weights_only=True))
                    for f in files[:MAX_CALIBRATION_SAMPLES]]
     else:
-        data = torch.load(path, weights_only=False)
+        data = torch.load(path, weights_only=True)
         if isinstance(data, list) and data and isinstance(data[0], (tuple, list)):
             samples = [tuple(s) for s in data[:MAX_CALIBRATION_SAMPLES]]
         else:
