@@ -18,7 +18,6 @@ from typing import Any
 from ..errors import InvalidArgumentError
 
 _lock = threading.Lock()
-_limiter: Any = None  # the active threadpoolctl limiter, kept so a later call can replace it
 
 
 def _threadpoolctl() -> Any:
@@ -45,7 +44,6 @@ def set_num_threads(num_threads: int) -> int:
     Process-wide, like ExecuTorch's ``_unsafe_reset_threadpool``: do not call it while another
     thread is executing a method.
     """
-    global _limiter
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise InvalidArgumentError(
             f"num_threads must be a positive int, got {num_threads!r}; try 1 for one thread"
@@ -53,10 +51,8 @@ def set_num_threads(num_threads: int) -> int:
     tpc = _threadpoolctl()
     with _lock:
         previous = get_num_threads()
-        _limiter = tpc.threadpool_limits(limits=num_threads, user_api="blas")
+        # Applied at once and kept until the next call (threadpoolctl restores the old size only
+        # when used as a context manager, which this is not).
+        tpc.threadpool_limits(limits=num_threads, user_api="blas")
     return previous
 
-
-def blas_info() -> list[dict]:
-    """threadpoolctl's description of the loaded BLAS libraries (name, version, core, threads)."""
-    return [dict(pool) for pool in _threadpoolctl().threadpool_info() if pool.get("user_api") == "blas"]
