@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgetorch.schema import program as S
+from edgetorch.backends.arm.scripts.evaluate import output_scales as _product_output_scales
 from edgetorch.schema.pte import PteFile
 
 
@@ -16,16 +16,8 @@ def load_npz(path: Path) -> list[np.ndarray]:
 
 
 def output_scales(pte_bytes: bytes) -> list[float]:
-    """Scales of the method's dequantize_per_tensor kernel calls (the CPU output DQs), in order."""
-    plan = PteFile.parse(pte_bytes).program.execution_plan[0]
-    scales = []
-    for chain in plan.chains:
-        for ins in chain.instructions:
-            call = ins.instr_args
-            if isinstance(call, S.KernelCall) and \
-                    plan.operators[call.op_index].name.endswith("dequantize_per_tensor"):
-                scales.append(plan.values[call.args[1]].val.double_val)
-    return scales
+    """Scales of the method's CPU output dequantize calls, in order (the product's helper)."""
+    return _product_output_scales(PteFile.parse(pte_bytes).program)
 
 
 def steps_off(ours: np.ndarray, ref: np.ndarray, scale: float) -> float:
