@@ -88,19 +88,19 @@ def ref_ov_export(model: str, out: Path, quantize: bool = False) -> tuple[Path, 
     return out, load_npz(out.with_suffix(".inputs.npz")), load_npz(out.with_suffix(".expected.npz"))
 
 
-def ref_ov_run(pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run a .pte in ExecuTorch 1.5.1's runtime (its OpenvinoBackend) and return the outputs."""
+def _run_npz(verb: str, pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     with tempfile.TemporaryDirectory(prefix="edgetorch-ov-") as tmp:
         in_npz, out_npz = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(in_npz, *inputs)
-        _run(["run", str(pte), str(in_npz), str(out_npz)])
+        _run([verb, str(pte), str(in_npz), str(out_npz)])
         return load_npz(out_npz)
+
+
+def ref_ov_run(pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run a .pte in ExecuTorch 1.5.1's runtime (its OpenvinoBackend) and return the outputs."""
+    return _run_npz("run", pte, inputs)
 
 
 def ref_ov_run_many(pte: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """A one-input method run once per array in ExecuTorch's runtime; first outputs."""
-    with tempfile.TemporaryDirectory(prefix="edgetorch-ov-") as tmp:
-        in_npz, out_npz = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
-        np.savez(in_npz, *inputs)
-        _run(["runmany", str(pte), str(in_npz), str(out_npz)])
-        return load_npz(out_npz)
+    return _run_npz("runmany", pte, inputs)
