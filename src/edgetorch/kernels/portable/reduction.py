@@ -42,9 +42,10 @@ def _check_nonempty(x: np.ndarray, axes: tuple[int, ...], op: str) -> None:
 
 def _ordered_sum(x: np.ndarray, axes: tuple[int, ...], ct: np.dtype, keepdim: bool) -> np.ndarray:
     """Sum over ``axes`` adding the elements one after the other in index order, as
-    ExecuTorch's portable reductions do. NumPy's pairwise summation rounds differently; the
-    last bits matter downstream of dynamic quantization, where a value on a rounding boundary
-    flips an int8 code (an 8da4w LLM's logits moved by ~1 between the two runtimes)."""
+    ExecuTorch's portable ``mean`` does (checked bit for bit; ``sum`` uses the same reduction
+    loop there). NumPy's pairwise summation rounds differently; the last bits matter downstream
+    of dynamic quantization, where a value on a rounding boundary flips an int8 code (an 8da4w
+    LLM's logits moved by ~1 between the two runtimes). Costs one input-sized temporary."""
     ct = np.dtype(ct)
     if ct.kind != "f" or not axes or x.size == 0:
         return np.sum(x, axis=axes, dtype=ct, keepdims=keepdim)
