@@ -1,0 +1,164 @@
+"""Decode the weight and scale streams Vela 5.1.0 writes for one Ethos-U55/U65 NPU operation.
+
+The command stream points each NPU_OP_CONV / NPU_OP_DEPTHWISE at its weights
+(``WEIGHT_BASE``/``WEIGHT_LENGTH``, plus ``WEIGHT1_*`` for the second core of a dual-core
+config) and its per-channel scales (``SCALE_BASE``/``SCALE_LENGTH``, ``SCALE1_*``).
+
+Weights: Vela subtracts the weight zero point, splits the OFM channels between the cores
+(core ``c`` gets channels ``c, c + cores, ...``), puts each core's share in the order the MAC
+array consumes it (OFM block -> IFM block -> 8x8 sub-kernel -> micro-blocks; the loop nest is in
+``layout.py``) and compresses it with the MLW codec. We decompress with ``ethosu.mlw_codec``
+(from the ``edgetorch[arm]`` extra) and scatter the values back through the same loop nest.
+
+Scales: per output channel a 10-byte entry: int40 bias, u32 scale, 6-bit shift (little endian).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .....errors import BackendNotFoundError, InvalidArgumentError, InvalidProgramError
+from .layout import NpuConfig, npu_config, stream_order
+
+__all__ = ["KernelInfo", "NpuConfig", "ScaleBias", "decode_scales", "decode_weights",
+           "kernel_from_registers", "npu_config"]
+
+SCALE_ENTRY_BYTES = 10
+_INSTALL_HINT = ("install the Arm extra: pip install 'edgetorch[arm]' (ethos-u-vela==5.1.0, "
+                 "which needs numpy<2.2), or run from a venv that has it (make test-arm)")
+
+
+def _mlw_codec():
+    try:
+        return importlib.import_module("ethosu.mlw_codec")
+    except ImportError as exc:
+        raise BackendNotFoundError(
+            f"decoding Ethos-U weights needs ethos-u-vela's 'ethosu.mlw_codec', which cannot be "
+            f"imported ({exc}); {_INSTALL_HINT}") from exc
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """The kernel of an NPU operation as the U55/U65 kernel registers describe it."""
+
+    height: int  # undilated, as Vela encodes the weights
+    width: int
+    stride: tuple[int, int]  # (y, x)
+    dilation: tuple[int, int]  # (y, x)
+    part_kernel_first: bool  # weight traversal order
+
+
+def kernel_from_registers(height_m1: int, width_m1: int, kernel_stride: int) -> KernelInfo:
+    """``NPU_SET_KERNEL_HEIGHT_M1``, ``NPU_SET_KERNEL_WIDTH_M1`` and ``NPU_SET_KERNEL_STRIDE``
+    (U55/U65 bit layout: stride low bits 0-1, part-kernel-first 2, dilation 3-4, stride
+    extension 6-8 (x) and 9-11 (y)) -> the undilated kernel. The size registers hold
+    ``dilation * (k - 1)``."""
+    dx = ((kernel_stride >> 3) & 1) + 1
+    dy = ((kernel_stride >> 4) & 1) + 1
+    sx = ((kernel_stride & 1) | (((kernel_stride >> 6) & 7) << 1)) + 1
+    sy = (((kernel_stride >> 1) & 1) | (((kernel_stride >> 9) & 7) << 1)) + 1
+    if height_m1 % dy or width_m1 % dx:
+        raise InvalidProgramError(
+            f"Ethos-U kernel registers: KERNEL_HEIGHT_M1={height_m1}/WIDTH_M1={width_m1} are not "
+            f"multiples of the dilation ({dy}, {dx}) in KERNEL_STRIDE=0x{kernel_stride:x}; the "
+            "command stream is corrupt or not from a U55/U65 compiler")
+    return KernelInfo(height_m1 // dy + 1, width_m1 // dx + 1, (sy, sx), (dy, dx),
+                      bool((kernel_stride >> 2) & 1))
+
+
+def _streams(streams: bytes | bytearray | memoryview | Sequence) -> list[bytes]:
+    if isinstance(streams, (bytes, bytearray, memoryview)):
+        return [bytes(streams)]
+    return [bytes(s) for s in streams]
+
+
+def decode_weights(streams, *, accelerator: str, ofm_depth: int, ifm_depth: int, kernel_h: int,
+                   kernel_w: int, depthwise: bool, part_kernel_first: bool,
+                   ofm_block_depth: int, ifm_bits: int = 8,
+                   dilation: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """The weights of one NPU operation as int32 OHWI ``[ofm_depth, kh, kw, ifm_depth]``
+    (depthwise: ``[channels, kh, kw, 1]``), zero point already subtracted.
+
+    ``streams`` is the bytes of ``WEIGHT_BASE/LENGTH`` or a list indexed by core
+    (``[WEIGHT, WEIGHT1]``); the other arguments are the operation's registers (see
+    ``NPU_API_NOTES.md``)."""
+    cfg = npu_config(accelerator)
+    data = _streams(streams)
+    if depthwise and part_kernel_first:
+        raise InvalidProgramError("Ethos-U depthwise operation with part-kernel-first weight "
+                                  "order: Vela never emits this; the command stream is corrupt")
+    if ifm_bits not in (8, 16):
+        raise InvalidArgumentError(f"Ethos-U weights: IFM precision of {ifm_bits} bits; the MAC "
+                                   "array takes 8- or 16-bit IFMs (pass ifm_bits=8 or 16)")
+    if dilation[0] not in (1, 2) or dilation[1] not in (1, 2):
+        raise InvalidArgumentError(f"Ethos-U weights: dilation {dilation}; the hardware supports "
+                                   "1 or 2 per axis (Vela rewrites larger dilations)")
+    in_depth = 1 if depthwise else ifm_depth
+    out = np.zeros((ofm_depth, kernel_h, kernel_w, in_depth), np.int32)
+    flat = out.reshape(-1)
+    used = min(cfg.cores, ofm_depth)
+    if len(data) < used:
+        raise InvalidArgumentError(
+            f"Ethos-U weights for {ofm_depth} OFM channels on {cfg.name} need {used} streams "
+            f"(one per core), got {len(data)}; pass [WEIGHT_BASE bytes, WEIGHT1_BASE bytes]")
+    codec = _mlw_codec()
+    for core in range(used):
+        core_depth = (ofm_depth + cfg.cores - 1 - core) // cfg.cores
+        core_block = (ofm_block_depth + cfg.cores - 1 - core) // cfg.cores
+        order = stream_order(cfg, core_depth, in_depth, kernel_h, kernel_w, core_block,
+                             depthwise, part_kernel_first, ifm_bits, tuple(dilation))
+        values = np.asarray(codec.decode(bytearray(data[core])), np.int32)
+        if values.size < order.size:
+            raise InvalidProgramError(
+                f"Ethos-U weight stream of core {core} decodes to {values.size} values but the "
+                f"operation (OFM {ofm_depth}, IFM {in_depth}, kernel {kernel_h}x{kernel_w}, OFM "
+                f"block depth {ofm_block_depth}, {accelerator}) needs {order.size}; check the "
+                "registers passed in and the WEIGHT_BASE/LENGTH range")
+        valid = order >= 0
+        # The stream's indices are within this core's channels; map them to the full OFM.
+        per_channel = kernel_h * kernel_w * in_depth
+        src = order[valid]
+        channel, rest = np.divmod(src, per_channel)
+        flat[(channel * cfg.cores + core) * per_channel + rest] = values[:order.size][valid]
+    return out
+
+
+class ScaleBias(NamedTuple):
+    """Per OFM channel: ``acc + bias`` is scaled by ``scale / 2**shift`` (hardware rounding)."""
+
+    bias: np.ndarray  # int64, a signed 40-bit value
+    scale: np.ndarray  # int64 holding the unsigned 32-bit value
+    shift: np.ndarray  # int64, 0..63
+
+
+def _decode_entries(data: bytes, count: int) -> ScaleBias:
+    raw = np.frombuffer(data[:count * SCALE_ENTRY_BYTES], np.uint8).reshape(count, 10)
+    raw = raw.astype(np.int64)
+    bias = sum(raw[:, k] << (8 * k) for k in range(5))
+    bias = np.where(bias >= 1 << 39, bias - (1 << 40), bias)
+    scale = sum(raw[:, 5 + k] << (8 * k) for k in range(4))
+    return ScaleBias(bias, scale, raw[:, 9] & 0x3F)
+
+
+def decode_scales(streams, *, ofm_depth: int, accelerator: str = "ethos-u55-128") -> ScaleBias:
+    """The bias/scale/shift of each of the operation's ``ofm_depth`` channels, in OFM order.
+    ``streams``: ``SCALE_BASE/LENGTH`` bytes or ``[SCALE, SCALE1]`` per core."""
+    cfg = npu_config(accelerator)
+    data = _streams(streams)
+    bias, scale, shift = (np.zeros(ofm_depth, np.int64) for _ in range(3))
+    for core in range(min(cfg.cores, ofm_depth)):
+        count = (ofm_depth + cfg.cores - 1 - core) // cfg.cores
+        if core >= len(data) or len(data[core]) < count * SCALE_ENTRY_BYTES:
+            have = len(data[core]) if core < len(data) else 0
+            raise InvalidProgramError(
+                f"Ethos-U scale stream of core {core} has {have} bytes; {ofm_depth} OFM channels "
+                f"on {cfg.name} need {count} entries of {SCALE_ENTRY_BYTES} bytes; check "
+                "SCALE_BASE/SCALE_LENGTH (SCALE1_* for core 1) and the OFM depth")
+        entries = _decode_entries(data[core], count)
+        bias[core::cfg.cores], scale[core::cfg.cores], shift[core::cfg.cores] = entries
+    return ScaleBias(bias, scale, shift)
