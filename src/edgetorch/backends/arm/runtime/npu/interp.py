@@ -343,8 +343,8 @@ class Interpreter:
             if scale_mode == 1:
                 a = scale_round(a, opa[1] or 0, opa[0] & 0x3F, rounding_in)
                 b = b << unscaled_shift
-            elif scale_mode == 2:
-                b = scale_round(b, opb[1] or 0, opb[0] & 0x3F, rounding_in)
+            elif scale_mode == 2:  # the 32-bit scale is still OPA_SCALE's
+                b = scale_round(b, opa[1] or 0, opa[0] & 0x3F, rounding_in)
                 a = a << unscaled_shift
             else:
                 a = a * (opa[1] & 0xFFFF)
