@@ -42,5 +42,5 @@ def test_op_from_executorch_tosa(et_ops, name, target):
     if name in ET_XFAIL:
         pytest.xfail(ET_XFAIL[name])
     out = et_ops(name)
-    _check([f.read_bytes() for f in sorted((out / "inter").glob("output_tag*.tosa"))], target,
+    _check([f.read_bytes() for f in sorted((out / "inter").glob("output_*.tosa"))], target,
            seed=len(name))

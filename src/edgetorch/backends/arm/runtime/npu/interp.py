@@ -94,6 +94,10 @@ class Interpreter:
         regs = Registers()
         stats = RunStats()
         self.shram = np.zeros(SHRAM_BYTES, np.uint8)
+        # the CONFIG word's SHRAM size counts every core; each core has its own LUT area
+        cores = 2 if self.accelerator.endswith("u65-512") else 1
+        shram_kb = (self.payload.shram_kb or 48) // cores
+        self.lut_base = shram_kb * 1024 - 2048
         for cmd in self.payload.commands:
             name = cmd.name
             if not name.startswith("NPU_OP_"):
@@ -163,10 +167,15 @@ class Interpreter:
         ofm.write(mem, x)
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
-        raise OperatorMissingError(
-            f"Ethos-U simulation: lookup-table activations (LUT slot {slot}) are not simulated "
-            "yet; run the delegate from its TOSA graph instead (backend option "
-            "'simulation': 'tosa')")
+        """Table lookup: the LUTs sit in the last 2 KiB of the SHRAM (DMA'd there by the
+        stream), 256-byte slots of int8 entries for 8-bit outputs, indexed by value + 128."""
+        if ofm.bits != 8:
+            raise OperatorMissingError(
+                f"Ethos-U simulation: {ofm.bits}-bit lookup-table activations are not simulated "
+                "yet; run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        base = self.lut_base + slot * 256
+        table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
+        return table[np.clip(x, -128, 127) + 128]
 
     # ---- operations --------------------------------------------------------------------
 
