@@ -26,6 +26,7 @@ E = {
                                                     **{16 + k: f"TABLE_{k}" for k in range(8)}}),
     "clip_range": ("ACTIVATION_CLIP_RANGE", {0: "OFM_PRECISION", 2: "FORCE_UINT8",
                                              3: "FORCE_INT8", 5: "FORCE_INT16"}),
+    "parallel_mode": ("PARALLEL_MODE", {0: "SINGLE_CORE", 1: "DUAL_CORE_DEPTH"}),
     "region_mode": ("DMA_REGION_MODE", {0: "EXTERNAL", 1: "INTERNAL"}),
     "stride_mode": ("DMA_STRIDE_MODE", {0: "D1", 1: "D2", 2: "D3"}),
     "broadcast": ("BROADCAST_MODE", {0: "DISABLE", 1: "ENABLE"}),
@@ -44,7 +45,6 @@ _WHOLE = {  # a single field covering the parameter: command suffix -> field nam
     "ZERO_POINT": "zero_point", "IB_END": "ib_end", "IB_START": "ib_start",
     "AB_START": "ab_start", "BLOCKDEP": "blockdep", "ACTIVATION_MIN": "clip_boundary",
     "ACTIVATION_MAX": "clip_boundary", "SCALAR": "scalar", "SIZE0": "size", "SIZE1": "size",
-    "PARALLEL_MODE": "parallel_mode",
 }
 CMD0_FIELDS: dict[str, list] = {
     "NPU_OP_STOP": [("mask", 0, 16, None)],
@@ -67,6 +67,7 @@ CMD0_FIELDS: dict[str, list] = {
                               ("dilation_x", 3, 1, "dilation"), ("dilation_y", 4, 1, "dilation"),
                               ("decomposition", 5, 1, "decomposition"),
                               ("stride_x_msb", 6, 1, None), ("stride_y_msb", 9, 1, None)],
+    "NPU_SET_PARALLEL_MODE": [("parallel_mode", 0, 1, "parallel_mode")],
     "NPU_SET_ACC_FORMAT": [("acc_format", 0, 2, "acc_format")],
     "NPU_SET_ACTIVATION": [("activation_function", 0, 5, "activation_function"),
                            ("activation_clip_range", 12, 3, "clip_range")],
