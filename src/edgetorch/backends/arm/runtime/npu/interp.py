@@ -256,10 +256,20 @@ class Interpreter:
 
     def _padded_ifm(self, regs, mem, depth, pads, ihw):
         upscale = regs.p("NPU_SET_IFM_UPSCALE", 0) & 3
-        ih, iw = ihw
+        ih, iw = max(ihw[0], 0), max(ihw[1], 0)
         if upscale:
-            raise OperatorMissingError("Ethos-U simulation: IFM upscaling is not simulated yet")
-        x, fm = self._read_ifm(regs, mem, "IFM", (max(ih, 0), max(iw, 0), depth))
+            # the kernel sees the IFM twice as high and wide: each element repeated (NEAREST)
+            # or followed by zeros (ZEROS, for transpose convolution)
+            x, _ = self._read_ifm(regs, mem, "IFM", ((ih + 1) // 2, (iw + 1) // 2, depth))
+            if upscale == 1:
+                x = x.repeat(2, axis=0).repeat(2, axis=1)
+            else:
+                up = np.zeros((2 * x.shape[0], 2 * x.shape[1], depth), np.int64)
+                up[::2, ::2] = x
+                x = up
+            x = x[:ih, :iw]
+        else:
+            x, _ = self._read_ifm(regs, mem, "IFM", (ih, iw, depth))
         top, left, bottom, right = pads
         xp = np.pad(x, ((top, bottom), (left, right), (0, 0)))
         valid = np.pad(np.ones(x.shape[:2], bool), ((top, bottom), (left, right)))
