@@ -17,7 +17,8 @@ OURS = ["conv3x3", "conv3x3_s2", "conv3x3_dil2", "conv5x5_nobias", "conv1x1_wide
         "avgpool3x3_s2", "global_avgpool", "mean_dim", "add", "add_bcast", "conv_relu_add"]
 ET_OPS = ["maxpool2x2", "maxpool3x3_pad", "add_scalar", "sub", "sub_bcast_c", "mul",
           "mul_scalar", "minimum", "maximum", "abs", "relu", "relu6", "leaky_relu", "sigmoid",
-          "tanh", "hardswish", "cat", "linear"]
+          "tanh", "hardswish", "cat", "linear", "upsample_nearest", "conv_transpose", "sum_dim",
+          "softmax", "pad", "exp", "rsqrt"]
 ET_XFAIL: dict[str, str] = {}
 
 

@@ -163,7 +163,9 @@ class Interpreter:
                 f"Ethos-U simulation: activation function {func} (tanh/sigmoid without a LUT) is "
                 "not simulated; Vela emits LUTs for int8/int16 networks")
         bits_lo, bits_hi = _CLIP.get(clip, int_range(ofm.bits, ofm.signed))
-        x = np.clip(np.clip(x, lo, hi), bits_lo, bits_hi)
+        if ofm.bits <= 16:  # the 16-bit clip registers do not bound a 32-bit OFM
+            x = np.clip(x, lo, hi)
+        x = np.clip(x, bits_lo, bits_hi)
         ofm.write(mem, x)
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
