@@ -1,0 +1,106 @@
+"""Test helper: walk a U55/U65 command stream just far enough to find each NPU_OP_CONV /
+NPU_OP_DEPTHWISE's weight and scale bytes (following the 1-D weight DMAs into scratch) and
+decode them with ``npu.weights``. Not the simulator: registers only, no feature maps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
+
+from edgetorch.backends.arm.runtime.npu import weights as W
+
+PAYLOAD32 = 0x4000
+DA_NOP, DA_CMD_STREAM = 0x05, 0x02
+
+
+def command_words(cmd_data: bytes) -> np.ndarray:
+    """The register command stream inside Vela's ``COP1`` driver payload."""
+    words = np.frombuffer(cmd_data, "<u4")
+    assert words[0] == int.from_bytes(b"COP1", "little")
+    i = 4  # magic, config tag, config word, id word
+    while words[i] & 0xFF == DA_NOP:
+        i += 1
+    assert words[i] & 0xFF == DA_CMD_STREAM
+    length = (((int(words[i]) >> 8) & 0xFF) << 16) | (int(words[i]) >> 16)
+    return words[i + 1:i + 1 + length]
+
+
+@dataclass
+class WeightOp:
+    kind: str  # "conv" | "depthwise"
+    regs: dict  # register name -> value at the operation
+    weights: np.ndarray  # decoded OHWI
+    scales: W.ScaleBias
+
+
+def decode_ops(cmd_data: bytes, weight_data: bytes, accelerator: str) -> list[WeightOp]:
+    regions: dict[int, bytearray] = {0: bytearray(weight_data)}
+    regs: dict[str, int] = {}
+    ops: list[WeightOp] = []
+    words = command_words(cmd_data)
+    i = 0
+    while i < len(words):
+        w = int(words[i])
+        code, param = w & 0x3FF, w >> 16
+        if w & PAYLOAD32:
+            regs[cmd1(code).name] = int(words[i + 1]) | (param << 32)
+            i += 2
+            continue
+        i += 1
+        name = cmd0(code).name
+        if not name.startswith("NPU_OP_"):
+            regs[name] = param
+        elif name == "NPU_OP_DMA_START":
+            _dma(regions, regs)
+        elif name in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE"):
+            ops.append(_decode(regions, dict(regs), name, accelerator))
+    return ops
+
+
+def _region(regions: dict[int, bytearray], index: int, end: int) -> bytearray:
+    buf = regions.setdefault(index, bytearray())
+    if len(buf) < end:
+        buf.extend(bytes(end - len(buf)))
+    return buf
+
+
+def _dma(regions, regs):
+    src_region, dst_region = regs["NPU_SET_DMA0_SRC_REGION"], regs["NPU_SET_DMA0_DST_REGION"]
+    assert (src_region >> 9) & 3 == 0 and (dst_region >> 9) & 3 == 0, "only 1-D DMA here"
+    src, dst, n = regs["NPU_SET_DMA0_SRC"], regs["NPU_SET_DMA0_DST"], regs["NPU_SET_DMA0_LEN"]
+    data = bytes(_region(regions, src_region & 0xFF, src + n)[src:src + n])
+    _region(regions, dst_region & 0xFF, dst + n)[dst:dst + n] = data
+
+
+def _streams(regions, regs, region_reg, pairs, cores):
+    region = regs[region_reg] & 0xFF
+    out = []
+    for base, length in pairs[:cores]:
+        start, n = regs.get(base, 0), regs.get(length, 0)
+        out.append(bytes(_region(regions, region, start + n)[start:start + n]))
+    return out
+
+
+def _decode(regions, regs, name, accelerator) -> WeightOp:
+    cfg = W.npu_config(accelerator)
+    k = W.kernel_from_registers(regs["NPU_SET_KERNEL_HEIGHT_M1"], regs["NPU_SET_KERNEL_WIDTH_M1"],
+                                regs["NPU_SET_KERNEL_STRIDE"])
+    depthwise = name == "NPU_OP_DEPTHWISE"
+    ofm_depth = regs["NPU_SET_OFM_DEPTH_M1"] + 1
+    weight_streams = _streams(regions, regs, "NPU_SET_WEIGHT_REGION",
+                              [("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
+                               ("NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH")], cfg.cores)
+    scale_streams = _streams(regions, regs, "NPU_SET_SCALE_REGION",
+                             [("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH"),
+                              ("NPU_SET_SCALE1_BASE", "NPU_SET_SCALE1_LENGTH")], cfg.cores)
+    ifm_bits = 16 if (regs["NPU_SET_IFM_PRECISION"] >> 2) & 3 == 1 else 8
+    weights = W.decode_weights(
+        weight_streams, accelerator=accelerator, ofm_depth=ofm_depth,
+        ifm_depth=regs["NPU_SET_IFM_DEPTH_M1"] + 1, kernel_h=k.height, kernel_w=k.width,
+        depthwise=depthwise, part_kernel_first=k.part_kernel_first,
+        ofm_block_depth=regs["NPU_SET_OFM_BLK_DEPTH_M1"] + 1, ifm_bits=ifm_bits,
+        dilation=k.dilation)
+    scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator)
+    return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
