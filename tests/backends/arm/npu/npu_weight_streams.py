@@ -5,11 +5,13 @@ decode them with ``npu.weights``. Not the simulator: registers only, no feature 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
 from edgetorch.backends.arm.runtime.npu import weights as W
+from edgetorch.backends.arm.runtime.tosa_graph import read_tosa
 
 PAYLOAD32 = 0x4000
 DA_NOP, DA_CMD_STREAM = 0x05, 0x02
@@ -104,3 +106,75 @@ def _decode(regions, regs, name, accelerator) -> WeightOp:
         dilation=k.dilation)
     scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator)
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
+
+
+def _ints(tensor) -> np.ndarray:
+    """A TOSA constant's values as int64 (INT48 is stored as 6 little-endian bytes)."""
+    if tensor.dtype == "INT48":
+        raw = np.frombuffer(tensor.data, np.uint8).reshape(-1, 6).astype(np.int64)
+        value = sum(raw[:, k] << (8 * k) for k in range(6))
+        return np.where(value >= 1 << 47, value - (1 << 48), value)
+    return np.frombuffer(tensor.data, {"INT8": np.int8, "INT16": np.int16,
+                                       "INT32": np.int32}[tensor.dtype]).astype(np.int64)
+
+
+def tosa_layers(tosa: bytes) -> list[dict]:
+    """Each CONV2D / DEPTHWISE_CONV2D: OHWI weights minus zero point (depthwise HWCM ->
+    ``[C*M, H, W, 1]``), bias and the following RESCALE's factors."""
+    block = read_tosa(tosa).main
+    rescale_of = {op.inputs[0]: op for op in block.operators if op.op == "RESCALE"}
+    layers = []
+    for op in block.operators:
+        if op.op not in ("CONV2D", "DEPTHWISE_CONV2D"):
+            continue
+        tensor = block.tensor(op.inputs[1])
+        w = _ints(tensor).reshape(tensor.shape)
+        multiplier = 1
+        if op.op == "DEPTHWISE_CONV2D":
+            multiplier = tensor.shape[3]
+            w = w.reshape(tensor.shape[0], tensor.shape[1], -1).transpose(2, 0, 1)[..., None]
+        zp = _ints(block.tensor(op.inputs[4]))
+        w = w - (zp[0] if np.all(zp == zp[0]) else zp[:w.shape[0]].reshape(-1, 1, 1, 1))
+        rescale = rescale_of[op.outputs[0]]
+        layers.append(dict(name=op.outputs[0], kind="depthwise" if "DEPTH" in op.op else "conv",
+                           weights=w, depth_multiplier=multiplier,
+                           bias=_ints(block.tensor(op.inputs[2])),
+                           multiplier=_ints(block.tensor(rescale.inputs[1])),
+                           shift=_ints(block.tensor(rescale.inputs[2])),
+                           covered=np.zeros(w.shape[0], bool)))
+    return layers
+
+
+def _channel_sets(layer, depth: int):
+    """OFM channel index sets one NPU operation may take from a layer: contiguous slices, and
+    for a depthwise multiplier M the channels ``m, m + M, ...`` (Vela runs one op per m)."""
+    total = layer["weights"].shape[0]
+    for s in range(total - depth + 1):
+        yield np.arange(s, s + depth)
+    step = layer["depth_multiplier"]
+    if step > 1:
+        for m in range(step):
+            for s in range(m, total - (depth - 1) * step, step):
+                yield np.arange(s, s + depth * step, step)
+
+
+def check_against_tosa(ops, layers) -> None:
+    """Each NPU operation's weights are some OFM channels of one TOSA layer, with their biases
+    and the same rescale factors (Vela drops common factors of two: compare as fractions);
+    together the operations cover every channel of every layer."""
+    for op in ops:
+        depth = op.weights.shape[0]
+        match = next(((layer, idx) for layer in layers if layer["kind"] == op.kind
+                      and layer["weights"].shape[1:] == op.weights.shape[1:]
+                      for idx in _channel_sets(layer, depth)
+                      if np.array_equal(layer["weights"][idx], op.weights)), None)
+        assert match, f"{op.kind} weights {op.weights.shape} match no TOSA layer's channels"
+        layer, idx = match
+        np.testing.assert_array_equal(op.scales.bias, layer["bias"][idx], err_msg=layer["name"])
+        for c, ref_c in enumerate(idx):
+            ours = Fraction(int(op.scales.scale[c]), 1 << int(op.scales.shift[c]))
+            ref = Fraction(int(layer["multiplier"][ref_c]), 1 << int(layer["shift"][ref_c]))
+            assert ours == ref, (layer["name"], int(ref_c), ours, ref)
+        layer["covered"][idx] = True
+    for layer in layers:
+        assert layer["covered"].all(), f"TOSA layer {layer['name']} has channels no NPU op uses"

@@ -5,7 +5,6 @@ edgetorch's Ethos-U flow writes."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +14,12 @@ pytest.importorskip("ethosu.vela", reason="the NPU weight tests need ethos-u-vel
 pytest.importorskip("tosa_reference_model", reason="the NPU weight tests need tosa-tools")
 torch = pytest.importorskip("torch")
 
-from npu_weight_streams import decode_ops  # noqa: E402
+from npu_weight_streams import check_against_tosa, decode_ops, tosa_layers  # noqa: E402
 from torch import nn  # noqa: E402
+from tosa_single_op import Layer  # noqa: E402
 
 from edgetorch.backends.arm.ethosu.vela import vela_compile  # noqa: E402
 from edgetorch.backends.arm.ethosu.vela_bin import parse_vela_bin  # noqa: E402
-from edgetorch.backends.arm.runtime.tosa_graph import read_tosa  # noqa: E402
 from edgetorch.schema.pte import PteFile  # noqa: E402
 
 CONFIGS = ["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
@@ -72,55 +71,6 @@ def compiled(tmp_path_factory):
     return tosa.read_bytes(), bytes(pte)
 
 
-def tosa_layers(tosa: bytes) -> list[dict]:
-    """Each CONV2D / DEPTHWISE_CONV2D: OHWI weights minus zero point, bias, rescale factors."""
-    block = read_tosa(tosa).main
-
-    def const(name, dtype):
-        return np.frombuffer(block.tensor(name).data, dtype)
-
-    rescale_of = {op.inputs[0]: op for op in block.operators if op.op == "RESCALE"}
-    layers = []
-    for op in block.operators:
-        if op.op not in ("CONV2D", "DEPTHWISE_CONV2D"):
-            continue
-        shape = block.tensor(op.inputs[1]).shape
-        w = const(op.inputs[1], np.int8).reshape(shape).astype(np.int32)
-        if op.op == "DEPTHWISE_CONV2D":  # HWCM -> [C*M, H, W, 1]
-            w = w.reshape(shape[0], shape[1], -1).transpose(2, 0, 1)[..., None]
-        zp = const(op.inputs[4], np.int8).astype(np.int32)
-        w = w - (zp if zp.size == 1 else zp[:w.shape[0]].reshape(-1, 1, 1, 1))
-        rescale = rescale_of[op.outputs[0]]
-        layers.append(dict(name=op.outputs[0], kind="depthwise" if "DEPTH" in op.op else "conv",
-                           weights=w, bias=const(op.inputs[2], np.int32).astype(np.int64),
-                           multiplier=const(rescale.inputs[1], np.int32).astype(np.int64),
-                           shift=const(rescale.inputs[2], np.int8).astype(np.int64),
-                           covered=np.zeros(w.shape[0], bool)))
-    return layers
-
-
-def check_against_tosa(ops, layers) -> None:
-    """Each NPU operation's weights are an OFM-channel slice of one TOSA layer's, with its bias
-    and the same rescale factor (Vela drops common factors of two: compare as fractions);
-    together the operations cover every channel of every layer."""
-    for op in ops:
-        o = op.weights.shape[0]
-        matches = [(layer, s) for layer in layers if layer["kind"] == op.kind
-                   and layer["weights"].shape[1:] == op.weights.shape[1:]
-                   for s in range(layer["weights"].shape[0] - o + 1)
-                   if np.array_equal(layer["weights"][s:s + o], op.weights)]
-        assert matches, f"{op.kind} weights {op.weights.shape} match no TOSA layer's slice"
-        layer, s = matches[0]
-        np.testing.assert_array_equal(op.scales.bias, layer["bias"][s:s + o], err_msg=layer["name"])
-        for c in range(o):
-            ours = Fraction(int(op.scales.scale[c]), 1 << int(op.scales.shift[c]))
-            ref = Fraction(int(layer["multiplier"][s + c]), 1 << int(layer["shift"][s + c]))
-            assert ours == ref, (layer["name"], s + c, ours, ref)
-        layer["covered"][s:s + o] = True
-    for layer in layers:
-        assert layer["covered"].all(), f"TOSA layer {layer['name']} has channels no NPU op uses"
-
-
 @pytest.mark.parametrize("acc", CONFIGS)
 def test_vela_output_weights_equal_tosa(acc, compiled, tmp_path):
     from edgetorch.backends.arm.ethosu import EthosUCompileSpec
@@ -134,6 +84,38 @@ def test_vela_output_weights_equal_tosa(acc, compiled, tmp_path):
     kinds = {(op.kind, bool(op.regs["NPU_SET_KERNEL_STRIDE"] & 4)) for op in ops}
     assert kinds == {("conv", True), ("conv", False), ("depthwise", False)}
     assert len(ops) >= len(layers) == 6
+
+
+# One-layer TOSA graphs compiled by Vela directly: what the net above does not reach (int16
+# IFMs, weight zero points, depth multipliers, strides, dilation per axis, 16-bit depthwise).
+LAYERS = {
+    "conv3x3": Layer(False, (9, 9, 20), 30, (3, 3)),
+    "conv1x1_deep": Layer(False, (6, 6, 96), 40, (1, 1), seed=1),
+    "conv_int16": Layer(False, (9, 9, 20), 30, (3, 3), ifm_bits=16, seed=2),
+    "conv1x1_int16_deep": Layer(False, (5, 5, 48), 24, (1, 1), ifm_bits=16, seed=3),
+    "conv_weight_zp": Layer(False, (12, 12, 8), 5, (3, 3), weight_zp=7, seed=4),
+    "conv_dilation_y": Layer(False, (12, 12, 6), 12, (3, 3), dilation=(2, 1), seed=5),
+    "conv_stride2": Layer(False, (13, 13, 16), 17, (3, 3), stride=(2, 2), seed=6),
+    "conv_9x9": Layer(False, (12, 12, 4), 8, (9, 9), seed=7),
+    "fully_connected": Layer(False, (1, 1, 100), 10, (1, 1), seed=8),
+    "depthwise": Layer(True, (9, 9, 16), 16, (3, 3), seed=9),
+    "depthwise_dilated": Layer(True, (14, 14, 24), 24, (5, 5), dilation=(2, 2), seed=10),
+    "depthwise_int16": Layer(True, (9, 9, 16), 16, (3, 3), ifm_bits=16, seed=11),
+    "depthwise_multiplier2": Layer(True, (9, 9, 8), 16, (3, 3), seed=12),
+}
+
+
+@pytest.mark.parametrize("acc", CONFIGS)
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_single_layer_weights_equal_tosa(name, acc, tmp_path):
+    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
+
+    tosa = LAYERS[name].tosa()
+    vela_compile(tosa, EthosUCompileSpec(acc).compiler_flags, str(tmp_path))
+    with np.load(tmp_path / "output" / "out_vela.npz") as npz:
+        ops = decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
+    assert ops, f"{name}: Vela emitted no convolution for the layer"
+    check_against_tosa(ops, tosa_layers(tosa))
 
 
 def test_edgetorch_pte_weights_equal_tosa(compiled):
