@@ -14,7 +14,13 @@ pytest.importorskip("ethosu.vela", reason="the NPU weight tests need ethos-u-vel
 pytest.importorskip("tosa_reference_model", reason="the NPU weight tests need tosa-tools")
 torch = pytest.importorskip("torch")
 
-from npu_weight_streams import check_against_tosa, decode_ops, tosa_layers  # noqa: E402
+from npu_weight_streams import (  # noqa: E402
+    check_against_tosa,
+    decode_ops,
+    decode_ops_u85,
+    tosa_layers,
+    vela_listing,
+)
 from torch import nn  # noqa: E402
 from tosa_single_op import Layer  # noqa: E402
 
@@ -24,6 +30,23 @@ from edgetorch.schema.pte import PteFile  # noqa: E402
 
 CONFIGS = ["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
            "ethos-u65-512"]
+U85_CONFIGS = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024",
+               "ethos-u85-2048"]
+
+
+def compile_and_decode(tosa: bytes, acc: str, workdir) -> list:
+    """Vela on ``tosa`` for ``acc``; each convolution's decoded weights and scales. U85 register
+    fields come from Vela's own listing (no U85 register definitions in Python)."""
+    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
+
+    flags = EthosUCompileSpec(acc).compiler_flags
+    if acc in U85_CONFIGS:
+        listing, npz_path = vela_listing(tosa, flags, str(workdir))
+        with np.load(npz_path) as npz:
+            return decode_ops_u85(listing, npz["weight_data"].tobytes(), acc)
+    vela_compile(tosa, flags, str(workdir))
+    with np.load(workdir / "output" / "out_vela.npz") as npz:
+        return decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
 
 
 class WeightNet(nn.Module):
@@ -71,14 +94,10 @@ def compiled(tmp_path_factory):
     return tosa.read_bytes(), bytes(pte)
 
 
-@pytest.mark.parametrize("acc", CONFIGS)
+@pytest.mark.parametrize("acc", CONFIGS + U85_CONFIGS)
 def test_vela_output_weights_equal_tosa(acc, compiled, tmp_path):
-    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
-
     tosa, _ = compiled
-    vela_compile(tosa, EthosUCompileSpec(acc).compiler_flags, str(tmp_path))
-    with np.load(tmp_path / "output" / "out_vela.npz") as npz:
-        ops = decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
+    ops = compile_and_decode(tosa, acc, tmp_path)
     layers = tosa_layers(tosa)
     check_against_tosa(ops, layers)
     kinds = {(op.kind, bool(op.regs["NPU_SET_KERNEL_STRIDE"] & 4)) for op in ops}
@@ -102,18 +121,17 @@ LAYERS = {
     "depthwise_dilated": Layer(True, (14, 14, 24), 24, (5, 5), dilation=(2, 2), seed=10),
     "depthwise_int16": Layer(True, (9, 9, 16), 16, (3, 3), ifm_bits=16, seed=11),
     "depthwise_multiplier2": Layer(True, (9, 9, 8), 16, (3, 3), seed=12),
+    # Larger weights: U85 picks the fast (FWD) or the compressed (SWD) format by layer.
+    "conv_64x96": Layer(False, (16, 16, 64), 96, (3, 3), seed=20),
+    "conv1x1_200x130": Layer(False, (8, 8, 200), 130, (1, 1), seed=21),
 }
 
 
-@pytest.mark.parametrize("acc", CONFIGS)
+@pytest.mark.parametrize("acc", CONFIGS + U85_CONFIGS)
 @pytest.mark.parametrize("name", list(LAYERS))
 def test_single_layer_weights_equal_tosa(name, acc, tmp_path):
-    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
-
     tosa = LAYERS[name].tosa()
-    vela_compile(tosa, EthosUCompileSpec(acc).compiler_flags, str(tmp_path))
-    with np.load(tmp_path / "output" / "out_vela.npz") as npz:
-        ops = decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
+    ops = compile_and_decode(tosa, acc, tmp_path)
     assert ops, f"{name}: Vela emitted no convolution for the layer"
     check_against_tosa(ops, tosa_layers(tosa))
 
