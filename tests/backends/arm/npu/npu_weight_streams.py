@@ -249,6 +249,10 @@ def _decode_u85(regions, regs, fields, name, accelerator) -> WeightOp:
     sparse = fields["NPU_SET_WEIGHT_FORMAT"]["weight_sparsity"] != "WEIGHT_SPARSITY_NONE"
     acc = fields["NPU_SET_ACC_FORMAT"]
     ublock = tuple(int(v) for v in acc["microblock"].removeprefix("MICROBLOCK_U").split("X"))
+    # The register helpers the simulator uses agree with Vela's own field names.
+    assert W.acc_format_u85(regs["NPU_SET_ACC_FORMAT"]) == (acc["acc_format"] == "ACC_FORMAT_I48",
+                                                            ublock)
+    assert W.weight_format_u85(regs["NPU_SET_WEIGHT_FORMAT"]) == (fast, sparse)
     suffixes = [""] + [str(n) for n in range(1, cores)]
     weight_streams = _streams(regions, regs, "NPU_SET_WEIGHT_REGION",
                               [(f"NPU_SET_WEIGHT{s}_BASE", f"NPU_SET_WEIGHT{s}_LENGTH")

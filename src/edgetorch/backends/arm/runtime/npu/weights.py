@@ -33,8 +33,8 @@ from .layout_u85 import (
     ublock_depth,
 )
 
-__all__ = ["KernelInfo", "NpuConfig", "ScaleBias", "decode_scales", "decode_weights",
-           "kernel_from_registers", "npu_config"]
+__all__ = ["KernelInfo", "NpuConfig", "ScaleBias", "acc_format_u85", "decode_scales",
+           "decode_weights", "kernel_from_registers", "npu_config", "weight_format_u85"]
 
 SCALE_ENTRY_BYTES = 10
 _INSTALL_HINT = ("install the Arm extra: pip install 'edgetorch[arm]' (ethos-u-vela==5.1.0, "
@@ -77,6 +77,26 @@ def kernel_from_registers(height_m1: int, width_m1: int, kernel_stride: int) -> 
             "command stream is corrupt or not from a U55/U65 compiler")
     return KernelInfo(height_m1 // dy + 1, width_m1 // dx + 1, (sy, sx), (dy, dx),
                       bool((kernel_stride >> 2) & 1))
+
+
+_MICROBLOCKS = ((1, 1), (1, 2), (1, 4), (2, 2), (2, 4), (4, 4))
+
+
+def acc_format_u85(param: int) -> tuple[bool, tuple[int, int]]:
+    """``NPU_SET_ACC_FORMAT`` (U85) -> (48-bit accumulator, OFM micro-block (height, width)):
+    bits 0-1 the accumulator (0 = I32, 1 = I48), bits 8-10 the micro-block (U1X1, U1X2,
+    U1X4, U2X2, U2X4, U4X4), as Vela's register listing decodes them."""
+    index = (param >> 8) & 7
+    if index >= len(_MICROBLOCKS):
+        raise InvalidProgramError(f"Ethos-U85 ACC_FORMAT=0x{param:x} names micro-block {index}; "
+                                  "known are 0-5; the command stream is corrupt")
+    return (param & 3) == 1, _MICROBLOCKS[index]
+
+
+def weight_format_u85(param: int) -> tuple[bool, bool]:
+    """``NPU_SET_WEIGHT_FORMAT`` (U85) -> (fast weight format, sparse): bit 0 is FWD; any other
+    bit set means a sparsity mode (not decoded here)."""
+    return bool(param & 1), bool(param & 0xFFFE)
 
 
 def _streams(streams: bytes | bytearray | memoryview | Sequence) -> list[bytes]:
