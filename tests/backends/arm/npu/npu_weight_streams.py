@@ -196,6 +196,7 @@ def vela_listing(tosa: bytes, flags: list[str], workdir: str) -> tuple[str, Path
     """Vela's ``--verbose-register-command-stream`` text for ``tosa`` and its output folder."""
     from ethosu.vela import vela
 
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     path = Path(workdir) / "net.tosa"
     path.write_bytes(tosa)
     # Regor prints from C++: capture file descriptor 1, not just sys.stdout.
@@ -271,3 +272,41 @@ def _decode_u85(regions, regs, fields, name, accelerator) -> WeightOp:
     scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator,
                              acc48=acc["acc_format"] == "ACC_FORMAT_I48")
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
+
+
+def check_pte(pte: bytes, tosas: list[bytes], workdir: Path) -> int:
+    """Every Ethos-U delegate of ``pte``: its weights and scales, decoded from its own command
+    stream and weight data, equal those of one of ``tosas`` (the partitions' TOSA graphs, each
+    used once). U55/U65 decode the stream directly; for a U85 Vela is re-run on the candidate
+    TOSA with the delegate's flags, its command stream must equal the delegate's byte for byte,
+    and the register fields come from Vela's listing. Returns the NPU operations checked."""
+    from edgetorch.backends.arm.ethosu.vela_bin import parse_vela_bin
+    from edgetorch.schema.pte import PteFile
+
+    pf = PteFile.parse(pte)
+    delegates = pf.program.execution_plan[0].delegates
+    assert len(delegates) == len(tosas) >= 1
+    unmatched, checked = list(range(len(tosas))), 0
+    for n, delegate in enumerate(delegates):
+        specs = {c.key: bytes(c.value).decode() for c in delegate.compile_specs}
+        target, flags = specs["target"], specs["compile_flags"].split(" ")
+        blob = parse_vela_bin(pf.delegate_bytes(delegate))
+        for k in unmatched:
+            if target.startswith("ethos-u85"):
+                listing, npz_path = vela_listing(tosas[k], flags, str(workdir / f"d{n}_t{k}"))
+                with np.load(npz_path) as npz:
+                    if npz["cmd_data"].tobytes() != blob.cmd_data:
+                        continue
+                ops = decode_ops_u85(listing, blob.weight_data, target)
+            else:
+                ops = decode_ops(blob.cmd_data, blob.weight_data, target)
+            try:
+                check_against_tosa(ops, tosa_layers(tosas[k]))
+            except AssertionError:
+                continue
+            unmatched.remove(k)
+            checked += len(ops)
+            break
+        else:
+            raise AssertionError(f"delegate {n} ({target}): its weights match no partition's TOSA")
+    return checked
