@@ -87,12 +87,17 @@ class Interpreter:
     def __init__(self, payload: DriverPayload, accelerator: str) -> None:
         self.payload = payload
         self.accelerator = accelerator
-        self.u55 = "u55" in accelerator
+        # U55 and U65 share one architecture (the U65 stream is the U55 one)
+        self.u55_family = "u85" not in accelerator
 
     def run(self, mem: Memory) -> RunStats:
         regs = Registers()
         stats = RunStats()
         self.shram = np.zeros(SHRAM_BYTES, np.uint8)
+        # the CONFIG word's SHRAM size counts every core; each core has its own LUT area
+        cores = 2 if self.accelerator.endswith("u65-512") else 1
+        shram_kb = (self.payload.shram_kb or 48) // cores
+        self.lut_base = shram_kb * 1024 - 2048
         for cmd in self.payload.commands:
             name = cmd.name
             if not name.startswith("NPU_OP_"):
@@ -162,10 +167,15 @@ class Interpreter:
         ofm.write(mem, x)
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
-        raise OperatorMissingError(
-            f"Ethos-U simulation: lookup-table activations (LUT slot {slot}) are not simulated "
-            "yet; run the delegate from its TOSA graph instead (backend option "
-            "'simulation': 'tosa')")
+        """Table lookup: the LUTs sit in the last 2 KiB of the SHRAM (DMA'd there by the
+        stream), 256-byte slots of int8 entries for 8-bit outputs, indexed by value + 128."""
+        if ofm.bits != 8:
+            raise OperatorMissingError(
+                f"Ethos-U simulation: {ofm.bits}-bit lookup-table activations are not simulated "
+                "yet; run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        base = self.lut_base + slot * 256
+        table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
+        return table[np.clip(x, -128, 127) + 128]
 
     # ---- operations --------------------------------------------------------------------
 
@@ -320,12 +330,12 @@ class Interpreter:
         if not unary:
             bc = regs.p("NPU_SET_IFM2_BROADCAST", 0)
             if (bc >> 7) & 1:
-                fm2 = self._fm(regs, "IFM2") if "NPU_SET_IFM2_PRECISION" in regs.values else None
+                prec2 = regs.p("NPU_SET_IFM2_PRECISION", 1)
+                signed = bool(prec2 & 1) or ((prec2 >> 2) & 3) > 0
                 raw = regs.p("NPU_SET_IFM2_SCALAR")
-                signed = fm2 is None or fm2.signed
-                value = _s16(raw) if signed else raw
-                zp2 = self._zp(regs, "IFM2", fm2) if fm2 is not None else 0
-                b = np.full((1, 1, 1), value - zp2, np.int64)
+                zp_raw = regs.p("NPU_SET_IFM2_ZERO_POINT", 0)
+                value = (_s16(raw) if signed else raw) - (_s16(zp_raw) if signed else zp_raw)
+                b = np.full((1, 1, 1), value, np.int64)
             else:
                 shape2 = (1 if bc & 1 else oh, 1 if bc & 2 else ow, 1 if bc & 4 else oc)
                 b, _ = self._read_ifm(regs, mem, "IFM2", shape2)
@@ -339,7 +349,7 @@ class Interpreter:
             opb = regs.values.get("NPU_SET_OPB_SCALE", (0, 1))
             in_bits = _IFM_BITS[(ifm_prec >> 2) & 3]
             # the operand that is not scaled is aligned with the scaled one's fixed point
-            unscaled_shift = {8: 19, 16: 14}.get(in_bits, 0) if self.u55 else 0
+            unscaled_shift = {8: 19, 16: 14}.get(in_bits, 0) if self.u55_family else 0
             if scale_mode == 1:
                 a = scale_round(a, opa[1] or 0, opa[0] & 0x3F, rounding_in)
                 b = b << unscaled_shift
