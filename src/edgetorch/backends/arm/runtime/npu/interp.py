@@ -319,12 +319,12 @@ class Interpreter:
         global_scale = (ofm_prec >> 8) & 1
         rounding = (ofm_prec >> 14) & 3
         scale, shift = self._ofm_scale(regs)
-        if mode == "max":
-            self._write_ofm(regs, mem, res)
-        elif global_scale:
+        if mode == "average" and (any(pads) or not global_scale):
+            # windows reaching into the padding: the NPU divides by the count of real
+            # elements itself (Vela then sets a unit OFM scale)
+            res = ops.average_by_count(res, count, rounding)
+        if mode != "max" and global_scale:
             self._write_ofm(regs, mem, res, scale, shift)
-        elif mode == "average":
-            self._write_ofm(regs, mem, ops.average_by_count(res, count, rounding))
         else:
             self._write_ofm(regs, mem, res)
 
