@@ -170,14 +170,23 @@ class Interpreter:
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
         """Table lookup: the LUTs sit in the last 2 KiB of the SHRAM (DMA'd there by the
-        stream), 256-byte slots of int8 entries for 8-bit outputs, indexed by value + 128."""
-        if ofm.bits != 8:
+        stream). 8-bit: 256-byte slots of int8 entries indexed by value + 128. 16-bit: the
+        whole area, 512 u32 entries (base in the low half, slope to the next entry in the high
+        half) indexed by the top 9 bits of value + 32768 and interpolated over the low 7."""
+        if ofm.bits == 8:
+            base = self.lut_base + slot * 256
+            table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
+            return table[np.clip(x, -128, 127) + 128]
+        if ofm.bits != 16:
             raise OperatorMissingError(
-                f"Ethos-U simulation: {ofm.bits}-bit lookup-table activations are not simulated "
-                "yet; run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
-        base = self.lut_base + slot * 256
-        table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
-        return table[np.clip(x, -128, 127) + 128]
+                f"Ethos-U simulation: lookup tables on {ofm.bits}-bit outputs are not simulated; "
+                "run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        entries = self.shram[self.lut_base:self.lut_base + 2048].view("<u4").astype(np.int64)
+        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+        u = np.clip(x, -32768, 32767) + 32768
+        idx, frac = u >> 7, u & 0x7F
+        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
 
     # ---- operations --------------------------------------------------------------------
 
