@@ -340,8 +340,14 @@ def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
     ma = int(np.rint(np.float64(abs(sa)) * 2.0**shift)) * (-1 if sa < 0 else 1)
     mb = int(np.rint(np.float64(abs(sb)) * 2.0**shift)) * (-1 if sb < 0 else 1)
     bias = (1 << (shift - 1)) - ma * a_zp - mb * b_zp
-    acc = bias + a.astype(np.int64) * ma + b.astype(np.int64) * mb
-    return np.clip((acc >> shift) + out_zp, QMIN, QMAX).astype(np.int8)
+    # XNNPACK sums in int32 (so do we: half the memory traffic of int64); parameters that do
+    # not fit int32 keep int64
+    t = np.int32 if shift < 31 and -(2**31) <= bias < 2**31 else np.int64
+    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
+    acc += t(bias)
+    acc >>= shift
+    acc += t(out_zp)
+    return np.clip(acc, QMIN, QMAX).astype(np.int8)
 
 
 def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,

@@ -331,7 +331,12 @@ def _clamp(n: x.XNNClamp, ctx: QCtx) -> tuple[Compute, int]:
     qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
     lo, hi = _bounds(ctx, qo)
     if qi.same(qo):
-        return (lambda: np.clip(env[i], lo, hi)), o
+        scratch = K.Scratch()  # the node's output buffer: no fresh pages per call
+
+        def clamp():
+            v = env[i]
+            return np.clip(v, lo, hi, out=scratch.get("out", v.shape, v.dtype))
+        return clamp, o
     return (lambda: np.clip(Q.quantize_reference(
         Q.dequantize(env[i], qi.scale, qi.zero_point), float(qo.scale), qo.zero_point),
         lo, hi)), o
