@@ -12,6 +12,7 @@ Also: ``constant_cache``, the once-per-constant cache of derived weight arrays.
 
 from __future__ import annotations
 
+import mmap
 import weakref
 from collections.abc import Callable
 
@@ -94,6 +95,9 @@ def _immutable(a: np.ndarray) -> bool:
         base = base.base
     if isinstance(base, memoryview):
         return base.readonly
+    if isinstance(base, mmap.mmap):  # a program mapped from its file (read-only access)
+        with memoryview(base) as view:
+            return view.readonly
     return isinstance(base, bytes)
 
 
