@@ -289,3 +289,20 @@ def test_a_call_allocates_no_temporaries():
     with torch.no_grad():
         np.testing.assert_allclose(fast.execute(args)[0], model(x).numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_constants_of_a_mapped_file_count_as_immutable(tmp_path):
+    """Kernels pack weights once per immutable constant (winograd.constant_cache); the
+    constants of a program loaded from a path are views of a read-only map and qualify,
+    those of a caller's bytearray do not (the caller may change it)."""
+    from edgetorch.kernels.portable.winograd import _immutable
+
+    model = torch.nn.Linear(8, 4).eval()
+    pte = to_edge(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer
+    path = tmp_path / "linear.pte"
+    path.write_bytes(pte)
+    for source, expected in ((path, True), (bytes(pte), True), (bytearray(pte), False)):
+        method = Runtime.get().load_program(source).load_method("forward")
+        consts = [v for i, v in enumerate(method._vals)
+                  if isinstance(v, np.ndarray) and i not in method._slots]
+        assert consts and all(_immutable(c) is expected for c in consts), source

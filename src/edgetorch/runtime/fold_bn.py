@@ -16,6 +16,7 @@ for bit, which is why the traced loop, one event per instruction, runs the two k
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -100,24 +101,78 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
         return None
     if vals[y_i].shape != out.shape:
         return None
-    # In float64, rounded once to the weights' dtype: closer to the unfused result than
-    # folding in float32 (torch's fuse_conv_bn_weights), both within float32 tolerance.
+    # The per-channel factors in float64, rounded once; the weights scaled in their own
+    # dtype (torch's fuse_conv_bn_weights scales in float32 too).
     g = 1.0 / np.sqrt(var.astype(np.float64) + float(vals[eps_i]))
     if opt["gamma"] is not None:
         g = g * opt["gamma"]
     b = np.zeros(cout) if opt["b"] is None else opt["b"].astype(np.float64)
     b = (b - mean) * g + (0.0 if opt["beta"] is None else opt["beta"])
-    w2 = (w * g.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-    b2 = b.astype(w.dtype)
-    for a in (w2, b2):
-        a.flags.writeable = False  # constants: kernels may pack them once (constant caches)
-    entry = get_kernel(CONV)
-    args = [x, w2, b2, *(vals[i] for i in params_i), out]
-    if entry.prepare is not None:
-        steps = entry.prepare(*args)
-        if steps is not None:
-            return list(steps)
-    return [partial(_call, entry.fn, args, out)]
+    scale = g.astype(w.dtype).reshape((-1,) + (1,) * (w.ndim - 1))
+    params = [vals[i] for i in params_i]
+    shared = any(w_i in r.args for r in m.records if r.index != conv.index)
+
+    def build() -> Callable[[], Any]:
+        w2 = _frozen(w.shape, w.dtype, lambda a: np.multiply(w, scale, out=a))
+        b2 = _frozen(b.shape, w.dtype, lambda a: np.copyto(a, b, casting="unsafe"))
+        if not shared:
+            _release(w)  # only the folded copy is read from now on
+        entry = get_kernel(CONV)
+        args = [x, w2, b2, *params, out]
+        steps = entry.prepare(*args) if entry.prepare is not None else None
+        if steps is None:
+            return partial(_call, entry.fn, args, out)
+        return steps[0] if len(steps) == 1 else partial(_chain, list(steps))
+    return [_Once(build)]
+
+
+class _Once:
+    """A step built on its first call: load_method stays a matter of milliseconds and leaves
+    the file's weights unread; the first execute folds them (reading them anyway)."""
+
+    __slots__ = ("_build", "_run")
+
+    def __init__(self, build: Callable[[], Callable[[], Any]]) -> None:
+        self._build, self._run = build, None
+
+    def __call__(self) -> None:
+        if self._run is None:
+            self._run = self._build()
+        self._run()
+
+
+def _chain(steps: list[Callable[[], Any]]) -> None:
+    for step in steps:
+        step()
+
+
+def _release(a: np.ndarray) -> None:
+    """Give back the resident pages of a constant mapped from the program file (clean pages of
+    a read-only map: dropping them is always safe, a later read maps them in again)."""
+    base = a
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    mm = base.base
+    if not isinstance(mm, mmap.mmap) or a.nbytes < 2 * mmap.PAGESIZE:
+        return
+    start = a.__array_interface__["data"][0] - np.frombuffer(mm, np.uint8).ctypes.data
+    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if 0 <= lo < hi <= len(mm):
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (AttributeError, OSError, ValueError):  # no madvise here: keep the pages
+            pass
+
+
+def _frozen(shape: tuple[int, ...], dtype: np.dtype,
+            fill: Callable[[np.ndarray], Any]) -> np.ndarray:
+    """A new constant: filled once, then read-only down to its memory (a read-only
+    memoryview of a buffer nothing else holds), so kernels treat it as they treat the
+    program's own constants (e.g. pack it once: ``winograd.constant_cache``)."""
+    raw = bytearray(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    fill(np.frombuffer(raw, dtype).reshape(shape))
+    return np.frombuffer(memoryview(raw).toreadonly(), dtype).reshape(shape)
 
 
 def _call(fn: Callable[..., Any], args: list[Any], out: np.ndarray) -> None:

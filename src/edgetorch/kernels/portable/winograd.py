@@ -92,9 +92,11 @@ def _immutable(a: np.ndarray) -> bool:
         if base.flags.writeable:
             return False
         base = base.base
-    if isinstance(base, memoryview):
-        return base.readonly
-    return isinstance(base, bytes)
+    try:  # bytes, a read-only memoryview, a read-only mmap (a program loaded from a path)
+        with memoryview(base) as view:
+            return view.readonly
+    except TypeError:
+        return False
 
 
 _CACHE: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
