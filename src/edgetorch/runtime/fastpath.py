@@ -12,8 +12,7 @@ once per method:
   convolution with folded weights (``fold_bn.py``);
 * **constant folding**: an instruction whose inputs are all constants (or results of folded
   instructions) computes the same thing on every call, so its kernel runs here, once, and
-  ``execute`` only copies the result into its planned memory when a later instruction or the
-  caller reads it there.
+  ``execute`` only copies the result into its planned memory.
 
 The traced loop keeps the closures (one event per instruction, the kernels themselves); both
 give the same bits, which the tests check.
@@ -50,7 +49,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         return None
     fixed = _fixed(m, written)
     folded: dict[int, np.ndarray] = {}  # value -> its load-time result (folded instructions)
-    reads, once = _reads(m), _single_writer(m)
+    once = _single_writer(m)
     steps: list[Callable[[], Any]] = []
     owner: list[int] = []
     pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
@@ -59,7 +58,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         if new is not None:
             pass
         elif rec.kind == "kernel":
-            new = _fold(m, rec, fixed, folded, written, reads, once)
+            new = _fold(m, rec, fixed, folded, written, once)
             if new is None:
                 new = _prepare(m, rec, fixed, written, folded)
         elif rec.kind == "free":
@@ -84,18 +83,6 @@ def _fixed(m: Method, written: set[int]) -> set[int]:
         elif (slot.buffer is not None and i not in m._bound
               and slot.dynamism == S.TensorShapeDynamism.STATIC):
             out.add(i)
-    return out
-
-
-def _reads(m: Method) -> set[int]:
-    """Values read by some instruction (tensor lists resolved) or returned to the caller."""
-    out = {int(i) for i in m._plan.outputs}
-    for rec in m.records:
-        for i in rec.args:
-            out.add(i)
-            v = m._vals[i] if 0 <= i < len(m._vals) else None
-            if isinstance(v, BoxedList):
-                out.update(j for j in v.items if j >= 0)
     return out
 
 
@@ -155,7 +142,7 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
 
 
 def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], written: set[int],
-          reads: set[int], once: set[int]) -> list[Callable[[], Any]] | None:
+          once: set[int]) -> list[Callable[[], Any]] | None:
     """Run an instruction whose inputs are all known at load; keep its result."""
     if any(p in rec.name for p in _NOT_PURE) or rec.description.endswith(" in place"):
         return None
@@ -182,8 +169,9 @@ def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], writte
         np.copyto(own, res, casting="unsafe")
     own.flags.writeable = False
     folded[out] = own
-    # planned memory is shared over time: the copy goes where the instruction was
-    return [partial(np.copyto, target, own)] if out in reads else []
+    # Planned memory is shared over time, and other values may alias these bytes (views the
+    # emitter left as values of their own): the copy goes where the instruction was, always.
+    return [partial(np.copyto, target, own)]
 
 
 def _single_writer(m: Method) -> set[int]:

@@ -68,6 +68,32 @@ def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callab
     return plan
 
 
+def _span(m: Method, i: int) -> tuple[int, int, int] | None:
+    slot = m._slots.get(i)
+    if slot is None or slot.buffer is None:
+        return None
+    return id(slot.buffer), slot.offset, slot.offset + slot.capacity * slot.dtype.itemsize
+
+
+def _alias_read(m: Method, y: int, start: int) -> bool:
+    """Whether another value sharing y's bytes (a view the emitter left as a value of its
+    own) is read after instruction ``start`` before anything writes it: it would read the
+    convolution's result, which folding no longer writes."""
+    ys = _span(m, y)
+    if ys is None:
+        return True
+    written: set[int] = set()
+    for rec in m.records[start + 1:]:
+        for i in rec.args:
+            if i == y or i in written or i in rec.outputs and rec.kind == "kernel":
+                continue
+            s = _span(m, i)
+            if s is not None and s[0] == ys[0] and s[1] < ys[2] and ys[1] < s[2]:
+                return True
+        written.update(rec.outputs if rec.kind != "delegate" else rec.args)
+    return False
+
+
 def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
     v = m._vals[i]
     if type(v) is np.ndarray and i in fixed and i not in m._slots and v.dtype in _FLOATS:
@@ -79,6 +105,8 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
                reads: dict[int, list[int]]) -> list[Callable[[], Any]] | None:
     x_i, w_i, b_i, *params_i, y_i = conv.args  # y: the convolution's result
     if reads.get(y_i) != [bn.index] or any(i in written for i in params_i):
+        return None
+    if _alias_read(m, y_i, conv.index):
         return None
     _, g_i, beta_i, mean_i, var_i, _, eps_i, out_i, s1, s2 = bn.args
     if reads.get(s1) or reads.get(s2) or eps_i in written:
