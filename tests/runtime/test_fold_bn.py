@@ -74,3 +74,26 @@ def test_no_folding_when_the_convolution_result_is_read_elsewhere():
     with torch.no_grad():
         np.testing.assert_allclose(method.execute([x.numpy()])[0], model(x).numpy(),
                                    rtol=1e-5, atol=1e-5)
+
+
+class _Viewed(torch.nn.Module):
+    """The convolution's result also leaves through a view of it: no folding."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(4, 4, 3, padding=1), _bn(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y), y.reshape(1, -1) * 2
+
+
+def test_no_folding_when_a_view_of_the_convolution_result_is_read():
+    torch.manual_seed(2)
+    model = _Viewed().eval()
+    x = torch.randn(1, 4, 6, 6)
+    method = _load(model, x)
+    assert _folded(method) == []
+    with torch.no_grad():
+        for got, want in zip(method.execute([x.numpy()]), model(x)):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)

@@ -77,20 +77,27 @@ def _span(m: Method, i: int) -> tuple[int, int, int] | None:
 
 def _alias_read(m: Method, y: int, start: int) -> bool:
     """Whether another value sharing y's bytes (a view the emitter left as a value of its
-    own) is read after instruction ``start`` before anything writes it: it would read the
-    convolution's result, which folding no longer writes."""
+    own) is read after instruction ``start`` before anything writes those bytes: it would
+    read the convolution's result, which folding no longer writes."""
     ys = _span(m, y)
     if ys is None:
         return True
-    written: set[int] = set()
+    written: list[tuple[int, int, int]] = []  # bytes written since (by any value's writer)
+
+    def overlaps(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+        return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
     for rec in m.records[start + 1:]:
         for i in rec.args:
-            if i == y or i in written or i in rec.outputs and rec.kind == "kernel":
+            if i == y or (i in rec.outputs and rec.kind == "kernel"):
                 continue
             s = _span(m, i)
-            if s is not None and s[0] == ys[0] and s[1] < ys[2] and ys[1] < s[2]:
+            if s is not None and overlaps(s, ys) and not any(overlaps(s, w) for w in written):
                 return True
-        written.update(rec.outputs if rec.kind != "delegate" else rec.args)
+        for i in rec.outputs if rec.kind != "delegate" else rec.args:
+            s = _span(m, i)
+            if s is not None:
+                written.append(s)
     return False
 
 
