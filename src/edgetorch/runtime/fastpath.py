@@ -52,7 +52,10 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
     once = _single_writer(m)
     steps: list[Callable[[], Any]] = []
     owner: list[int] = []
-    pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
+    try:
+        pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load
+        pairs = {}
     for rec in m.records:
         new = pairs.get(rec.index)
         if new is not None:
@@ -137,7 +140,10 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
     args = _arguments(m, rec, fixed, written, folded)
     if args is None or len(args) != entry.num_args:
         return None
-    steps = entry.prepare(*args)
+    try:
+        steps = entry.prepare(*args)
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load: the kernel runs
+        return None
     return None if steps is None else list(steps)
 
 
