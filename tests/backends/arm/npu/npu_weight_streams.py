@@ -91,26 +91,16 @@ def _streams(regions, regs, region_reg, pairs, cores):
     return out
 
 
+def _reader(regions):
+    def read(region: int, base: int, length: int) -> bytes:
+        return bytes(_region(regions, region, base + length)[base:base + length])
+    return read
+
+
 def _decode(regions, regs, name, accelerator) -> WeightOp:
-    cfg = W.npu_config(accelerator)
-    k = W.kernel_from_registers(regs["NPU_SET_KERNEL_HEIGHT_M1"], regs["NPU_SET_KERNEL_WIDTH_M1"],
-                                regs["NPU_SET_KERNEL_STRIDE"])
     depthwise = name == "NPU_OP_DEPTHWISE"
-    ofm_depth = regs["NPU_SET_OFM_DEPTH_M1"] + 1
-    weight_streams = _streams(regions, regs, "NPU_SET_WEIGHT_REGION",
-                              [("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
-                               ("NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH")], cfg.cores)
-    scale_streams = _streams(regions, regs, "NPU_SET_SCALE_REGION",
-                             [("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH"),
-                              ("NPU_SET_SCALE1_BASE", "NPU_SET_SCALE1_LENGTH")], cfg.cores)
-    ifm_bits = 16 if (regs["NPU_SET_IFM_PRECISION"] >> 2) & 3 == 1 else 8
-    weights = W.decode_weights(
-        weight_streams, accelerator=accelerator, ofm_depth=ofm_depth,
-        ifm_depth=regs["NPU_SET_IFM_DEPTH_M1"] + 1, kernel_h=k.height, kernel_w=k.width,
-        depthwise=depthwise, part_kernel_first=k.part_kernel_first,
-        ofm_block_depth=regs["NPU_SET_OFM_BLK_DEPTH_M1"] + 1, ifm_bits=ifm_bits,
-        dilation=k.dilation)
-    scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator)
+    weights, scales = W.decode_operation(lambda r: regs.get(r, 0), _reader(regions),
+                                         accelerator=accelerator, depthwise=depthwise)
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
 
 
@@ -271,6 +261,12 @@ def _decode_u85(regions, regs, fields, name, accelerator) -> WeightOp:
         ofm_ublock=ublock, fast=fast, sparse=sparse)
     scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator,
                              acc48=acc["acc_format"] == "ACC_FORMAT_I48")
+    # The register-file entry point the simulator calls gives the same result.
+    w2, s2 = W.decode_operation(lambda r: regs.get(r, 0), _reader(regions),
+                                accelerator=accelerator, depthwise=depthwise)
+    np.testing.assert_array_equal(w2, weights)
+    for ours, ref in zip(s2, scales):
+        np.testing.assert_array_equal(ours, ref)
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
 
 
