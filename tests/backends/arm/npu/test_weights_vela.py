@@ -132,6 +132,8 @@ LAYERS = {
     # Larger weights: U85 picks the fast (FWD) or the compressed (SWD) format by layer.
     "conv_64x96": Layer(False, (16, 16, 64), 96, (3, 3), seed=20),
     "conv1x1_200x130": Layer(False, (8, 8, 200), 130, (1, 1), seed=21),
+    # Weights minus zero point beyond int8: U85's raw fast format stores a zero adjust.
+    "conv_64x96_weight_zp": Layer(False, (16, 16, 64), 96, (3, 3), weight_zp=-20, seed=24),
     # Few distinct values: the codecs' palette modes (U85 FWD: 2-bit and 4-bit LUTs).
     "conv_4_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=22, values=(-3, 0, 5, 7)),
     "conv_12_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=23, values=tuple(range(-6, 6))),
