@@ -184,15 +184,18 @@ def exact_splits(w: np.ndarray, x_absmax: int, bias: np.ndarray | None) -> list[
     centered integer weights) such that a float32 product of inputs with ``|x| <= x_absmax``
     by each chunk is exact: ``x_absmax * sum |w[chunk, o]| < 2**24`` for every column (plus
     ``|bias|`` when there is one chunk, as the bias is added in float32 then)."""
-    a = np.abs(w.astype(np.float64))
+    a = np.abs(w, dtype=np.float64)
     k = a.shape[0]
     b = 0.0 if bias is None else float(np.max(np.abs(bias), initial=0.0))
     if x_absmax * float(a.sum(axis=0).max(initial=0.0)) + b < EXACT_F32:
         return [0, k]
     for n in range(2, k + 1):
         bounds = [k * j // n for j in range(n + 1)]
-        sums = np.add.reduceat(a, bounds[:-1], axis=0)
-        if x_absmax * float(sums.max()) < EXACT_F32:
+        # per-chunk row sums (integers, exact): row-vectorised, several times faster than
+        # np.add.reduceat along axis 0 on these [K, O] matrices
+        worst = max(float(a[k0:k1].sum(axis=0).max(initial=0.0))
+                    for k0, k1 in zip(bounds[:-1], bounds[1:]))
+        if x_absmax * worst < EXACT_F32:
             return bounds
     raise ValueError("no float32-exact split")  # unreachable: one row is < 256 * 255 < 2**24
 

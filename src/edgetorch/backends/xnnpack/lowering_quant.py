@@ -137,7 +137,7 @@ def _weights(ctx: QCtx, f: int, axis: int, n_out: int, what: str = "filter"
                        f"channels along dim {axis}")
     zp = q.zero_point if q.per_tensor else 0
     scale = np.broadcast_to(q.scale, (n_out,)).astype(np.float32)
-    return w.astype(np.float64) - zp, scale, q
+    return np.subtract(w, zp, dtype=np.float64), scale, q  # one pass (exact: integers)
 
 
 def _qbias(ctx: QCtx, bias_id: int, n_out: int, dynamic: bool) -> np.ndarray | None:

@@ -165,6 +165,33 @@ def _rsqrt(x, out):
     return steps + [partial(np.true_divide, 1, out, out=out)]
 
 
+def _contiguous(x, out) -> bool:
+    """The layout the kernel's own call sees (contiguous in, fresh contiguous out), for
+    loops whose results may depend on it (transcendentals)."""
+    return (_float(x, out) and x.shape == out.shape and x.flags.c_contiguous
+            and out.flags.c_contiguous and _apart(out, x))
+
+
+@prepares("aten::pow.Tensor_Scalar_out")
+def _pow(x, exponent, out):
+    if not (_number(exponent) and _contiguous(x, out)):
+        return None
+    return [partial(np.power, x, scalar(exponent, x.dtype), out)]
+
+
+@prepares("aten::sigmoid.out")
+def _sigmoid(x, out):
+    """The kernel's exp(-|x|) form: 1 / (1 + e) where x >= 0, e / (1 + e) elsewhere."""
+    if not _contiguous(x, out):
+        return None
+    e, p, r = (np.empty(x.shape, x.dtype) for _ in range(3))
+    pos = np.empty(x.shape, np.bool_)
+    return [partial(np.abs, x, out=e), partial(np.negative, e, out=e), partial(np.exp, e, out=e),
+            partial(np.add, 1, e, out=p), partial(np.true_divide, 1, p, out=r),
+            partial(np.true_divide, e, p, out=out), partial(np.greater_equal, x, 0, out=pos),
+            partial(np.copyto, out, r, where=pos)]
+
+
 @prepares("aten::where.self_out")
 def _where(cond, a, b, out):
     if not (_float(a, b, out) and type(cond) is np.ndarray and cond.dtype == np.bool_):
