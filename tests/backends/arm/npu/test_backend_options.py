@@ -77,3 +77,22 @@ def test_weights_out_of_range_and_wrong_inputs_are_typed_errors(add_pte):
     short = NpuProgram.from_vela_bin(parse_vela_bin(blob))
     with pytest.raises(InvalidProgramError, match="region 0"):
         short.run([np.zeros(vela.inputs[0].numel, np.int8)])
+
+
+@pytest.mark.compat
+def test_u85_pte_without_tosa_names_both_ways(ref_arm):
+    """An Ethos-U85 delegate whose TOSA graph is gone: neither simulation can run it, and the
+    error says why for each."""
+    from ethosu_util import load_npz
+
+    from edgetorch.errors import BackendNotFoundError
+    from edgetorch.runtime import Runtime
+
+    out = ref_arm("add", "ethos-u85-256")
+    raw = (out / "model.pte").read_bytes()
+    plan = Runtime.get().load_program(raw).program.execution_plan[0]
+    old = next(bytes(c.value) for c in plan.delegates[0].compile_specs
+               if c.key == "debug_artifact_path")
+    pte = raw.replace(old, old[:-4] + b"XYZ/")  # same length: the flatbuffer stays valid
+    with pytest.raises(BackendNotFoundError, match="cannot run it either.*Ethos-U85"):
+        run_pte(pte, load_npz(out / "inputs.npz"), "auto")
