@@ -131,6 +131,38 @@ def test_winograd_conv_matches_eager_and_caches_only_constants(hw, pad):
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_winograd_filter_packed_once_for_a_read_only_mapped_constant(tmp_path):
+    """A program mapped from its file gives constants whose base is a read-only mmap: their
+    Winograd filters are packed once, not per call (a mapping opened for writing is not
+    immutable, so it is never cached)."""
+    import mmap
+
+    from edgetorch.kernels.portable import winograd
+
+    w = np.arange(16 * 16 * 9, dtype=np.float32).reshape(16, 16, 3, 3)
+    path = tmp_path / "w.bin"
+    path.write_bytes(w.tobytes())
+    calls = []
+
+    def derive(a):
+        calls.append(1)
+        return a * 2
+
+    with open(path, "rb") as f:
+        ro = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    const = np.frombuffer(ro, np.float32).reshape(w.shape)
+    first = winograd.constant_cache(const, "test", derive)
+    assert winograd.constant_cache(const, "test", derive) is first and len(calls) == 1
+    with open(path, "r+b") as f:
+        rw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_WRITE)
+    writable = np.frombuffer(rw, np.float32).reshape(w.shape)
+    writable.flags.writeable = False  # a read-only view of writable memory
+    winograd.constant_cache(writable, "test", derive)
+    winograd.constant_cache(writable, "test", derive)
+    assert len(calls) == 3
+    del const, first, writable
+
+
 @pytest.mark.parametrize("op,dims,keepdim", [
     ("aten::mean.out", [-1], True), ("aten::mean.out", [0, 2], False),
     ("aten::sum.IntList_out", [1], True), ("aten::sum.IntList_out", [0, 1, 2], False),

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ErrorCode, InvalidProgramError
+from . import kernels as K
 from . import kernels_quant as Q
 from . import schema as x
 from .lowering import _UNARY, RULES, Compute, Ctx, Step, lower, output_range
@@ -190,13 +191,22 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
     scale = Q.requant_scale(float(qi.scale), ws, float(qo.scale))
     lo, hi = _bounds(ctx, qo)
     izp, ozp = qi.zero_point, qo.zero_point
+    bounds = Q.exact_splits(w_t, Q.input_absmax(izp), bias)
+    w32, bias = w_t.astype(np.float32), _f32_bias(bias, bounds)
+    scratch = K.Scratch()
 
     def compute():
         v = env[i]
         if flatten:
-            v = v.reshape(-1, w_t.shape[0])
-        return Q.static_fc(v, izp, w_t, bias, scale, ozp, lo, hi)
+            v = v.reshape(-1, w32.shape[0])
+        return Q.static_fc(v, izp, w32, bias, bounds, scale, ozp, lo, hi, scratch)
     return compute, o
+
+
+def _f32_bias(bias: np.ndarray | None, bounds: list[int]) -> np.ndarray | None:
+    """The int32 bias as the float32 GEMM path adds it (exact: :func:`Q.exact_splits`
+    bounded it); kept in float64 for the split path, which sums in float64."""
+    return bias if bias is None or len(bounds) > 2 else bias.astype(np.float32)
 
 
 def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
@@ -216,8 +226,6 @@ _CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose
 
 @qrule(*_CONV)
 def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
-    from . import kernels as K
-
     kind = _CONV[type(n)]
     env, i = ctx.env, ctx.slot(n.input1_id, "input")
     f, o = ctx.slot(n.filter_id, "filter"), ctx.slot(n.output_id, "output")
@@ -259,7 +267,18 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
     lo, hi = _bounds(ctx, qo)
     izp, ozp = qi.zero_point, qo.zero_point
 
-    def static():
+    bounds = None  # float32-exact chunks of the reduction (see Q.exact_splits)
+    if kind == "conv":
+        bounds = Q.exact_splits(w if g == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1),
+                                Q.input_absmax(izp), qbias)
+    elif kind == "dwconv":
+        bounds = Q.exact_splits(wc.reshape(-1, wc.shape[-1]), Q.input_absmax(izp), qbias)
+    if bounds is not None and (len(bounds) == 2 or (kind == "conv" and g == 1)):
+        w32, bias32 = w.astype(np.float32), _f32_bias(qbias, bounds)
+        return (lambda: Q.static_conv(env[i], izp, kind, w32, win, g, extra, bias32, bounds,
+                                      scale, ozp, lo, hi, scratch)), o
+
+    def static():  # float64 sums (transposed convolutions, huge grouped filters)
         acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra, scratch)
         if qbias is not None:
             acc += qbias
@@ -312,7 +331,12 @@ def _clamp(n: x.XNNClamp, ctx: QCtx) -> tuple[Compute, int]:
     qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
     lo, hi = _bounds(ctx, qo)
     if qi.same(qo):
-        return (lambda: np.clip(env[i], lo, hi)), o
+        scratch = K.Scratch()  # the node's output buffer: no fresh pages per call
+
+        def clamp():
+            v = env[i]
+            return np.clip(v, lo, hi, out=scratch.get("out", v.shape, v.dtype))
+        return clamp, o
     return (lambda: np.clip(Q.quantize_reference(
         Q.dequantize(env[i], qi.scale, qi.zero_point), float(qo.scale), qo.zero_point),
         lo, hi)), o
