@@ -36,11 +36,14 @@ def _conv(x, w, b, stride, pad, dil, groups):
     (6, 4, 2, 3, [2, 1], [1, 2], [1, 1]),  # grouped
 ])
 @pytest.mark.parametrize("blocked", [False, True])
+@pytest.mark.parametrize("nhwc", [False, True])
 def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, dil, blocked,
-                                           monkeypatch):
+                                           nhwc, monkeypatch):
     if blocked:  # large depthwise layers run in blocks of channels: force blocks of 1-2
         monkeypatch.setattr(pnn, "DW_WHOLE_MAX", 0)
         monkeypatch.setattr(pnn, "DW_BLOCK", 150)
+    # small planes run depthwise channels-last; planes: flattened (the large-plane path)
+    monkeypatch.setattr(pnn, "DW_NHWC_MAX_PLANE", 1 << 30 if nhwc else 0)
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((cout, cin // groups, k, k)) / k).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)

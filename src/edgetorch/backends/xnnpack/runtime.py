@@ -33,7 +33,7 @@ from ...runtime.event_tracer import now_ns
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
 from .lowering import Step
-from .lowering_quant import QCtx, lower_node
+from .lowering_quant import QCtx, lower_node, plan_clamp_fusion
 from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
@@ -170,6 +170,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
                 outputs.append((t.external_id, s))
     env: list[Any] = list(consts)
     ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
+    plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
     steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__

@@ -151,13 +151,16 @@ def pool(rng: np.random.Generator, kind: str, bits: int = 8) -> bytes:
                          [1, oh, ow, c], act, a))
 
 
-def binary(rng: np.random.Generator, kind: str, bits: int = 8) -> bytes:
-    """int8 a, b -> RESCALE to int32 -> ADD/SUB/MUL/MINIMUM/MAXIMUM -> RESCALE to int8."""
+def binary(rng: np.random.Generator, kind: str, bits: int = 8, swap: bool = False) -> bytes:
+    """int8 a, b -> RESCALE to int32 -> ADD/SUB/MUL/MINIMUM/MAXIMUM -> RESCALE to int8.
+    ``swap``: the first operand is the broadcast one (Vela reverses the operand order)."""
     g = Graph()
     act = "INT8" if bits == 8 else "INT16"
-    h, w, c = int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 20))
+    h, w, c = int(rng.integers(2, 9)), int(rng.integers(2, 9)), int(rng.integers(2, 20))
     shape = [1, h, w, c]
-    bshape = [1] + [d if rng.random() < 0.7 else 1 for d in shape[1:]]
+    bshape = [1] + [d if rng.random() < 0.6 else 1 for d in shape[1:]]
+    if swap:
+        bshape[int(rng.integers(1, 4))] = 1
     a, b = g.input(shape, act), g.input(bshape, act)
     zp = (lambda: int(rng.integers(-30, 31))) if bits == 8 else (lambda: 0)
     lift = 20 if bits == 8 else 15
@@ -186,6 +189,8 @@ def binary(rng: np.random.Generator, kind: str, bits: int = 8) -> bytes:
     elif kind in ("min", "max"):
         getattr(attr, "MinimumAttribute" if kind == "min" else "MaximumAttribute")(
             nan_mode=g.ts.NanPropagationMode.PROPAGATE)
+    if swap:
+        inputs[0], inputs[1] = inputs[1], inputs[0]
     y = g.op(op, inputs, shape, "INT32", attr)
     qo = quantise(real_out)
     return g.finish(g.rescale(y, shape, "INT32", act, qo[0], qo[1], 0, zp()))
@@ -210,6 +215,30 @@ def unary(rng: np.random.Generator, kind: str) -> bytes:
     return g.finish(g.rescale(y, shape, "INT32", "INT8", qo[0], qo[1], 0, int(rng.integers(-30, 31))))
 
 
+def int32_op(rng: np.random.Generator, kind: str) -> bytes:
+    """Operators on int32 tensors: CLZ, ARITHMETIC_RIGHT_SHIFT (rounding or not),
+    LOGICAL_LEFT_SHIFT, REDUCE_SUM over the channels."""
+    g = Graph()
+    shape = [1, int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 17))]
+    x = g.input(shape, "INT32")
+    a = g.attr()
+    if kind == "clz":
+        a.ClzAttribute()
+        return g.finish(g.op("CLZ", [x], shape, "INT32", a))
+    if kind == "reduce_sum":  # of int16-range values, so the int32 sum cannot overflow
+        a.ArithmeticRightShiftAttribute(round=False)
+        x = g.op("ARITHMETIC_RIGHT_SHIFT", [x, g.const([[[[16]]]], "INT32")], shape, "INT32", a)
+        a = g.attr()
+        a.ReduceSumAttribute(axis=3)
+        return g.finish(g.op("REDUCE_SUM", [x], shape[:3] + [1], "INT32", a))
+    s = g.const(rng.integers(0, 32, shape), "INT32")  # TOSA: shifts in 0..31
+    if kind == "shl":
+        a.LogicalLeftShiftAttribute()
+        return g.finish(g.op("LOGICAL_LEFT_SHIFT", [x, s], shape, "INT32", a))
+    a.ArithmeticRightShiftAttribute(round=kind == "shr_round")
+    return g.finish(g.op("ARITHMETIC_RIGHT_SHIFT", [x, s], shape, "INT32", a))
+
+
 KINDS = {
     "conv": lambda rng: conv(rng),
     "depthwise": lambda rng: conv(rng, depthwise=True),
@@ -225,6 +254,13 @@ KINDS = {
     "minimum": lambda rng: binary(rng, "min"),
     "maximum": lambda rng: binary(rng, "max"),
     "add_int16": lambda rng: binary(rng, "add", 16),
+    "sub_swapped": lambda rng: binary(rng, "sub", swap=True),
+    "maximum_swapped": lambda rng: binary(rng, "max", swap=True),
+    "clz": lambda rng: int32_op(rng, "clz"),
+    "shl": lambda rng: int32_op(rng, "shl"),
+    "shr": lambda rng: int32_op(rng, "shr"),
+    "shr_round": lambda rng: int32_op(rng, "shr_round"),
+    "reduce_sum": lambda rng: int32_op(rng, "reduce_sum"),
     "abs": lambda rng: unary(rng, "abs"),
     "table": lambda rng: unary(rng, "table"),
 }

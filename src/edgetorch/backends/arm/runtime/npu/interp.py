@@ -322,8 +322,12 @@ class Interpreter:
 
     def _pool(self, mode: str, regs: Registers, mem: Memory) -> None:
         k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
-        xp, valid = self._padded_ifm(regs, mem, oc, pads, ihw)
+        # REDUCE_SUM also sums the IFM's channels (into an OFM of depth 1)
+        depth = regs.p("NPU_SET_IFM_DEPTH_M1") + 1 if mode == "reduce_sum" else oc
+        xp, valid = self._padded_ifm(regs, mem, depth, pads, ihw)
         res, count = ops.pool(xp, valid, mode, (k.height, k.width), k.stride, (oh, ow))
+        if mode == "reduce_sum":
+            res = np.broadcast_to(res.sum(axis=-1, keepdims=True), (oh, ow, oc))
         ofm_prec = regs.p("NPU_SET_OFM_PRECISION")
         global_scale = (ofm_prec >> 8) & 1
         rounding = (ofm_prec >> 14) & 3
@@ -393,9 +397,10 @@ class Interpreter:
             s = np.clip(b, -32, 31)
             if mode == "shl":
                 acc = np.left_shift(a, np.maximum(s, 0)).astype(np.int32).astype(np.int64)
-            else:
-                rnd = (ifm_prec >> 14) & 3
-                acc = scale_round(a, 1, np.maximum(s, 0), rnd if rnd != 0 else 2)
+            else:  # the OFM round mode rounds the shift: DBL is a plain (flooring) shift
+                rnd = (regs.p("NPU_SET_OFM_PRECISION") >> 14) & 3
+                s = np.maximum(s, 0)
+                acc = np.right_shift(a, s) if rnd == 0 else scale_round(a, 1, s, rnd)
             self._write_ofm(regs, mem, np.broadcast_to(acc, (oh, ow, oc)))
         elif mode == "clz":
             u = (a & 0xFFFFFFFF).astype(np.uint64)
