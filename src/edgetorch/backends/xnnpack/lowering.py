@@ -20,6 +20,12 @@ from ...errors import ErrorCode, FormatError, InvalidProgramError, RegistrationE
 from ...kernels.portable.elementwise import erf
 from . import schema as x
 
+try:
+    from numpy._core.umath import clip as _clip  # what np.clip calls for an ndarray
+except ImportError:  # pragma: no cover - other NumPy versions
+    def _clip(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return np.clip(a, lo, hi, out=out)
+
 Compute = Callable[[], Any]
 Step = Callable[[], None]
 
@@ -113,7 +119,9 @@ def lower(node: x.XNode, ctx: Ctx) -> Step:
             r = compute()  # a fresh array or the node's own buffer: clamp it in place
             if r.dtype != dtype:
                 r = r.astype(dtype)
-            np.clip(r, lo_, hi_, out=r)  # one pass (maximum then minimum took two, 6x slower)
+            # one pass (maximum then minimum took two, 6x slower); the ufunc np.clip ends in,
+            # without its Python wrappers (1.9 -> 0.4 us a node)
+            _clip(r, lo_, hi_, r)
             env[out] = r
     return step
 

@@ -187,7 +187,7 @@ def _weights(ctx: QCtx, f: int, axis: int, n_out: int, what: str = "filter"
                        f"channels along dim {axis}")
     zp = q.zero_point if q.per_tensor else 0
     scale = np.broadcast_to(q.scale, (n_out,)).astype(np.float32)
-    return w.astype(np.float64) - zp, scale, q
+    return np.subtract(w, zp, dtype=np.float64), scale, q  # one pass (exact: integers)
 
 
 def _qbias(ctx: QCtx, bias_id: int, n_out: int, dynamic: bool) -> np.ndarray | None:
@@ -228,8 +228,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
             assert w is not None
             if transposed:
                 raise ctx.fail("blockwise int4 weights cannot be transposed")
-            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), w,
-                                                        qf.scale, gs, bias))), o
+            wb = Q.Blockwise(w, qf.scale, gs)  # prepared once: float32 blocks
+            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), wb,
+                                                        bias))), o
         wc, ws, _ = _weights(ctx, f, 1 if transposed else 0, n_out)
         w_t = wc if transposed else np.ascontiguousarray(wc.T)
         return (lambda: clamp(Q.dynamic_fc(_flat(env[i], flatten, w_t.shape[0]), w_t, ws,
@@ -268,7 +269,8 @@ def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
     def per_row(a: np.ndarray) -> np.ndarray:
         a = a.reshape(a.shape + (1,) * v.num_nonbatch_dims)
         return np.broadcast_to(a, v.q.shape).reshape(-1, k)[:, 0].copy()
-    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1)
+    qc = None if v.qc is None else v.qc.reshape(-1, k)
+    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1, qc)
 
 
 _CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose2d: "deconv"}

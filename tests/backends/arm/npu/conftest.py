@@ -30,6 +30,7 @@ _ethosu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_ethosu)
 ref_arm = _ethosu.ref_arm  # noqa: F811 - re-exported fixture
 fresh_process = _ethosu.fresh_process
+ref_aot = _ethosu.ref_aot
 REF_ARM_PYTHON = _ethosu.REF_ARM_PYTHON
 
 

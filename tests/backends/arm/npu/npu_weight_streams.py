@@ -91,26 +91,16 @@ def _streams(regions, regs, region_reg, pairs, cores):
     return out
 
 
+def _reader(regions):
+    def read(region: int, base: int, length: int) -> bytes:
+        return bytes(_region(regions, region, base + length)[base:base + length])
+    return read
+
+
 def _decode(regions, regs, name, accelerator) -> WeightOp:
-    cfg = W.npu_config(accelerator)
-    k = W.kernel_from_registers(regs["NPU_SET_KERNEL_HEIGHT_M1"], regs["NPU_SET_KERNEL_WIDTH_M1"],
-                                regs["NPU_SET_KERNEL_STRIDE"])
     depthwise = name == "NPU_OP_DEPTHWISE"
-    ofm_depth = regs["NPU_SET_OFM_DEPTH_M1"] + 1
-    weight_streams = _streams(regions, regs, "NPU_SET_WEIGHT_REGION",
-                              [("NPU_SET_WEIGHT_BASE", "NPU_SET_WEIGHT_LENGTH"),
-                               ("NPU_SET_WEIGHT1_BASE", "NPU_SET_WEIGHT1_LENGTH")], cfg.cores)
-    scale_streams = _streams(regions, regs, "NPU_SET_SCALE_REGION",
-                             [("NPU_SET_SCALE_BASE", "NPU_SET_SCALE_LENGTH"),
-                              ("NPU_SET_SCALE1_BASE", "NPU_SET_SCALE1_LENGTH")], cfg.cores)
-    ifm_bits = 16 if (regs["NPU_SET_IFM_PRECISION"] >> 2) & 3 == 1 else 8
-    weights = W.decode_weights(
-        weight_streams, accelerator=accelerator, ofm_depth=ofm_depth,
-        ifm_depth=regs["NPU_SET_IFM_DEPTH_M1"] + 1, kernel_h=k.height, kernel_w=k.width,
-        depthwise=depthwise, part_kernel_first=k.part_kernel_first,
-        ofm_block_depth=regs["NPU_SET_OFM_BLK_DEPTH_M1"] + 1, ifm_bits=ifm_bits,
-        dilation=k.dilation)
-    scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator)
+    weights, scales = W.decode_operation(lambda r: regs.get(r, 0), _reader(regions),
+                                         accelerator=accelerator, depthwise=depthwise)
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
 
 
@@ -146,8 +136,7 @@ def tosa_layers(tosa: bytes) -> list[dict]:
                            weights=w, depth_multiplier=multiplier,
                            bias=_ints(block.tensor(op.inputs[2])),
                            multiplier=_ints(block.tensor(rescale.inputs[1])),
-                           shift=_ints(block.tensor(rescale.inputs[2])),
-                           covered=np.zeros(w.shape[0], bool)))
+                           shift=_ints(block.tensor(rescale.inputs[2]))))
     return layers
 
 
@@ -164,26 +153,52 @@ def _channel_sets(layer, depth: int):
                 yield np.arange(s, s + depth * step, step)
 
 
+def _kernel_windows(full: int, size: int):
+    """Kernel rows (or columns) an operation's ``size``-long kernel may take from a ``full``
+    one: all of it, or (Vela's kernel decomposition, e.g. a stride-4 depthwise becomes 25 1x1
+    operations) an evenly spaced part."""
+    if size == full:
+        yield np.arange(full)
+        return
+    for start in range(full):
+        for step in range(1, full + 1):
+            if start + step * (size - 1) < full:
+                yield np.arange(start, start + step * size, step)
+
+
+def _matches(op, layers):
+    o, kh, kw, i = op.weights.shape
+    for layer in layers:
+        lw = layer["weights"]
+        if layer["kind"] != op.kind or lw.shape[3] != i or lw.shape[1] < kh or lw.shape[2] < kw:
+            continue
+        for ys in _kernel_windows(lw.shape[1], kh):
+            for xs in _kernel_windows(lw.shape[2], kw):
+                window = lw[:, ys][:, :, xs]
+                for idx in _channel_sets(layer, o):
+                    if np.array_equal(window[idx], op.weights):
+                        yield layer, idx, ys, xs
+
+
 def check_against_tosa(ops, layers) -> None:
-    """Each NPU operation's weights are some OFM channels of one TOSA layer, with their biases
-    and the same rescale factors (Vela drops common factors of two: compare as fractions);
-    together the operations cover every channel of every layer."""
+    """Each NPU operation's weights are some OFM channels (and, for a decomposed kernel, some
+    kernel positions) of one TOSA layer, with their biases and the same rescale factors (Vela
+    drops common factors of two: compare as fractions); together the operations cover every
+    weight of every layer."""
+    for layer in layers:
+        layer["covered"] = np.zeros(layer["weights"].shape[:3], bool)
     for op in ops:
-        depth = op.weights.shape[0]
-        match = next(((layer, idx) for layer in layers if layer["kind"] == op.kind
-                      and layer["weights"].shape[1:] == op.weights.shape[1:]
-                      for idx in _channel_sets(layer, depth)
-                      if np.array_equal(layer["weights"][idx], op.weights)), None)
-        assert match, f"{op.kind} weights {op.weights.shape} match no TOSA layer's channels"
-        layer, idx = match
+        match = next(_matches(op, layers), None)
+        assert match, f"{op.kind} weights {op.weights.shape} match no TOSA layer's weights"
+        layer, idx, ys, xs = match
         np.testing.assert_array_equal(op.scales.bias, layer["bias"][idx], err_msg=layer["name"])
         for c, ref_c in enumerate(idx):
             ours = Fraction(int(op.scales.scale[c]), 1 << int(op.scales.shift[c]))
             ref = Fraction(int(layer["multiplier"][ref_c]), 1 << int(layer["shift"][ref_c]))
             assert ours == ref, (layer["name"], int(ref_c), ours, ref)
-        layer["covered"][idx] = True
+        layer["covered"][np.ix_(idx, ys, xs)] = True
     for layer in layers:
-        assert layer["covered"].all(), f"TOSA layer {layer['name']} has channels no NPU op uses"
+        assert layer["covered"].all(), f"TOSA layer {layer['name']} has weights no NPU op uses"
 
 
 # ---- U85: no Python register definitions ship with Vela; read Regor's own listing ----------
@@ -271,6 +286,12 @@ def _decode_u85(regions, regs, fields, name, accelerator) -> WeightOp:
         ofm_ublock=ublock, fast=fast, sparse=sparse)
     scales = W.decode_scales(scale_streams, ofm_depth=ofm_depth, accelerator=accelerator,
                              acc48=acc["acc_format"] == "ACC_FORMAT_I48")
+    # The register-file entry point the simulator calls gives the same result.
+    w2, s2 = W.decode_operation(lambda r: regs.get(r, 0), _reader(regions),
+                                accelerator=accelerator, depthwise=depthwise)
+    np.testing.assert_array_equal(w2, weights)
+    for ours, ref in zip(s2, scales):
+        np.testing.assert_array_equal(ours, ref)
     return WeightOp("depthwise" if depthwise else "conv", regs, weights, scales)
 
 

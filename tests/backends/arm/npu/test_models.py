@@ -70,3 +70,33 @@ def test_our_pte_command_stream(tmp_path, model, target):
     pte = compile_pte(net, example, target, str(tmp_path / "inter") + "/")
     n = _check_pte(pte, example, seed=3)
     assert n >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+def test_executorch_mv2_command_stream(ref_aot, monkeypatch):
+    """ExecuTorch's aot_arm_compiler MobileNetV2 for U55-128, and its TOSA for every config."""
+    monkeypatch.setenv("EDGETORCH_AOT_MODEL", "mv2")
+    out = ref_aot("mv2", "ethos-u55-128")
+    pte = (out / "aot_models_arm_delegate_ethos-u55-128.pte").read_bytes()
+    x = [np.random.default_rng(4).standard_normal((1, 3, 224, 224)).astype(np.float32)]
+    compared, handles = run_pte(pte, x, "compare")
+    assert [h.last_compare for h in handles] == [[0]]
+    assert handles[0].npu.last_stats.ops["conv"] > 30
+    np.testing.assert_array_equal(run_pte(pte, x, "npu")[0][0], compared[0])
+    (tosa,) = sorted((out / "inter").glob("output_tag*.tosa"))
+    for target in U55_U65:
+        diffs, _ = compare_with_reference(tosa.read_bytes(), vela_blob(tosa.read_bytes(), target),
+                                          trials=1, seed=5)
+        assert diffs == [0], (target, diffs)
+
+
+@pytest.mark.slow
+def test_our_mv2_command_stream(tmp_path):
+    import arm_models
+
+    net, example = arm_models.mv2()
+    pte = compile_pte(net, example, "ethos-u65-256", str(tmp_path / "inter") + "/")
+    x = [np.random.default_rng(6).standard_normal(np.asarray(example[0]).shape).astype(np.float32)]
+    compared, handles = run_pte(pte, x, "compare")
+    assert [h.last_compare for h in handles] == [[0]]

@@ -4,12 +4,14 @@ stream and compared with tosa-tools' reference model on the same TOSA graph, bit
 random int8 inputs (full range, so padding, zero points and saturation are all exercised).
 
 The TOSA comes from edgetorch's Ethos-U flow where our lowering covers the operator, otherwise
-from ExecuTorch 1.5.1's (compat: needs the Arm reference venv).
+from ExecuTorch 1.5.1's (compat: needs the Arm reference venv); ``NAME@a16w8`` is ExecuTorch's
+int16-activation quantization of the same model.
 """
 
 from __future__ import annotations
 
 import pytest
+from npu_models import A16W8
 from npu_util import U55_U65, compare_with_reference, vela_blob
 
 OURS = ["conv3x3", "conv3x3_s2", "conv3x3_dil2", "conv5x5_nobias", "conv1x1_wide",
@@ -17,7 +19,8 @@ OURS = ["conv3x3", "conv3x3_s2", "conv3x3_dil2", "conv5x5_nobias", "conv1x1_wide
         "avgpool3x3_s2", "global_avgpool", "mean_dim", "add", "add_bcast", "conv_relu_add"]
 ET_OPS = ["maxpool2x2", "maxpool3x3_pad", "add_scalar", "sub", "sub_bcast_c", "mul",
           "mul_scalar", "minimum", "maximum", "abs", "relu", "relu6", "leaky_relu", "sigmoid",
-          "tanh", "hardswish", "cat", "linear"]
+          "tanh", "hardswish", "cat", "linear", "upsample_nearest", "conv_transpose", "sum_dim",
+          "softmax", "pad", "exp", "rsqrt"] + [f"{m}@a16w8" for m in A16W8]
 ET_XFAIL: dict[str, str] = {}
 
 

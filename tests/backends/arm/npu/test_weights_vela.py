@@ -132,13 +132,25 @@ LAYERS = {
     # Larger weights: U85 picks the fast (FWD) or the compressed (SWD) format by layer.
     "conv_64x96": Layer(False, (16, 16, 64), 96, (3, 3), seed=20),
     "conv1x1_200x130": Layer(False, (8, 8, 200), 130, (1, 1), seed=21),
+    # Weights minus zero point beyond int8: U85's raw fast format stores a zero adjust.
+    "conv_64x96_weight_zp": Layer(False, (16, 16, 64), 96, (3, 3), weight_zp=-20, seed=24),
+    # Few distinct values: the codecs' palette modes (U85 FWD: 2-bit and 4-bit LUTs).
+    "conv_4_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=22, values=(-3, 0, 5, 7)),
+    "conv_12_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=23, values=tuple(range(-6, 6))),
+    # Kernels Vela splits into several operations (stride > 3, dilation > 2) or tiles (> 8).
+    "conv_stride4": Layer(False, (19, 19, 8), 12, (3, 3), stride=(4, 4), seed=30),
+    "conv_dilation3": Layer(False, (20, 20, 8), 12, (3, 3), dilation=(3, 3), seed=31),
+    "conv_1x9": Layer(False, (12, 20, 8), 8, (1, 9), seed=33),
+    "conv_11x11_stride3": Layer(False, (20, 20, 3), 8, (11, 11), stride=(3, 3), seed=34),
 }
+# U55/U65 leave this one on the CPU; U85 runs it as 25 chained 1x1 depthwise operations.
+U85_LAYERS = {"depthwise_stride4": Layer(True, (17, 17, 8), 8, (5, 5), stride=(4, 4), seed=32)}
 
 
-@pytest.mark.parametrize("acc", CONFIGS + U85_CONFIGS)
-@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize("name,acc", [(n, a) for n in LAYERS for a in CONFIGS + U85_CONFIGS]
+                         + [(n, a) for n in U85_LAYERS for a in U85_CONFIGS])
 def test_single_layer_weights_equal_tosa(name, acc, tmp_path):
-    tosa = LAYERS[name].tosa()
+    tosa = {**LAYERS, **U85_LAYERS}[name].tosa()
     ops = compile_and_decode(tosa, acc, tmp_path)
     assert ops, f"{name}: Vela emitted no convolution for the layer"
     check_against_tosa(ops, tosa_layers(tosa))

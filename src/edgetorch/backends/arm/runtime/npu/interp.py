@@ -163,19 +163,30 @@ class Interpreter:
                 f"Ethos-U simulation: activation function {func} (tanh/sigmoid without a LUT) is "
                 "not simulated; Vela emits LUTs for int8/int16 networks")
         bits_lo, bits_hi = _CLIP.get(clip, int_range(ofm.bits, ofm.signed))
-        x = np.clip(np.clip(x, lo, hi), bits_lo, bits_hi)
+        if ofm.bits <= 16:  # the 16-bit clip registers do not bound a 32-bit OFM
+            x = np.clip(x, lo, hi)
+        x = np.clip(x, bits_lo, bits_hi)
         ofm.write(mem, x)
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
         """Table lookup: the LUTs sit in the last 2 KiB of the SHRAM (DMA'd there by the
-        stream), 256-byte slots of int8 entries for 8-bit outputs, indexed by value + 128."""
-        if ofm.bits != 8:
+        stream). 8-bit: 256-byte slots of int8 entries indexed by value + 128. 16-bit: the
+        whole area, 512 u32 entries (base in the low half, slope to the next entry in the high
+        half) indexed by the top 9 bits of value + 32768 and interpolated over the low 7."""
+        if ofm.bits == 8:
+            base = self.lut_base + slot * 256
+            table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
+            return table[np.clip(x, -128, 127) + 128]
+        if ofm.bits != 16:
             raise OperatorMissingError(
-                f"Ethos-U simulation: {ofm.bits}-bit lookup-table activations are not simulated "
-                "yet; run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
-        base = self.lut_base + slot * 256
-        table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
-        return table[np.clip(x, -128, 127) + 128]
+                f"Ethos-U simulation: lookup tables on {ofm.bits}-bit outputs are not simulated; "
+                "run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        entries = self.shram[self.lut_base:self.lut_base + 2048].view("<u4").astype(np.int64)
+        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+        u = np.clip(x, -32768, 32767) + 32768
+        idx, frac = u >> 7, u & 0x7F
+        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
 
     # ---- operations --------------------------------------------------------------------
 
@@ -256,10 +267,20 @@ class Interpreter:
 
     def _padded_ifm(self, regs, mem, depth, pads, ihw):
         upscale = regs.p("NPU_SET_IFM_UPSCALE", 0) & 3
-        ih, iw = ihw
+        ih, iw = max(ihw[0], 0), max(ihw[1], 0)
         if upscale:
-            raise OperatorMissingError("Ethos-U simulation: IFM upscaling is not simulated yet")
-        x, fm = self._read_ifm(regs, mem, "IFM", (max(ih, 0), max(iw, 0), depth))
+            # the kernel sees the IFM twice as high and wide: each element repeated (NEAREST)
+            # or followed by zeros (ZEROS, for transpose convolution)
+            x, _ = self._read_ifm(regs, mem, "IFM", ((ih + 1) // 2, (iw + 1) // 2, depth))
+            if upscale == 1:
+                x = x.repeat(2, axis=0).repeat(2, axis=1)
+            else:
+                up = np.zeros((2 * x.shape[0], 2 * x.shape[1], depth), np.int64)
+                up[::2, ::2] = x
+                x = up
+            x = x[:ih, :iw]
+        else:
+            x, _ = self._read_ifm(regs, mem, "IFM", (ih, iw, depth))
         top, left, bottom, right = pads
         xp = np.pad(x, ((top, bottom), (left, right), (0, 0)))
         valid = np.pad(np.ones(x.shape[:2], bool), ((top, bottom), (left, right)))
@@ -301,18 +322,22 @@ class Interpreter:
 
     def _pool(self, mode: str, regs: Registers, mem: Memory) -> None:
         k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
-        xp, valid = self._padded_ifm(regs, mem, oc, pads, ihw)
+        # REDUCE_SUM also sums the IFM's channels (into an OFM of depth 1)
+        depth = regs.p("NPU_SET_IFM_DEPTH_M1") + 1 if mode == "reduce_sum" else oc
+        xp, valid = self._padded_ifm(regs, mem, depth, pads, ihw)
         res, count = ops.pool(xp, valid, mode, (k.height, k.width), k.stride, (oh, ow))
+        if mode == "reduce_sum":
+            res = np.broadcast_to(res.sum(axis=-1, keepdims=True), (oh, ow, oc))
         ofm_prec = regs.p("NPU_SET_OFM_PRECISION")
         global_scale = (ofm_prec >> 8) & 1
         rounding = (ofm_prec >> 14) & 3
         scale, shift = self._ofm_scale(regs)
-        if mode == "max":
-            self._write_ofm(regs, mem, res)
-        elif global_scale:
+        if mode == "average" and (any(pads) or not global_scale):
+            # windows reaching into the padding: the NPU divides by the count of real
+            # elements itself (Vela then sets a unit OFM scale)
+            res = ops.average_by_count(res, count, rounding)
+        if mode != "max" and global_scale:
             self._write_ofm(regs, mem, res, scale, shift)
-        elif mode == "average":
-            self._write_ofm(regs, mem, ops.average_by_count(res, count, rounding))
         else:
             self._write_ofm(regs, mem, res)
 
@@ -372,9 +397,10 @@ class Interpreter:
             s = np.clip(b, -32, 31)
             if mode == "shl":
                 acc = np.left_shift(a, np.maximum(s, 0)).astype(np.int32).astype(np.int64)
-            else:
-                rnd = (ifm_prec >> 14) & 3
-                acc = scale_round(a, 1, np.maximum(s, 0), rnd if rnd != 0 else 2)
+            else:  # the OFM round mode rounds the shift: DBL is a plain (flooring) shift
+                rnd = (regs.p("NPU_SET_OFM_PRECISION") >> 14) & 3
+                s = np.maximum(s, 0)
+                acc = np.right_shift(a, s) if rnd == 0 else scale_round(a, 1, s, rnd)
             self._write_ofm(regs, mem, np.broadcast_to(acc, (oh, ow, oc)))
         elif mode == "clz":
             u = (a & 0xFFFFFFFF).astype(np.uint64)

@@ -134,7 +134,7 @@ def listing(payload: DriverPayload) -> str:
 
 def ethosu_listing(pte_path: str) -> str:
     """``edgetorch inspect --ethosu``: each Ethos-U delegate's blob and command stream."""
-    from .....errors import InvalidArgumentError
+    from .....errors import InvalidArgumentError, OperatorMissingError
     from .....runtime import Runtime
     from ...ethosu.vela_bin import parse_vela_bin
     from .cmdstream import parse_driver_payload
@@ -151,8 +151,15 @@ def ethosu_listing(pte_path: str) -> str:
             vela = parse_vela_bin(blob, getattr(program, "named_data", None))
             payload = parse_driver_payload(vela.cmd_data)
             specs = {c.key: bytes(c.value).decode("utf-8", "replace") for c in d.compile_specs}
+            try:
+                accelerator = accelerator_of(payload, specs.get("target"))
+            except OperatorMissingError:  # e.g. an Ethos-U85 stream: other registers
+                out.append(f"method {name}, delegate {k} ({specs.get('target', '?')}): {vela}")
+                out.append(f"{payload.stream_words}-word command stream for product "
+                           f"{(payload.config or 0) >> 28} (not an Ethos-U55/U65): not decoded")
+                continue
             out.append(f"method {name}, delegate {k} ({specs.get('target', '?')}, stream for "
-                       f"{accelerator_of(payload, specs.get('target'))}): {vela}")
+                       f"{accelerator}): {vela}")
             out.append(listing(payload))
     if not out:
         raise InvalidArgumentError(f"{pte_path}: no EthosUBackend delegate in this program; "

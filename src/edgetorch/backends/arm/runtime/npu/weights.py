@@ -33,7 +33,7 @@ from .layout_u85 import (
     ublock_depth,
 )
 
-__all__ = ["KernelInfo", "NpuConfig", "ScaleBias", "acc_format_u85", "decode_scales",
+__all__ = ["KernelInfo", "NpuConfig", "ScaleBias", "acc_format_u85", "decode_operation", "decode_scales",
            "decode_weights", "kernel_from_registers", "npu_config", "weight_format_u85"]
 
 SCALE_ENTRY_BYTES = 10
@@ -287,3 +287,46 @@ def decode_scales(streams, *, ofm_depth: int, accelerator: str = "ethos-u55-128"
         entries = _decode_entries(data[core], count, "u55")
         bias[core::cfg.cores], scale[core::cfg.cores], shift[core::cfg.cores] = entries
     return ScaleBias(bias, scale, shift)
+
+
+def decode_operation(reg, read, *, accelerator: str,
+                     depthwise: bool) -> tuple[np.ndarray, ScaleBias]:
+    """Weights and scales of the NPU_OP_CONV / NPU_OP_DEPTHWISE about to run, straight from
+    the register file: ``reg(name)`` returns a register's value (Vela's command names, e.g.
+    ``"NPU_SET_OFM_DEPTH_M1"``; 0 when never written) and ``read(region, address, length)``
+    the bytes of a memory region. Works for U55, U65 and U85."""
+    k = kernel_from_registers(reg("NPU_SET_KERNEL_HEIGHT_M1"), reg("NPU_SET_KERNEL_WIDTH_M1"),
+                              reg("NPU_SET_KERNEL_STRIDE"))
+    ofm_depth = reg("NPU_SET_OFM_DEPTH_M1") + 1
+    precision = (reg("NPU_SET_IFM_PRECISION") >> 2) & 3
+    if precision > 1:
+        raise InvalidProgramError(f"Ethos-U convolution with IFM_PRECISION "
+                                  f"0x{reg('NPU_SET_IFM_PRECISION'):x}: only 8- and 16-bit IFMs "
+                                  "feed the MAC array; the command stream is corrupt")
+    u85 = u85_config(accelerator)
+    cores = u85.cores if u85 else npu_config(accelerator).cores
+    extra: dict = {}
+    scale_kw: dict = {}
+    if u85:
+        acc48, ublock = acc_format_u85(reg("NPU_SET_ACC_FORMAT"))
+        fast, sparse = weight_format_u85(reg("NPU_SET_WEIGHT_FORMAT"))
+        extra = dict(stride=k.stride, ofm_ublock=ublock, fast=fast, sparse=sparse)
+        scale_kw = dict(acc48=acc48)
+        weight_cores, scale_cores = (1 if fast else cores), 1
+    else:
+        weight_cores = scale_cores = cores
+
+    def streams(kind: str, count: int) -> list[bytes]:
+        region = reg(f"NPU_SET_{kind}_REGION") & 0x7F
+        names = [f"NPU_SET_{kind}{'' if n == 0 else n}" for n in range(count)]
+        return [read(region, reg(f"{name}_BASE"), reg(f"{name}_LENGTH")) for name in names]
+
+    weights = decode_weights(
+        streams("WEIGHT", weight_cores), accelerator=accelerator, ofm_depth=ofm_depth,
+        ifm_depth=reg("NPU_SET_IFM_DEPTH_M1") + 1, kernel_h=k.height, kernel_w=k.width,
+        depthwise=depthwise, part_kernel_first=k.part_kernel_first,
+        ofm_block_depth=reg("NPU_SET_OFM_BLK_DEPTH_M1") + 1, ifm_bits=16 if precision else 8,
+        dilation=k.dilation, **extra)
+    scales = decode_scales(streams("SCALE", scale_cores), ofm_depth=ofm_depth,
+                           accelerator=accelerator, **scale_kw)
+    return weights, scales
