@@ -241,6 +241,23 @@ def test_mutable_buffers_keep_their_state():
         np.testing.assert_allclose(got, x.numpy() * k, rtol=1e-6)
 
 
+class _PickFromInput(torch.nn.Module):
+    def forward(self, x, pos):
+        return x * pos[0]  # select_copy of a 1-d input: the prepared copy must read it per call
+
+
+def test_select_of_a_1d_input_reads_the_call_s_value():
+    # Regression: x[i] of a 1-d array is a NumPy scalar copied at load, not a view; the prepared
+    # select then replayed load-time zeros (ExecuTorch's llama .pte selects input_pos[0] so).
+    x = torch.randn(2, 3)
+    fast, slow = _methods(_PickFromInput(), (x, torch.tensor([1.0])))
+    for p in (2.0, -3.0, 5.0):
+        pos = np.array([p], dtype=np.float32)
+        got = fast.execute([x.numpy(), pos])[0]
+        assert got.tobytes() == slow.execute([x.numpy(), pos])[0].tobytes()
+        np.testing.assert_allclose(got, x.numpy() * p, rtol=1e-6)
+
+
 def test_dynamic_shapes_fall_back_to_the_kernels():
     class M(torch.nn.Module):
         def forward(self, x):

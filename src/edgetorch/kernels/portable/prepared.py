@@ -259,8 +259,9 @@ def _full_like(x, fill_value, memory_format, out):
 
 def _copy(view, out):
     """The kernel's ``finish(view, out)``: a copy (with a cast) into out, when view has its
-    shape and shares no memory with it."""
-    if view is None or view.shape != out.shape or not _apart(out, view):
+    shape and shares no memory with it. A NumPy scalar (x[i] of a 1-d x) is a copy made at load,
+    never a view: refused."""
+    if type(view) is not np.ndarray or view.shape != out.shape or not _apart(out, view):
         return None
     if view.dtype == out.dtype:
         return [partial(np.copyto, out, view)]
@@ -402,7 +403,8 @@ def _select(x, dim, index, out):
     d = _dim(dim, x.ndim)
     if d is None or not -x.shape[d] <= index < x.shape[d]:
         return None
-    return _copy(x[(slice(None),) * d + (index % x.shape[d],)], out)
+    # the trailing Ellipsis keeps a 0-d *view* when x is 1-d (x[i] alone is a copied scalar)
+    return _copy(x[(slice(None),) * d + (index % x.shape[d], Ellipsis)], out)
 
 
 @prepares("aten::cat.out")
