@@ -1,0 +1,272 @@
+"""The Ethos-U85 register-file interpreter: the U55/U65 one (``interp``) with the U85's
+differences (register layouts in ``regs_u85``).
+
+- Scaling: ``OFM_SCALE`` / ``IFM_SCALE`` / ``IFM2_SCALE`` carry their own rounding mode
+  (bits 13-15); an ADD/SUB scales both inputs explicitly (Vela writes the U55's implicit
+  ``<< 19`` of the unscaled operand as ``IFM2_SCALE = 2**19``).
+- Chaining: an OFM whose storage is ``CHAINED`` is not written to memory; the next operation
+  reads it as its IFM (storage ``CHAINED``) -- the quantized values, zero point included.
+- The accumulator (``ACC_FORMAT``): ``acc_input = KEEP`` adds this operation's products to the
+  previous operation's accumulator, ``acc_output = DISABLE`` keeps it without writing an OFM
+  (Vela splits a large kernel into operations chained this way; the bias and scale are applied
+  once, when the OFM is written).
+- OFM transposes (``activation_transpose``): the OFM is written with its axes permuted.
+- Pooling adds SUM (no division) and MIN; broadcasting has its own modes for IFM and IFM2; a
+  scalar IFM2 comes from ``OP_SCALAR``; lookup tables are DMA'd into internal region 3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .....errors import OperatorMissingError
+from . import ops
+from . import regs_u85 as R
+from .arith import ROUND_NATURAL, ROUND_TRUNCATE, int_range, scale_round
+from .interp import Interpreter, Registers, _s16
+from .memory import Memory
+
+_U85_POOL = {0: "max", 1: "average", 2: "reduce_sum", 3: "sum", 5: "min"}
+_U85_ELEMENTWISE = {0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu", 6: "abs",
+                    7: "clz", 8: "shr", 9: "shl"}
+# broadcast_mode: which of H, W, C are broadcast (SCALAR = 8: a single value)
+_BROADCAST = {0: "", 1: "h", 2: "w", 3: "hw", 4: "c", 5: "ch", 6: "cw", 7: "cwh"}
+_TRANSPOSE = {k: v for k, v in R.E["activation_transpose"][1].items()}
+_LUT_BYTES = {4: 256}  # LUT_S8_S8: 256 int8 entries per table
+
+
+def _round(x: np.ndarray, scale, shift, mode: int) -> np.ndarray:
+    """Scaling under the U85 OFM/IFM round modes (``regs_u85.E['round_ofm']``)."""
+    if mode == 1:  # NATURAL: round half up, TOSA's single rounding
+        return scale_round(x, scale, shift, ROUND_NATURAL)
+    if mode == 4:  # TRUNCATE_TO_ZERO
+        return scale_round(x, scale, shift, ROUND_TRUNCATE)
+    if mode == 5 or (mode == 0 and np.all(np.asarray(shift) == 0)):
+        # TRUNCATE_TO_LOWER (floor); any mode is exact without a shift
+        return np.right_shift(np.asarray(x, np.int64) * np.asarray(scale, np.int64), shift)
+    raise OperatorMissingError(
+        f"Ethos-U85 simulation: round mode {mode} with a shift is not simulated; run the "
+        "delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+
+
+class InterpreterU85(Interpreter):
+    def run(self, mem: Memory):
+        self.chain: np.ndarray | None = None
+        self.acc: np.ndarray | None = None
+        self.internal: dict[int, np.ndarray] = {}
+        return super().run(mem)
+
+    # ---- feature maps ------------------------------------------------------------------
+
+    def _storage(self, regs: Registers, prefix: str) -> int:
+        return (regs.p(f"NPU_SET_{prefix}_PRECISION", 0) >> 14) & 3
+
+    def _read_ifm(self, regs, mem, prefix, shape):
+        fm = self._fm(regs, prefix)
+        zp = self._zp(regs, prefix, fm)
+        if self._storage(regs, prefix) == R.STORAGE_CHAINED:
+            if self.chain is None:
+                raise OperatorMissingError("Ethos-U85 simulation: a chained IFM without a "
+                                           "chained OFM before it")
+            h, w, c = shape
+            return self.chain[:h, :w, :c].astype(np.int64) - zp, fm
+        return fm.read(mem, *shape).astype(np.int64) - zp, fm
+
+    def _scale_reg(self, regs: Registers, name: str) -> tuple[int, int, int]:
+        """``(scale, shift, round mode)`` of OFM/IFM/IFM2_SCALE (identity when unset)."""
+        if name not in regs.values:
+            return 1, 0, 1
+        param, data = regs.values[name]
+        shift, _dbl, rnd = R.scale_fields(param)
+        return int(data or 0), shift, rnd
+
+    def _write_ofm(self, regs: Registers, mem: Memory, acc: np.ndarray,
+                   scale=None, shift=None) -> None:
+        ofm = self._fm(regs, "OFM")
+        prec = regs.p("NPU_SET_OFM_PRECISION")
+        _, _, rnd = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+        x = acc if scale is None else _round(acc, scale, shift, rnd)
+        x = x + self._zp(regs, "OFM", ofm)
+        act = regs.p("NPU_SET_ACTIVATION", 0)
+        func, table, clip_none = act & 0xF, (act >> 4) & 7, (act >> 12) & 1
+        if not clip_none:  # B16: the 16-bit ACTIVATION_MIN/MAX bound the result
+            x = np.clip(x, _s16(regs.p("NPU_SET_ACTIVATION_MIN", 0x8000)),
+                        _s16(regs.p("NPU_SET_ACTIVATION_MAX", 0x7FFF)))
+        if func:
+            x = self._lut_u85(x, func, table)
+        x = np.clip(x, *int_range(ofm.bits, ofm.signed))
+        reverse = (prec >> 9) & 3
+        transpose = _TRANSPOSE.get((prec >> 11) & 7)
+        if reverse:
+            raise OperatorMissingError("Ethos-U85 simulation: OFM reversal is not simulated yet")
+        if transpose is None:
+            raise OperatorMissingError(f"Ethos-U85 simulation: OFM transpose {(prec >> 11) & 7}"
+                                       " is unknown")
+        x = np.asarray(x).transpose(["HWC".index(a) for a in transpose])
+        storage = (prec >> 14) & 3
+        if storage == R.STORAGE_CHAINED:
+            self.chain = x.astype(np.int64)
+        elif storage == R.STORAGE_NONE:
+            return
+        else:
+            ofm.write(mem, x)
+
+    def _lut_u85(self, x: np.ndarray, func: int, table: int) -> np.ndarray:
+        size = _LUT_BYTES.get(func)
+        if size is None:
+            raise OperatorMissingError(
+                f"Ethos-U85 simulation: activation function "
+                f"{R.E['activation_function'][1].get(func, func)} is not simulated yet; run the "
+                "delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        lut = self.internal.get(3, np.zeros(0, np.uint8))
+        entries = lut[table * size:(table + 1) * size].view(np.int8).astype(np.int64)
+        return entries[np.clip(x, -128, 127) + 128]
+
+    # ---- operations --------------------------------------------------------------------
+
+    def _dispatch(self, name: str, param: int, regs: Registers, mem: Memory) -> str:
+        if name == "NPU_OP_POOL":
+            mode = _U85_POOL.get(param & 0x7)
+            if mode is None:
+                raise OperatorMissingError(f"Ethos-U85 simulation: pooling mode "
+                                           f"{R.E['pooling_mode'][1].get(param & 7, param)} "
+                                           "is not simulated yet")
+            self._pool(mode, regs, mem)
+            return f"pool_{mode}"
+        if name == "NPU_OP_ELEMENTWISE":
+            mode = _U85_ELEMENTWISE.get(param & 0x3F)
+            if mode is None:
+                raise OperatorMissingError(f"Ethos-U85 simulation: elementwise mode {param} "
+                                           "is not simulated yet")
+            self._elementwise(mode, regs, mem)
+            return f"elementwise_{mode}"
+        if name == "NPU_OP_CONV" and param & 1:
+            raise OperatorMissingError("Ethos-U85 simulation: a convolution with weights from "
+                                       "IFM2 (matmul) is not simulated yet")
+        return super()._dispatch(name, param, regs, mem)
+
+    def _dma(self, regs: Registers, mem: Memory) -> None:
+        dst_r = regs.p("NPU_SET_DMA0_DST_REGION")
+        if not (dst_r >> 8) & 1:
+            return super()._dma(regs, mem)
+        # internal memory (lookup tables): region 3 is the LUT memory
+        src_r = regs.p("NPU_SET_DMA0_SRC_REGION")
+        if (src_r >> 9) & 3:
+            raise OperatorMissingError("Ethos-U85 simulation: a strided DMA into internal "
+                                       "memory is not simulated")
+        src, dst, n = (regs.d("NPU_SET_DMA0_SRC"), regs.d("NPU_SET_DMA0_DST"),
+                       regs.d("NPU_SET_DMA0_LEN"))
+        data = mem.region(src_r & 0xFF, src + n)[src:src + n]
+        buf = self.internal.get(dst_r & 0xFF, np.zeros(0, np.uint8))
+        if buf.size < dst + n:
+            buf = np.concatenate([buf, np.zeros(dst + n - buf.size, np.uint8)])
+        buf[dst:dst + n] = data
+        self.internal[dst_r & 0xFF] = buf
+
+    def _conv(self, depthwise: bool, regs: Registers, mem: Memory) -> None:
+        from .weights import decode_operation
+
+        def reg(name: str) -> int:
+            if name not in regs.values:
+                return 0
+            return regs.d(name) if regs.values[name][1] is not None else regs.p(name)
+
+        w, sb = decode_operation(
+            reg, lambda region, addr, n: bytes(mem.region(region, addr + n)[addr:addr + n]),
+            accelerator=self.accelerator, depthwise=depthwise)
+        k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
+        in_depth = oc if depthwise else regs.p("NPU_SET_IFM_DEPTH_M1") + 1
+        xp, _ = self._padded_ifm(regs, mem, in_depth, pads, ihw)
+        if depthwise:
+            acc = ops.depthwise(xp, w[..., 0], k.stride, k.dilation, (oh, ow))
+        else:
+            acc = ops.conv2d(xp, w, k.stride, k.dilation, (oh, ow))
+        fmt = regs.p("NPU_SET_ACC_FORMAT", 0)
+        acc_input, disable = (fmt >> 2) & 3, (fmt >> 4) & 1
+        if acc_input == R.ACC_INPUT_KEEP:
+            acc = acc + self.acc
+        elif acc_input != R.ACC_INPUT_RESET:
+            raise OperatorMissingError("Ethos-U85 simulation: an accumulator initialised from "
+                                       "IFM2 is not simulated yet")
+        self.acc = acc
+        if disable:
+            return
+        self._write_ofm(regs, mem, acc + sb.bias, sb.scale, sb.shift)
+
+    def _pool(self, mode: str, regs: Registers, mem: Memory) -> None:
+        k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
+        depth = regs.p("NPU_SET_IFM_DEPTH_M1") + 1 if mode == "reduce_sum" else oc
+        xp, valid = self._padded_ifm(regs, mem, depth, pads, ihw)
+        kind = {"sum": "average", "min": "max"}.get(mode, mode)
+        if mode == "min":
+            res, count = ops.pool(-xp, valid, "max", (k.height, k.width), k.stride, (oh, ow))
+            res = -res
+        else:
+            res, count = ops.pool(xp, valid, kind, (k.height, k.width), k.stride, (oh, ow))
+        if mode == "reduce_sum":
+            res = np.broadcast_to(res.sum(axis=-1, keepdims=True), (oh, ow, oc))
+        scale, shift, rnd = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+        if mode == "average":
+            # the U85 divides by the window's element count itself, then applies the OFM scale
+            res = ops.average_by_count(res, count, ROUND_NATURAL if rnd == 1 else 0)
+        if mode in ("max", "min"):
+            self._write_ofm(regs, mem, res)
+        else:
+            self._write_ofm(regs, mem, res, scale, shift)
+
+    def _ifm2(self, regs: Registers, mem: Memory, shape) -> np.ndarray:
+        oh, ow, oc = shape
+        bc = regs.p("NPU_SET_IFM2_BROADCAST", 0) & 0xF
+        if bc == 8:  # SCALAR: the value is OP_SCALAR's, in IFM2's precision
+            prec2 = regs.p("NPU_SET_IFM2_PRECISION", 1)
+            bits = 8 << ((prec2 >> 2) & 3)
+            raw = regs.d("NPU_SET_OP_SCALAR") & ((1 << bits) - 1)
+            value = raw - (1 << bits) if (prec2 & 1) and raw >> (bits - 1) else raw
+            fm = self._fm(regs, "IFM2")
+            return np.full((1, 1, 1), value - self._zp(regs, "IFM2", fm), np.int64)
+        axes = _BROADCAST.get(bc)
+        if axes is None:
+            raise OperatorMissingError(f"Ethos-U85 simulation: IFM2 broadcast mode {bc} unknown")
+        shape2 = (1 if "h" in axes else oh, 1 if "w" in axes else ow, 1 if "c" in axes else oc)
+        return self._read_ifm(regs, mem, "IFM2", shape2)[0]
+
+    def _elementwise(self, mode: str, regs: Registers, mem: Memory) -> None:
+        oh, ow, oc = self._ofm_shape(regs)
+        bc1 = _BROADCAST.get(regs.p("NPU_SET_IFM_BROADCAST", 0) & 0xF)
+        if bc1 is None:
+            raise OperatorMissingError("Ethos-U85 simulation: IFM broadcast mode unknown")
+        shape1 = (1 if "h" in bc1 else oh, 1 if "w" in bc1 else ow, 1 if "c" in bc1 else oc)
+        a, _ = self._read_ifm(regs, mem, "IFM", shape1)
+        unary = mode in ("abs", "clz", "lrelu")
+        b = None if unary else self._ifm2(regs, mem, (oh, ow, oc))
+        scale, shift, _ = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+        full = (oh, ow, oc)
+        if mode in ("add", "sub"):
+            sa, ha, ra = self._scale_reg(regs, "NPU_SET_IFM_SCALE")
+            sb_, hb, rb = self._scale_reg(regs, "NPU_SET_IFM2_SCALE")
+            a = _round(a, sa, ha, ra)
+            b = _round(b, sb_, hb, rb)
+            acc = a + b if mode == "add" else a - b
+            self._write_ofm(regs, mem, np.broadcast_to(acc, full), scale, shift)
+        elif mode == "mul":
+            self._write_ofm(regs, mem, np.broadcast_to(a * b, full), scale, shift)
+        elif mode in ("min", "max"):
+            acc = np.minimum(a, b) if mode == "min" else np.maximum(a, b)
+            self._write_ofm(regs, mem, np.broadcast_to(acc, full), scale, shift)
+        elif mode == "abs":
+            self._write_ofm(regs, mem, np.broadcast_to(np.abs(a), full), scale, shift)
+        elif mode in ("shl", "shr"):
+            s = np.clip(b, -32, 31)
+            if mode == "shl":
+                acc = np.left_shift(a, np.maximum(s, 0)).astype(np.int32).astype(np.int64)
+            else:  # the OFM round mode rounds the shift
+                _, _, rnd = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+                acc = _round(a, 1, np.maximum(s, 0), rnd)
+            self._write_ofm(regs, mem, np.broadcast_to(acc, full))
+        elif mode == "clz":
+            u = (a & 0xFFFFFFFF).astype(np.uint64)
+            n = np.where(u == 0, 32, 31 - np.floor(np.log2(np.maximum(u, 1))).astype(np.int64))
+            self._write_ofm(regs, mem, np.broadcast_to(n.astype(np.int64), full))
+        else:
+            raise OperatorMissingError(f"Ethos-U85 simulation: elementwise {mode} is not "
+                                       "simulated yet")
