@@ -222,8 +222,9 @@ class InterpreterU85(Interpreter):
             bits = 8 << ((prec2 >> 2) & 3)
             raw = regs.d("NPU_SET_OP_SCALAR") & ((1 << bits) - 1)
             value = raw - (1 << bits) if (prec2 & 1) and raw >> (bits - 1) else raw
-            fm = self._fm(regs, "IFM2")
-            return np.full((1, 1, 1), value - self._zp(regs, "IFM2", fm), np.int64)
+            zp = regs.p("NPU_SET_IFM2_ZERO_POINT", 0)
+            zp = _s16(zp) if (prec2 & 1) or bits > 8 else zp
+            return np.full((1, 1, 1), value - zp, np.int64)
         axes = _BROADCAST.get(bc)
         if axes is None:
             raise OperatorMissingError(f"Ethos-U85 simulation: IFM2 broadcast mode {bc} unknown")
@@ -241,11 +242,15 @@ class InterpreterU85(Interpreter):
         b = None if unary else self._ifm2(regs, mem, (oh, ow, oc))
         scale, shift, _ = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
         full = (oh, ow, oc)
-        if mode in ("add", "sub"):
+        if mode not in ("shl", "shr", "clz"):
+            # the input stage scales both operands (Vela writes identities where none is
+            # wanted; ABS, MIN and MAX of rescaled inputs use them)
             sa, ha, ra = self._scale_reg(regs, "NPU_SET_IFM_SCALE")
-            sb_, hb, rb = self._scale_reg(regs, "NPU_SET_IFM2_SCALE")
             a = _round(a, sa, ha, ra)
-            b = _round(b, sb_, hb, rb)
+            if b is not None:
+                sb_, hb, rb = self._scale_reg(regs, "NPU_SET_IFM2_SCALE")
+                b = _round(b, sb_, hb, rb)
+        if mode in ("add", "sub"):
             acc = a + b if mode == "add" else a - b
             self._write_ofm(regs, mem, np.broadcast_to(acc, full), scale, shift)
         elif mode == "mul":

@@ -23,6 +23,11 @@ CMD1_U85 = {
     0x25: "NPU_SET_IFM_SCALE",
     0x26: "NPU_SET_IFM2_SCALE",
     0x27: "NPU_SET_OP_SCALAR",
+    # the U55's SCALE1_* slots hold the third and fourth weight decoders' streams
+    0x92: "NPU_SET_WEIGHT2_BASE",
+    0x93: "NPU_SET_WEIGHT2_LENGTH",
+    0x94: "NPU_SET_WEIGHT3_BASE",
+    0x95: "NPU_SET_WEIGHT3_LENGTH",
 }
 
 STORAGE_CHAINED, STORAGE_NONE = 2, 3
