@@ -11,6 +11,7 @@ from ethosu_util import load_npz
 from npu_util import compare_with_reference, compile_pte, vela_blob
 from test_cmdstream import vela_listing
 from test_models import _check_pte
+from test_ops import ET_OPS, OURS
 from tosa_graphs import KINDS
 
 from edgetorch.backends.arm.runtime.npu.cmdstream import parse_driver_payload
@@ -20,6 +21,11 @@ from edgetorch.errors import ExportError
 U85 = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048"]
 TARGETS = ["ethos-u85-256", "ethos-u85-128"]
 MODELS = ["add", "convnet"]
+U85_XFAIL: dict[str, str] = {}
+# Vela picks 2:4 sparse weights where the padded input channels make every group of four
+# half zero (2 input channels padded to 4 on U85-1024); weights.py does not decode them
+OURS_XFAIL = {"conv5x5_nobias": "U85-1024 2:4 sparse weights (WEIGHT_SPARSITY_SPARSE_2_4) are "
+                                "not decoded yet"}
 
 
 @pytest.mark.parametrize("kind", ["conv", "depthwise_int16", "add", "maximum_swapped", "table",
@@ -73,3 +79,48 @@ def test_single_op_graph_u85(kind):
         diffs, prog = compare_with_reference(tosa, vela, trials=2, seed=seed, target=target)
         assert diffs == [0, 0], f"{kind} seed {seed} on {target}: {diffs} ({prog.last_stats})"
     assert compiled >= 1, f"Vela compiled none of the {kind} graphs"
+
+
+def _check_tosas(tosas: list[bytes], target: str, seed: int) -> None:
+    assert tosas, "the flow produced no delegate"
+    for k, tosa in enumerate(tosas):
+        diffs, prog = compare_with_reference(tosa, vela_blob(tosa, target), trials=2, seed=seed,
+                                             target=target)
+        assert prog.last_stats.ops, "the command stream ran no operation"
+        assert diffs == [0, 0], f"partition {k} on {target}: {diffs} ({prog.last_stats})"
+
+
+def _params(names: list[str], gaps: dict[str, str]) -> list:
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=gaps[n])) if n in gaps
+            else n for n in names]
+
+
+@pytest.mark.parametrize("name", _params(OURS, OURS_XFAIL))
+def test_op_from_our_tosa_u85(our_tosa, name):
+    """One U85 config per model, all five configs over the list."""
+    _check_tosas(our_tosa(name), U85[OURS.index(name) % len(U85)], seed=len(name))
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("name", _params(ET_OPS, U85_XFAIL))
+def test_op_from_executorch_tosa_u85(et_ops, name):
+    out = et_ops(name)
+    _check_tosas([f.read_bytes() for f in sorted((out / "inter").glob("output_*.tosa"))],
+                 U85[ET_OPS.index(name) % len(U85)], seed=len(name))
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+def test_executorch_mv2_u85(ref_aot, monkeypatch):
+    """ExecuTorch's aot_arm_compiler MobileNetV2 for U85-128, run from its command stream."""
+    from npu_util import run_pte
+
+    monkeypatch.setenv("EDGETORCH_AOT_MODEL", "mv2")
+    out = ref_aot("mv2", "ethos-u85-128")
+    pte = (out / "aot_models_arm_delegate_ethos-u85-128.pte").read_bytes()
+    x = [np.random.default_rng(4).standard_normal((1, 3, 224, 224)).astype(np.float32)]
+    compared, handles = run_pte(pte, x, "compare")
+    assert [h.last_compare for h in handles] == [[0]]
+    assert handles[0].npu.accelerator == "ethos-u85-128"
+    assert handles[0].npu.last_stats.ops["conv"] > 30
+    np.testing.assert_array_equal(run_pte(pte, x, "npu")[0][0], compared[0])

@@ -62,14 +62,18 @@ class InterpreterU85(Interpreter):
         return (regs.p(f"NPU_SET_{prefix}_PRECISION", 0) >> 14) & 3
 
     def _read_ifm(self, regs, mem, prefix, shape):
-        fm = self._fm(regs, prefix)
-        zp = self._zp(regs, prefix, fm)
         if self._storage(regs, prefix) == R.STORAGE_CHAINED:
+            # no memory behind it: only the precision and zero point registers apply
             if self.chain is None:
                 raise OperatorMissingError("Ethos-U85 simulation: a chained IFM without a "
                                            "chained OFM before it")
+            prec = regs.p(f"NPU_SET_{prefix}_PRECISION")
+            zp = regs.p(f"NPU_SET_{prefix}_ZERO_POINT", 0)
+            zp = _s16(zp) if (prec & 1) or (prec >> 2) & 3 else zp
             h, w, c = shape
-            return self.chain[:h, :w, :c].astype(np.int64) - zp, fm
+            return self.chain[:h, :w, :c].astype(np.int64) - zp, None
+        fm = self._fm(regs, prefix)
+        zp = self._zp(regs, prefix, fm)
         return fm.read(mem, *shape).astype(np.int64) - zp, fm
 
     def _scale_reg(self, regs: Registers, name: str) -> tuple[int, int, int]:
