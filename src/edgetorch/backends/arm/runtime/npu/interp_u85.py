@@ -26,7 +26,7 @@ from .arith import ROUND_NATURAL, ROUND_TRUNCATE, int_range, scale_round
 from .interp import Interpreter, Registers, _s16
 from .memory import Memory
 
-_U85_POOL = {0: "max", 1: "average", 2: "reduce_sum", 3: "sum", 5: "min"}
+_U85_POOL = {0: "max", 1: "average", 2: "reduce_sum", 3: "sum", 4: "none", 5: "min"}
 _U85_ELEMENTWISE = {0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu", 6: "abs",
                     7: "clz", 8: "shr", 9: "shl"}
 # broadcast_mode: which of H, W, C are broadcast (SCALAR = 8: a single value)
@@ -41,7 +41,14 @@ def _round(x: np.ndarray, scale, shift, mode: int) -> np.ndarray:
         return scale_round(x, scale, shift, ROUND_NATURAL)
     if mode == 4:  # TRUNCATE_TO_ZERO
         return scale_round(x, scale, shift, ROUND_TRUNCATE)
-    if mode == 5 or (mode == 0 and np.all(np.asarray(shift) == 0)):
+    if mode in (0, 3) and np.all(np.asarray(shift) <= 31):
+        # (DOUBLE_)SYMMETRIC without a double-rounding shift: round half away from zero
+        # (only exact cases were seen in Vela's streams: unverified for inexact ones)
+        prod = np.asarray(x, np.int64) * np.asarray(scale, np.int64)
+        half = np.where(np.asarray(shift) > 0, np.left_shift(1, np.maximum(shift, 1) - 1), 0)
+        mag = np.right_shift(np.abs(prod) + half, shift)
+        return np.where(prod < 0, -mag, mag)
+    if mode == 5:
         # TRUNCATE_TO_LOWER (floor); any mode is exact without a shift
         return np.right_shift(np.asarray(x, np.int64) * np.asarray(scale, np.int64), shift)
     raise OperatorMissingError(
@@ -144,6 +151,9 @@ class InterpreterU85(Interpreter):
                                            "is not simulated yet")
             self._elementwise(mode, regs, mem)
             return f"elementwise_{mode}"
+        if name == "NPU_OP_RESIZE":
+            self._resize(param & 3, regs, mem)
+            return "resize"
         if name == "NPU_OP_CONV" and param & 1:
             raise OperatorMissingError("Ethos-U85 simulation: a convolution with weights from "
                                        "IFM2 (matmul) is not simulated yet")
@@ -185,20 +195,40 @@ class InterpreterU85(Interpreter):
             acc = ops.depthwise(xp, w[..., 0], k.stride, k.dilation, (oh, ow))
         else:
             acc = ops.conv2d(xp, w, k.stride, k.dilation, (oh, ow))
+        acc, disable = self._accumulate(regs, mem, acc)
+        if not disable:
+            self._write_ofm(regs, mem, acc + sb.bias, sb.scale, sb.shift)
+
+    def _accumulate(self, regs: Registers, mem: Memory, acc: np.ndarray) -> tuple[
+            np.ndarray, bool]:
+        """ACC_FORMAT's accumulator input (RESET, KEEP: add the previous operation's, IFM2:
+        start from the IFM2 feature map) and output (DISABLE: keep it, write no OFM)."""
         fmt = regs.p("NPU_SET_ACC_FORMAT", 0)
-        acc_input, disable = (fmt >> 2) & 3, (fmt >> 4) & 1
+        acc_input, disable = (fmt >> 4) & 3, bool((fmt >> 6) & 1)
         if acc_input == R.ACC_INPUT_KEEP:
             acc = acc + self.acc
+        elif acc_input == R.ACC_INPUT_IFM2:
+            acc = acc + self._read_ifm(regs, mem, "IFM2", acc.shape)[0]
         elif acc_input != R.ACC_INPUT_RESET:
-            raise OperatorMissingError("Ethos-U85 simulation: an accumulator initialised from "
-                                       "IFM2 is not simulated yet")
+            raise OperatorMissingError(f"Ethos-U85 simulation: accumulator input {acc_input}")
         self.acc = acc
-        if disable:
-            return
-        self._write_ofm(regs, mem, acc + sb.bias, sb.scale, sb.shift)
+        return acc, disable
 
     def _pool(self, mode: str, regs: Registers, mem: Memory) -> None:
         k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
+        if mode == "none":
+            # no IFM contribution: the accumulator (e.g. from IFM2) gets the OFM stage, with
+            # the per-channel bias and scale of the scale stream when the OFM is per-channel
+            acc, disable = self._accumulate(regs, mem, np.zeros((oh, ow, oc), np.int64))
+            if disable:
+                return
+            if (regs.p("NPU_SET_OFM_PRECISION") >> 8) & 1:
+                scale, shift, _ = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+                self._write_ofm(regs, mem, acc, scale, shift)
+            else:
+                sb = self._scale_stream(regs, mem, oc)
+                self._write_ofm(regs, mem, acc + sb.bias, sb.scale, sb.shift)
+            return
         depth = regs.p("NPU_SET_IFM_DEPTH_M1") + 1 if mode == "reduce_sum" else oc
         xp, valid = self._padded_ifm(regs, mem, depth, pads, ihw)
         kind = {"sum": "average", "min": "max"}.get(mode, mode)
@@ -217,6 +247,44 @@ class InterpreterU85(Interpreter):
             self._write_ofm(regs, mem, res)
         else:
             self._write_ofm(regs, mem, res, scale, shift)
+
+    def _scale_stream(self, regs: Registers, mem: Memory, depth: int):
+        from .weights import acc_format_u85, decode_scales
+
+        region = regs.p("NPU_SET_SCALE_REGION") & 0x7F
+        base, length = regs.d("NPU_SET_SCALE_BASE"), regs.d("NPU_SET_SCALE_LENGTH")
+        acc48, _ = acc_format_u85(regs.p("NPU_SET_ACC_FORMAT", 0))
+        return decode_scales(bytes(mem.region(region, base + length)[base:base + length]),
+                             ofm_depth=depth, accelerator=self.accelerator, acc48=acc48)
+
+    def _resize(self, mode: int, regs: Registers, mem: Memory) -> None:
+        """TOSA RESIZE: output position ``o`` samples the input at ``(o * d + offset) / n``
+        per axis (``n = RESIZE_*_SCALE_N_M1 + 1``, ``d`` from ``RESIZE_*_STEP``). NEAREST
+        picks the nearer input (ties upwards, as TOSA); the value reaches the OFM stage
+        shifted left by 16 (Vela's OFM scale then shifts it back)."""
+        if mode != 2:
+            raise OperatorMissingError(
+                f"Ethos-U85 simulation: RESIZE mode {R.E['resize_mode'][1].get(mode, mode)} is "
+                "not simulated yet; run the delegate from its TOSA graph (backend option "
+                "'simulation': 'tosa')")
+        oh, ow, oc = self._ofm_shape(regs)
+        ih = regs.p("NPU_SET_IFM_HEIGHT0_M1") + 1
+        iw = regs.p("NPU_SET_IFM_WIDTH0_M1") + 1
+
+        def axis(out: int, size: int, a: str) -> np.ndarray:
+            n = regs.p(f"NPU_SET_RESIZE_{a}_SCALE_N_M1") + 1
+            param, data = regs.values[f"NPU_SET_RESIZE_{a}_STEP"]
+            one_int, _, one_mod, _ = R.resize_step(param, data or 0)
+            pos = np.arange(out) * (one_int * n + one_mod) + R.resize_offset(
+                regs.p(f"NPU_SET_RESIZE_{a}_OFFSET", 0))
+            idx = np.floor_divide(pos, n)
+            idx = idx + (2 * (pos - idx * n) >= n)
+            return np.clip(idx, 0, size - 1)
+
+        x, _ = self._read_ifm(regs, mem, "IFM", (ih, iw, oc))
+        res = x[axis(oh, ih, "Y")][:, axis(ow, iw, "X")] << 16
+        scale, shift, _ = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
+        self._write_ofm(regs, mem, res, scale, shift)
 
     def _ifm2(self, regs: Registers, mem: Memory, shape) -> np.ndarray:
         oh, ow, oc = shape

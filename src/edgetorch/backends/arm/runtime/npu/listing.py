@@ -102,6 +102,12 @@ def fields(cmd: Command, u85: bool = False) -> list[str]:
                     f"scale = {cmd.data}"]
         if name == "NPU_SET_OP_SCALAR":
             return [f"scalar = {cmd.data}"]
+        if name.startswith("NPU_SET_RESIZE_") and name.endswith("_OFFSET"):
+            return [f"{name[8:].lower()} = {R.resize_offset(cmd.param)}"]
+        if name.startswith("NPU_SET_RESIZE_") and name.endswith("_STEP"):
+            a, b, c, d = R.resize_step(cmd.param, cmd.data)
+            return [f"one_step_int = {a}", f"blk_step_int = {b}", f"one_step_mod = {c}",
+                    f"blk_step_mod = {d}"]
         if name in R.CMD0_FIELDS:
             return [f"{f} = {_value((cmd.param >> lo) & ((1 << width) - 1), enum, R.E)}"
                     for f, lo, width, enum in R.CMD0_FIELDS[name]]

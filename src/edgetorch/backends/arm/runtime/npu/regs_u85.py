@@ -17,6 +17,11 @@ CMD0_U85 = {
     0x108: "NPU_SET_IFM_BROADCAST",
     0x124: "NPU_SET_ACC_FORMAT",
     0x12E: "NPU_SET_WEIGHT_FORMAT",
+    0x007: "NPU_OP_RESIZE",
+    0x12A: "NPU_SET_RESIZE_X_SCALE_N_M1",
+    0x12B: "NPU_SET_RESIZE_Y_SCALE_N_M1",
+    0x12C: "NPU_SET_RESIZE_X_OFFSET",
+    0x12D: "NPU_SET_RESIZE_Y_OFFSET",  # the U55's AB_START
 }
 CMD1_U85 = {
     0x24: "NPU_SET_OFM_SCALE",
@@ -24,6 +29,8 @@ CMD1_U85 = {
     0x26: "NPU_SET_IFM2_SCALE",
     0x27: "NPU_SET_OP_SCALAR",
     # the U55's SCALE1_* slots hold the third and fourth weight decoders' streams
+    0x96: "NPU_SET_RESIZE_X_STEP",
+    0x97: "NPU_SET_RESIZE_Y_STEP",
     0x92: "NPU_SET_WEIGHT2_BASE",
     0x93: "NPU_SET_WEIGHT2_LENGTH",
     0x94: "NPU_SET_WEIGHT3_BASE",
@@ -73,6 +80,7 @@ E = {
     "region_mode": ("DMA_REGION_MODE", {0: "EXTERNAL", 1: "INTERNAL"}),
     "stride_mode": ("DMA_STRIDE_MODE", {0: "D1", 1: "D2", 2: "D3"}),
     "idx_mode": ("DMA_IDX_MODE", {0: "DISABLED", 1: "ENABLED"}),
+    "resize_mode": ("RESIZE_MODE", {0: "BILINEAR", 1: "REPLICATE", 2: "NEAREST"}),
 }
 
 _PREC_IN = [("activation_type", 0, 1, "activation_type"),
@@ -91,6 +99,9 @@ CMD0_FIELDS: dict[str, list] = {
     "NPU_OP_POOL": [("pooling_mode", 0, 3, "pooling_mode")],
     "NPU_OP_ELEMENTWISE": [("elementwise_mode", 0, 6, "elementwise_mode")],
     "NPU_OP_DMA_WAIT": [("k", 0, 2, None)],
+    "NPU_OP_RESIZE": [("resize_mode", 0, 2, "resize_mode")],
+    "NPU_SET_RESIZE_X_SCALE_N_M1": [("resize_x_scale_n_m1", 0, 16, None)],
+    "NPU_SET_RESIZE_Y_SCALE_N_M1": [("resize_y_scale_n_m1", 0, 16, None)],
     "NPU_OP_KERNEL_WAIT": [("n", 0, 2, None)],
     "NPU_SET_IFM_PRECISION": _PREC_IN,
     "NPU_SET_IFM2_PRECISION": _PREC_IN,
@@ -109,8 +120,8 @@ CMD0_FIELDS: dict[str, list] = {
                               ("dilation_x", 3, 1, "dilation"), ("dilation_y", 4, 1, "dilation"),
                               ("decomposition", 5, 1, "decomposition"),
                               ("stride_x_msb", 6, 1, None), ("stride_y_msb", 9, 1, None)],
-    "NPU_SET_ACC_FORMAT": [("acc_format", 0, 2, "acc_format"), ("acc_input", 2, 2, "acc_input"),
-                           ("acc_output", 4, 1, "acc_output"),
+    "NPU_SET_ACC_FORMAT": [("acc_format", 0, 2, "acc_format"), ("acc_input", 4, 2, "acc_input"),
+                           ("acc_output", 6, 1, "acc_output"),
                            ("microblock", 8, 3, "microblock")],
     "NPU_SET_ACTIVATION": [("activation_function", 0, 4, "activation_function"),
                            ("table", 4, 3, None),
@@ -128,6 +139,17 @@ CMD0_FIELDS: dict[str, list] = {
 # the three scale registers: shift bits 0-5, double-rounding shift bits 8-12, round mode 13-15
 SCALE_ROUND_ENUM = {"NPU_SET_OFM_SCALE": "round_ofm", "NPU_SET_IFM_SCALE": "round_ifm",
                     "NPU_SET_IFM2_SCALE": "round_ifm"}
+
+
+def resize_offset(param: int) -> int:
+    """``RESIZE_X/Y_OFFSET``: a signed 12-bit value."""
+    return (param & 0xFFF) - ((param & 0x800) << 1)
+
+
+def resize_step(param: int, data: int) -> tuple[int, int, int, int]:
+    """``RESIZE_X/Y_STEP``: ``(one_step_int, blk_step_int, one_step_mod, blk_step_mod)``; one
+    output step advances the input position by ``one_step_int * scale_n + one_step_mod``."""
+    return param & 0xF, (param >> 4) & 0xFFF, data & 0xFFFF, data >> 16
 
 
 def scale_fields(param: int) -> tuple[int, int, int]:
