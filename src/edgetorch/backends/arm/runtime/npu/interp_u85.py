@@ -93,19 +93,23 @@ class InterpreterU85(Interpreter):
 
     def _write_ofm(self, regs: Registers, mem: Memory, acc: np.ndarray,
                    scale=None, shift=None) -> None:
-        ofm = self._fm(regs, "OFM")
         prec = regs.p("NPU_SET_OFM_PRECISION")
+        storage = (prec >> 14) & 3
+        ofm = self._fm(regs, "OFM") if storage not in (R.STORAGE_CHAINED, R.STORAGE_NONE) \
+            else None
+        bits, signed = 8 << ((prec >> 1) & 3), bool(prec & 1)
         _, _, rnd = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
         x = acc if scale is None else _round(acc, scale, shift, rnd)
-        x = x + self._zp(regs, "OFM", ofm)
+        zp = regs.p("NPU_SET_OFM_ZERO_POINT", 0)
+        x = x + (_s16(zp) if signed or bits > 8 else zp)
         act = regs.p("NPU_SET_ACTIVATION", 0)
-        func, table, clip_none = act & 0xF, (act >> 4) & 7, (act >> 12) & 1
+        func, table, clip_none = act & 0xF, (act >> 5) & 7, (act >> 12) & 1
         if not clip_none:  # B16: the 16-bit ACTIVATION_MIN/MAX bound the result
             x = np.clip(x, _s16(regs.p("NPU_SET_ACTIVATION_MIN", 0x8000)),
                         _s16(regs.p("NPU_SET_ACTIVATION_MAX", 0x7FFF)))
         if func:
             x = self._lut_u85(x, func, table)
-        x = np.clip(x, *int_range(ofm.bits, ofm.signed))
+        x = np.clip(x, *int_range(bits, signed))
         reverse = (prec >> 9) & 3
         transpose = _TRANSPOSE.get((prec >> 11) & 7)
         if reverse:
@@ -114,7 +118,6 @@ class InterpreterU85(Interpreter):
             raise OperatorMissingError(f"Ethos-U85 simulation: OFM transpose {(prec >> 11) & 7}"
                                        " is unknown")
         x = np.asarray(x).transpose(["HWC".index(a) for a in transpose])
-        storage = (prec >> 14) & 3
         if storage == R.STORAGE_CHAINED:
             self.chain = x.astype(np.int64)
         elif storage == R.STORAGE_NONE:

@@ -124,7 +124,7 @@ CMD0_FIELDS: dict[str, list] = {
                            ("acc_output", 6, 1, "acc_output"),
                            ("microblock", 8, 3, "microblock")],
     "NPU_SET_ACTIVATION": [("activation_function", 0, 4, "activation_function"),
-                           ("table", 4, 3, None),
+                           ("table", 5, 3, None),
                            ("activation_clip_range", 12, 1, "clip_range")],
     "NPU_SET_WEIGHT_FORMAT": [("weight_format", 0, 1, "weight_format"),
                               ("weight_sparsity", 4, 1, "weight_sparsity")],
