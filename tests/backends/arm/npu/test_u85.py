@@ -38,6 +38,16 @@ def test_listing_equals_vela_u85(tmp_path, kind):
     assert listing(payload).splitlines() == vela_listing(tosa, target, tmp_path)
 
 
+@pytest.mark.compat
+@pytest.mark.parametrize("name", ["upsample_nearest", "conv_transpose", "sigmoid@a16w8", "rsqrt"])
+def test_listing_equals_vela_u85_executorch_tosa(et_ops, tmp_path, name):
+    """RESIZE, the accumulator from IFM2 with POOL NONE, 16-bit LUTs, chained/NONE storage."""
+    for tosa in sorted((et_ops(name) / "inter").glob("output_*.tosa")):
+        data = tosa.read_bytes()
+        ours = listing(parse_driver_payload(vela_blob(data, "ethos-u85-128").cmd_data))
+        assert ours.splitlines() == vela_listing(data, "ethos-u85-128", tmp_path)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("model", MODELS)
 def test_our_pte_u85(tmp_path, model, target):

@@ -32,7 +32,7 @@ _U85_ELEMENTWISE = {0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu"
 # broadcast_mode: which of H, W, C are broadcast (SCALAR = 8: a single value)
 _BROADCAST = {0: "", 1: "h", 2: "w", 3: "hw", 4: "c", 5: "ch", 6: "cw", 7: "cwh"}
 _TRANSPOSE = {k: v for k, v in R.E["activation_transpose"][1].items()}
-_LUT_BYTES = {4: 256}  # LUT_S8_S8: 256 int8 entries per table
+_LUT_BYTES = {4: 256, 8: 2048}  # LUT_S8_S8: 256 int8 entries; LUT_S16_S16: 512 u32
 
 
 def _round(x: np.ndarray, scale, shift, mode: int) -> np.ndarray:
@@ -133,8 +133,18 @@ class InterpreterU85(Interpreter):
                 f"{R.E['activation_function'][1].get(func, func)} is not simulated yet; run the "
                 "delegate from its TOSA graph (backend option 'simulation': 'tosa')")
         lut = self.internal.get(3, np.zeros(0, np.uint8))
-        entries = lut[table * size:(table + 1) * size].view(np.int8).astype(np.int64)
-        return entries[np.clip(x, -128, 127) + 128]
+        raw = lut[table * size:(table + 1) * size]
+        if func == 4:
+            return raw.view(np.int8).astype(np.int64)[np.clip(x, -128, 127) + 128]
+        # LUT_S16_S16: 512 u32 entries as on the U55 (base in the low half, slope to the next
+        # entry in the high half), indexed by the top 9 bits of value + 32768, the low 7 bits
+        # interpolating
+        entries = raw.view("<u4").astype(np.int64)
+        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+        u = np.clip(x, -32768, 32767) + 32768
+        idx, frac = u >> 7, u & 0x7F
+        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
 
     # ---- operations --------------------------------------------------------------------
 
