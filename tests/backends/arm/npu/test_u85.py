@@ -134,3 +134,17 @@ def test_executorch_mv2_u85(ref_aot, monkeypatch):
     assert handles[0].npu.accelerator == "ethos-u85-128"
     assert handles[0].npu.last_stats.ops["conv"] > 30
     np.testing.assert_array_equal(run_pte(pte, x, "npu")[0][0], compared[0])
+
+
+@pytest.mark.slow
+def test_our_mv2_u85(tmp_path):
+    """Our flow's MobileNetV2 for U85-128, its command stream against the reference model."""
+    import arm_models
+    from npu_util import run_pte
+
+    net, example = arm_models.mv2()
+    pte = compile_pte(net, example, "ethos-u85-128", str(tmp_path / "inter") + "/")
+    x = [np.random.default_rng(6).standard_normal(np.asarray(example[0]).shape).astype(np.float32)]
+    compared, handles = run_pte(pte, x, "compare")
+    assert [h.last_compare for h in handles] == [[0]]
+    assert handles[0].npu.accelerator == "ethos-u85-128"
