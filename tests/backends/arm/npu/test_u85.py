@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ethosu_util import load_npz
+from npu_models import U85_ONLY
 from npu_util import compare_with_reference, compile_pte, vela_blob
 from test_cmdstream import vela_listing
 from test_models import _check_pte
@@ -117,6 +118,15 @@ def test_op_from_executorch_tosa_u85(et_ops, name):
     out = et_ops(name)
     _check_tosas([f.read_bytes() for f in sorted((out / "inter").glob("output_*.tosa"))],
                  U85[ET_OPS.index(name) % len(U85)], seed=len(name))
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("name", U85_ONLY)
+def test_resize_bilinear_u85(et_ops_u85, name):
+    """ExecuTorch's bilinear upsampling (RESIZE) on every U85 config."""
+    tosas = [f.read_bytes() for f in sorted((et_ops_u85(name) / "inter").glob("output_*.tosa"))]
+    for target in U85:
+        _check_tosas(tosas, target, seed=len(name))
 
 
 @pytest.mark.slow

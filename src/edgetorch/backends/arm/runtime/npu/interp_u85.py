@@ -273,9 +273,10 @@ class InterpreterU85(Interpreter):
     def _resize(self, mode: int, regs: Registers, mem: Memory) -> None:
         """TOSA RESIZE: output position ``o`` samples the input at ``(o * d + offset) / n``
         per axis (``n = RESIZE_*_SCALE_N_M1 + 1``, ``d`` from ``RESIZE_*_STEP``). NEAREST
-        picks the nearer input (ties upwards, as TOSA); the value reaches the OFM stage
-        shifted left by 16 (Vela's OFM scale then shifts it back)."""
-        if mode != 2:
+        picks the nearer input (ties upwards, as TOSA); BILINEAR weighs the two neighbours by
+        ``n - frac`` and ``frac`` per axis (TOSA's integer bilinear, scaled by ``n_y * n_x``).
+        Either reaches the OFM stage shifted left by 16 (Vela's OFM scale shifts it back)."""
+        if mode not in (0, 2):
             raise OperatorMissingError(
                 f"Ethos-U85 simulation: RESIZE mode {R.E['resize_mode'][1].get(mode, mode)} is "
                 "not simulated yet; run the delegate from its TOSA graph (backend option "
@@ -284,20 +285,29 @@ class InterpreterU85(Interpreter):
         ih = regs.p("NPU_SET_IFM_HEIGHT0_M1") + 1
         iw = regs.p("NPU_SET_IFM_WIDTH0_M1") + 1
 
-        def axis(out: int, size: int, a: str) -> np.ndarray:
+        def axis(out: int, size: int, a: str):
             n = regs.p(f"NPU_SET_RESIZE_{a}_SCALE_N_M1") + 1
             param, data = regs.values[f"NPU_SET_RESIZE_{a}_STEP"]
             one_int, _, one_mod, _ = R.resize_step(param, data or 0)
             pos = np.arange(out) * (one_int * n + one_mod) + R.resize_offset(
                 regs.p(f"NPU_SET_RESIZE_{a}_OFFSET", 0))
             idx = np.floor_divide(pos, n)
-            idx = idx + (2 * (pos - idx * n) >= n)
-            return np.clip(idx, 0, size - 1)
+            frac = pos - idx * n
+            return n, idx, frac, lambda i: np.clip(i, 0, size - 1)
 
         x, _ = self._read_ifm(regs, mem, "IFM", (ih, iw, oc))
-        res = x[axis(oh, ih, "Y")][:, axis(ow, iw, "X")] << 16
+        ny, iy, fy, cy = axis(oh, ih, "Y")
+        nx, ix, fx, cx = axis(ow, iw, "X")
+        if mode == 2:
+            res = x[cy(iy + (2 * fy >= ny))][:, cx(ix + (2 * fx >= nx))]
+        else:
+            wy0, wy1 = (ny - fy)[:, None, None], fy[:, None, None]
+            wx0, wx1 = (nx - fx)[None, :, None], fx[None, :, None]
+            r0, r1 = x[cy(iy)], x[cy(iy + 1)]
+            res = ((r0[:, cx(ix)] * wx0 + r0[:, cx(ix + 1)] * wx1) * wy0
+                   + (r1[:, cx(ix)] * wx0 + r1[:, cx(ix + 1)] * wx1) * wy1)
         scale, shift, _ = self._scale_reg(regs, "NPU_SET_OFM_SCALE")
-        self._write_ofm(regs, mem, res, scale, shift)
+        self._write_ofm(regs, mem, res << 16, scale, shift)
 
     def _ifm2(self, regs: Registers, mem: Memory, shape) -> np.ndarray:
         oh, ow, oc = shape
