@@ -40,7 +40,8 @@ def test_listing_equals_vela_u85(tmp_path, kind):
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("name", ["upsample_nearest", "conv_transpose", "sigmoid@a16w8", "rsqrt"])
+@pytest.mark.parametrize("name", ["upsample_nearest", "conv_transpose", "sigmoid@a16w8", "rsqrt",
+                                  "softmax"])
 def test_listing_equals_vela_u85_executorch_tosa(et_ops, tmp_path, name):
     """RESIZE, the accumulator from IFM2 with POOL NONE, 16-bit LUTs, chained/NONE storage."""
     for tosa in sorted((et_ops(name) / "inter").glob("output_*.tosa")):

@@ -101,7 +101,9 @@ def fields(cmd: Command, u85: bool = False) -> list[str]:
                     f"round_mode = {_value(rnd, R.SCALE_ROUND_ENUM[name], R.E)}",
                     f"scale = {cmd.data}"]
         if name == "NPU_SET_OP_SCALAR":
-            return [f"scalar = {cmd.data}"]
+            # Regor prints a payload with bit 31 set one lower (seen on every negative
+            # scalar of the tests: 0xfffffb00 -> 4294966015); the value used is the word
+            return [f"scalar = {cmd.data - (cmd.data >> 31)}"]
         if name.startswith("NPU_SET_RESIZE_") and name.endswith("_OFFSET"):
             return [f"{name[8:].lower()} = {R.resize_offset(cmd.param)}"]
         if name.startswith("NPU_SET_RESIZE_") and name.endswith("_STEP"):
