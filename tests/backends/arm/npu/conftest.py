@@ -81,3 +81,29 @@ def et_ops(tmp_path_factory):
         return out
 
     return get
+
+
+@pytest.fixture(scope="session")
+def et_ops_u85(tmp_path_factory):
+    """Like ``et_ops`` for ``npu_models.U85_ONLY``, lowered for ethos-u85-128 (ExecuTorch
+    delegates RESIZE only on the U85)."""
+    from npu_models import U85_ONLY
+
+    root = _cache_root(tmp_path_factory, "npu_et_ops_u85")
+
+    def get(name: str) -> Path:
+        out = root / name
+        if not (out / "model.pte").exists() and not (out / "error").exists():
+            if not REF_ARM_PYTHON.exists():
+                pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
+            proc = subprocess.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
+                                   "ethos-u85-128", *U85_ONLY], capture_output=True, text=True,
+                                  timeout=3600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"ref_npu.py failed:\n{proc.stderr[-4000:]}")
+        if (out / "error").exists():
+            raise RuntimeError(f"ExecuTorch could not lower {name}:\n"
+                               f"{(out / 'error').read_text()[-3000:]}")
+        return out
+
+    return get

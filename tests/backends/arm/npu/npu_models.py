@@ -86,7 +86,14 @@ MODELS = {
     "pad": _unary(lambda x: F.pad(x, (1, 2, 0, 1)), shape=(1, 3, 5, 5), seed=22),
     "exp": _unary(torch.exp, seed=23, scale=1.0),
     "rsqrt": _unary(lambda x: torch.rsqrt(x.abs() + 0.1), seed=24),
+    "upsample_bilinear": _unary(lambda x: F.interpolate(x, scale_factor=2.0, mode="bilinear"),
+                                shape=(1, 4, 5, 6), seed=25),
+    "upsample_bilinear_ac": _unary(lambda x: F.interpolate(x, size=(9, 7), mode="bilinear",
+                                                           align_corners=True),
+                                   shape=(1, 3, 5, 4), seed=26),
 }
+# models only the U85 tests use (its RESIZE operation)
+U85_ONLY = ["upsample_bilinear", "upsample_bilinear_ac"]
 # int16 activations (ExecuTorch's a16w8 quantization): the same models, '@a16w8' appended
 A16W8 = ["conv3x3", "depthwise3x3", "add", "sub", "mul", "maxpool2x2", "avgpool2x2", "sigmoid",
          "tanh", "relu", "linear"]

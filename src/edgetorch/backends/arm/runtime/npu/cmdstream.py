@@ -25,9 +25,13 @@ DA_RESERVED, DA_CONFIG, DA_CMDSTREAM, DA_READ_APB, DA_DUMP_SHRAM, DA_NOP = range
 CMD1_FLAG = 0x4000  # bit 14: one payload word follows
 
 
-@lru_cache(maxsize=1)
-def register_names() -> tuple[dict[int, str], dict[int, str]]:
-    """``(cmd0 opcode -> name, cmd1 opcode -> name)`` from Vela's Ethos-U55/U65 definitions."""
+PRODUCT_U85 = 2  # the CONFIG word's product field (bits 28-31): 0 U55, 1 U65, 2 U85
+
+
+@lru_cache(maxsize=2)
+def register_names(u85: bool = False) -> tuple[dict[int, str], dict[int, str]]:
+    """``(cmd0 opcode -> name, cmd1 opcode -> name)`` from Vela's Ethos-U55/U65 definitions;
+    ``u85``: with the Ethos-U85's own registers (``regs_u85``) over them."""
     try:
         from ethosu.vela.ethos_u55_regs import ethos_u55_regs as regs
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -35,7 +39,12 @@ def register_names() -> tuple[dict[int, str], dict[int, str]]:
             "Ethos-U command stream: the register definitions come from the ethos-u-vela "
             f"package, which is not importable ({exc}); install it with "
             "`pip install 'edgetorch[arm]'`") from exc
-    return ({m.value: m.name for m in regs.cmd0}, {m.value: m.name for m in regs.cmd1})
+    names0, names1 = {m.value: m.name for m in regs.cmd0}, {m.value: m.name for m in regs.cmd1}
+    if u85:
+        from .regs_u85 import CMD0_U85, CMD1_U85
+
+        names0, names1 = {**names0, **CMD0_U85}, {**names1, **CMD1_U85}
+    return names0, names1
 
 
 @dataclass(frozen=True)
@@ -71,16 +80,20 @@ class DriverPayload:
     def product(self) -> str:
         if self.config is None:
             return "?"
-        return {0: "Ethos-U55", 1: "Ethos-U65"}.get(self.config >> 28, f"product {self.config >> 28}")
+        return {0: "Ethos-U55", 1: "Ethos-U65", 2: "Ethos-U85"}.get(self.config >> 28, f"product {self.config >> 28}")
+
+    @property
+    def u85(self) -> bool:
+        return self.config is not None and self.config >> 28 == PRODUCT_U85
 
     @property
     def shram_kb(self) -> int | None:
         return None if self.config is None else (self.config >> 8) & 0xFF
 
 
-def decode_commands(words: list[int] | tuple[int, ...]) -> list[Command]:
-    """Decode a register command stream (u32 words) into commands."""
-    names0, names1 = register_names()
+def decode_commands(words: list[int] | tuple[int, ...], u85: bool = False) -> list[Command]:
+    """Decode a register command stream (u32 words) into commands (``u85``: U85 names)."""
+    names0, names1 = register_names(u85)
     out, k = [], 0
     while k < len(words):
         w = words[k]
@@ -126,7 +139,7 @@ def parse_driver_payload(cmd_data: bytes) -> DriverPayload:
                 raise InvalidProgramError(
                     f"Ethos-U command stream: the stream claims {length} words, only "
                     f"{len(words) - k} follow; the blob is corrupt, re-export the model")
-            payload.commands.extend(decode_commands(words[k:k + length]))
+            payload.commands.extend(decode_commands(words[k:k + length], payload.u85))
             payload.stream_words += length
             k += length
         elif action in (DA_NOP, DA_RESERVED, DA_DUMP_SHRAM, DA_READ_APB):

@@ -101,6 +101,11 @@ class Interpreter:
         for cmd in self.payload.commands:
             name = cmd.name
             if not name.startswith("NPU_OP_"):
+                if cmd.code < 0x100 and cmd.data is None:  # an operation nobody named
+                    raise OperatorMissingError(
+                        f"Ethos-U simulation: unknown operation {name} (param {cmd.param}) at "
+                        f"byte {cmd.offset} of the command stream; run the delegate from its "
+                        "TOSA graph (backend option 'simulation': 'tosa')")
                 regs.set(cmd)
                 continue
             if name == "NPU_OP_STOP":

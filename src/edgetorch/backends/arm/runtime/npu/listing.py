@@ -82,16 +82,37 @@ CMD0_FIELDS: dict[str, list] = {
 }
 
 
-def _value(v: int, enum: str | None) -> str:
+def _value(v: int, enum: str | None, table: dict = E) -> str:
     if enum is None:
         return str(v)
-    prefix, names = E[enum]
+    prefix, names = table[enum]
     return f"{prefix}_{names[v]}" if v in names else str(v)
 
 
-def fields(cmd: Command) -> list[str]:
-    """``name = value`` strings of a command's fields."""
+def fields(cmd: Command, u85: bool = False) -> list[str]:
+    """``name = value`` strings of a command's fields (``u85``: the Ethos-U85's layouts)."""
     name = cmd.name
+    if u85:
+        from . import regs_u85 as R
+
+        if name in R.SCALE_ROUND_ENUM:
+            shift, dbl, rnd = R.scale_fields(cmd.param)
+            return [f"shift = {shift}", f"dbl_rnd = {dbl}",
+                    f"round_mode = {_value(rnd, R.SCALE_ROUND_ENUM[name], R.E)}",
+                    f"scale = {cmd.data}"]
+        if name == "NPU_SET_OP_SCALAR":
+            # Regor prints a payload with bit 31 set one lower (seen on every negative
+            # scalar of the tests: 0xfffffb00 -> 4294966015); the value used is the word
+            return [f"scalar = {cmd.data - (cmd.data >> 31)}"]
+        if name.startswith("NPU_SET_RESIZE_") and name.endswith("_OFFSET"):
+            return [f"{name[8:].lower()} = {R.resize_offset(cmd.param)}"]
+        if name.startswith("NPU_SET_RESIZE_") and name.endswith("_STEP"):
+            a, b, c, d = R.resize_step(cmd.param, cmd.data)
+            return [f"one_step_int = {a}", f"blk_step_int = {b}", f"one_step_mod = {c}",
+                    f"blk_step_mod = {d}"]
+        if name in R.CMD0_FIELDS:
+            return [f"{f} = {_value((cmd.param >> lo) & ((1 << width) - 1), enum, R.E)}"
+                    for f, lo, width, enum in R.CMD0_FIELDS[name]]
     if cmd.data is not None:
         if name.endswith("_SCALE") and name != "NPU_SET_OPB_SCALE":
             return [f"shift = {cmd.param & 0x3F}", f"scale = {cmd.data}"]
@@ -116,11 +137,11 @@ def fields(cmd: Command) -> list[str]:
             for f, lo, width, enum in spec]
 
 
-def format_command(cmd: Command) -> str:
+def format_command(cmd: Command, u85: bool = False) -> str:
     payload = f"{cmd.data:08x}" if cmd.data is not None else " " * 8
     low = cmd.word & 0xFFFF
     text = f"0x{cmd.offset:06x}: {payload} {cmd.param:04x} {low:04x} - {cmd.name:<30}{cmd.param:>6}"
-    extra = fields(cmd)
+    extra = fields(cmd, u85)
     return text + (", " + ", ".join(extra) if extra else "")
 
 
@@ -128,7 +149,7 @@ def listing(payload: DriverPayload) -> str:
     """The register command stream as Vela's back end prints it (without its comments)."""
     lines = [f"Register command stream: {payload.stream_words} words",
              "  Offset: Payload Param Code - Command                        Param, Fields"]
-    lines += [format_command(c) for c in payload.commands]
+    lines += [format_command(c, payload.u85) for c in payload.commands]
     return "\n".join(lines)
 
 

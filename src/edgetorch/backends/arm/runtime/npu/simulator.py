@@ -25,12 +25,12 @@ def accelerator_of(payload: DriverPayload, target: str | None = None) -> str:
         raise OperatorMissingError("Ethos-U simulation: the command stream has no CONFIG word "
                                    "and no target is known")
     product = payload.config >> 28
-    if product not in (0, 1):
+    if product not in (0, 1, 2):
         raise OperatorMissingError(
-            f"Ethos-U simulation: product {product} in the CONFIG word is not an Ethos-U55/U65 "
-            "(Ethos-U85 command streams are not simulated yet); run the delegate from its TOSA "
-            "graph (backend option 'simulation': 'tosa')")
-    return f"ethos-u{55 if product == 0 else 65}-{payload.macs_per_cc}"
+            f"Ethos-U simulation: product {product} in the CONFIG word is not an Ethos-U55, "
+            "U65 or U85; run the delegate from its TOSA graph (backend option 'simulation': "
+            "'tosa')")
+    return f"ethos-u{(55, 65, 85)[product]}-{payload.macs_per_cc}"
 
 
 @dataclass
@@ -65,7 +65,11 @@ class NpuProgram:
             data = raw.view(np.uint8).reshape(-1)
             mem.region(io.region, io.offset + data.size, write=True)[
                 io.offset:io.offset + data.size] = data
-        self.last_stats = Interpreter(self.payload, self.accelerator).run(mem)
+        if self.payload.u85:
+            from .interp_u85 import InterpreterU85 as interpreter
+        else:
+            interpreter = Interpreter
+        self.last_stats = interpreter(self.payload, self.accelerator).run(mem)
         return [self._read(mem, io) for io in self.vela.outputs]
 
     @staticmethod

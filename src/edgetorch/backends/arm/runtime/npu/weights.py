@@ -116,7 +116,7 @@ def decode_weights(streams, *, accelerator: str, ofm_depth: int, ifm_depth: int,
 
     ``streams`` is the bytes of ``WEIGHT_BASE/LENGTH`` or a list indexed by core
     (``[WEIGHT, WEIGHT1, ...]``); the other arguments are the operation's registers (see
-    ``NPU_API_NOTES.md``). U85 only: ``stride``, ``ofm_ublock`` (the ACC_FORMAT microblock as
+    ``docs/arm-npu-weights.md``). U85 only: ``stride``, ``ofm_ublock`` (the ACC_FORMAT microblock as
     (height, width)), ``fast`` (WEIGHT_FORMAT is FWD) and ``sparse`` (2:4 sparsity)."""
     u85 = u85_config(accelerator)
     if u85 is not None:
