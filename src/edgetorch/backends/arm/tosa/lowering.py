@@ -47,6 +47,40 @@ _ET_BASES = {
 }
 
 
+def et_op_name(node: Node) -> str:
+    """ExecuTorch's edge name for an aten node: ``aten_<op>_<overload>[_N]`` (``hardswish_1``
+    -> ``aten_hardswish_default_1``)."""
+    m = re.fullmatch(r"(.*?)(_\d+)?", node.name)
+    parts = str(node.target).split("::")[-1].split(".")
+    op, overload = (parts[-2], parts[-1]) if len(parts) >= 2 else (parts[0], "default")
+    return f"aten_{op}_{overload.lower()}{m.group(2) or ''}"
+
+
+# Unary functions ExecuTorch's INT profile lowers as an int8 TABLE (InsertTableOpsPass).
+TABLE_FUNCTIONS = {
+    aten.sigmoid.default: torch.sigmoid,
+    aten.tanh.default: torch.tanh,
+    aten.hardsigmoid.default: torch.nn.functional.hardsigmoid,
+    aten.hardswish.default: torch.nn.functional.hardswish,
+    aten.silu.default: torch.nn.functional.silu,
+    aten.exp.default: torch.exp,
+    aten.log.default: torch.log,
+    aten.rsqrt.default: torch.rsqrt,
+    aten.reciprocal.default: torch.reciprocal,
+    aten.erf.default: torch.erf,
+}
+
+
+def int8_table(fn, in_qp: QParams, out_qp: QParams) -> np.ndarray:
+    """The 256 int8 outputs for the int8 inputs -128..127: dequantize, ``fn``, quantize --
+    with the quantized_decomposed ops, so the rounding is the quantized eager model's."""
+    qd = torch.ops.quantized_decomposed
+    codes = torch.arange(-128, 128, dtype=torch.int8)
+    x = qd.dequantize_per_tensor.default(codes, in_qp.scale, in_qp.zp, -128, 127, torch.int8)
+    y = qd.quantize_per_tensor.default(fn(x), out_qp.scale, out_qp.zp, -128, 127, torch.int8)
+    return y.numpy()
+
+
 def et_name(name: str) -> str:
     """ExecuTorch's edge name for one of our node names (``quantize_per_tensor_1`` ->
     ``quantized_decomposed_quantize_per_tensor_default_1``)."""
@@ -88,6 +122,7 @@ class _Lowering:
         self.values: dict[Node, Value] = {}
         self.pool_count = 0
         self.zero_biases = 0
+        self.tables = 0
         gm = ep.graph_module
         self.nhwc = any(n.target in (aten.convolution.default, aten.mean.dim,
                                      aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default)
@@ -153,6 +188,38 @@ class _Lowering:
                        after=after if after is not None else src, scales=scales,
                        input_zp=in_zp, output_zp=out_zp)
 
+    def _output_layout(self, t: TOp) -> TOp:
+        """Back to NCHW before an output. Table lookups are layout-free, so ExecuTorch moves
+        the TRANSPOSE above a trailing chain of TABLEs (RemovePermutesAroundElementwiseOps):
+        the TABLEs then work on the NCHW tensor."""
+        chain = []
+        while isinstance(t, TOp) and t.op == "TABLE":
+            chain.append(t)
+            t = t.inputs[0]
+        if not chain:
+            return self.layout(t, NCHW)
+        anchor = len(self.order)
+        tr = self.layout(t, NCHW)  # appended at the end; move it before the chain
+        moved = self.order[anchor:]
+        del self.order[anchor:]
+        at = self.order.index(chain[-1])
+        self.order[at:at] = moved
+        chain[-1].inputs[0] = tr
+        for table in chain:
+            table.shape = list(tr.shape)
+        return chain[0]
+
+    def layout(self, t, perm: list[int]) -> TOp:
+        """NCHW <-> NHWC at the delegate boundary: a TRANSPOSE, or -- when only size-1 axes
+        move, e.g. [1, 1, 1, C] -> [1, C, 1, 1] -- a RESHAPE, as ExecuTorch canonicalises
+        such permutes to views."""
+        shape = [t.shape[i] for i in perm]
+        if [i for i in perm if t.shape[i] != 1] == [i for i, d in enumerate(t.shape) if d != 1]:
+            cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
+                         values=shape)
+            return self.op("RESHAPE", "tosa_reshape_default", [t, cs], shape, t.dtype)
+        return self.op("TRANSPOSE", "tosa_transpose_default", [t], shape, t.dtype, perms=perm)
+
     def int8_input(self, node: Node) -> Value:
         """The int8 value and qparams behind a dequantize argument."""
         if node.target not in DQ_OPS:
@@ -208,8 +275,7 @@ class _Lowering:
             value = self.values[out]
             t = value.t
             if value.nhwc:
-                t = self.op("TRANSPOSE", "tosa_transpose_default", [t],
-                            [t.shape[i] for i in NCHW], t.dtype, perms=NCHW)
+                t = self._output_layout(t)
             outputs.append(t)
         consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
         nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
@@ -230,9 +296,7 @@ class _Lowering:
         self.order.append(t)
         value = Value(t)
         if self.nhwc and val.dim() == 4:
-            tr = self.op("TRANSPOSE", "tosa_transpose_default", [t],
-                         [t.shape[i] for i in NHWC], dtype, perms=NHWC)
-            value = Value(tr, nhwc=True)
+            value = Value(self.layout(t, NHWC), nhwc=True)
         self.values[node] = value
 
     def call(self, node: Node) -> None:
@@ -253,16 +317,86 @@ class _Lowering:
 
     # -- operators ----------------------------------------------------------------------------
 
-    def add(self, node: Node) -> None:
+    def add(self, node: Node, op: str = "ADD") -> None:
+        """add/sub: both int8 operands RESCALEd to int32 at ``2*max(s_a, s_b) / 2**20``."""
         a, b = (self.int8_input(x) for x in node.args[:2])
         out_qp = self.out_qparams(node)
         scale = 2 * max(a.qp.scale, b.qp.scale) / (1 << ADD_SHIFT_BITS)
         ra = self.rescale(a.t, [a.qp.scale / scale], a.qp.zp, 0, "INT32")
         rb = self.rescale(b.t, [b.qp.scale / scale], b.qp.zp, 0, "INT32") \
             if node.args[1] is not node.args[0] else ra
-        s = self.op("ADD", "tosa_add_default", [ra, rb], ra.shape, "INT32")
+        s = self.op(op, f"tosa_{op.lower()}_default", [ra, rb],
+                    _broadcast(ra.shape, rb.shape), "INT32")
         r = self.rescale(s, [scale / out_qp.scale], 0, out_qp.zp, "INT8")
         self.values[node] = Value(r, a.nhwc, None, out_qp)
+
+    def sub(self, node: Node) -> None:
+        self.add(node, "SUB")
+
+    def max_pool2d(self, node: Node) -> None:
+        """MAX_POOL2D on int8 (input and output share qparams); the trailing padding is
+        adjusted, or the input SLICEd, so the output size is exact (as for convolutions)."""
+        x = self.int8_input(node.args[0])
+        args = list(node.args) + [None] * 6
+        kernel = list(args[1])
+        stride = list(args[2] or kernel)
+        padding = list(args[3] or [0, 0])
+        size = list(x.t.shape[1:3])
+        crop = list(size)
+        for axis in range(2):
+            rem = (size[axis] + 2 * padding[axis] - kernel[axis]) % stride[axis]
+            if rem > padding[axis]:
+                crop[axis] -= rem - padding[axis]
+        if crop != size:
+            x = self._slice_spatial(x, crop)
+        pad = []
+        for axis in range(2):
+            out = (crop[axis] - kernel[axis] + 2 * padding[axis]) // stride[axis] + 1
+            pad += [padding[axis],
+                    (out - 1) * stride[axis] - crop[axis] + kernel[axis] - padding[axis]]
+        n, h, w, c = x.t.shape
+        oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
+        ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
+        t = self.op("MAX_POOL2D", "tosa_max_pool2d_default", [x.t], [n, oh, ow, c], "INT8",
+                    kernel=kernel, stride=stride, pad=pad)
+        self.values[node] = Value(t, True, None, x.qp)
+
+    def cat(self, node: Node) -> None:
+        """CONCAT of int8 tensors sharing one set of qparams (the quantizer shares them)."""
+        xs = [self.int8_input(a) for a in node.args[0]]
+        rank = len(xs[0].t.shape)
+        dim = (node.args[1] if len(node.args) > 1 else 0) % rank
+        if xs[0].nhwc:
+            dim = NHWC.index(dim)
+        out_qp = self.out_qparams(node)
+        shape = list(xs[0].t.shape)
+        shape[dim] = sum(x.t.shape[dim] for x in xs)
+        t = self.op("CONCAT", "tosa_concat_default", [x.t for x in xs], shape, "INT8",
+                    axis=dim)
+        self.values[node] = Value(t, xs[0].nhwc, None, out_qp)
+
+    def clamp(self, node: Node) -> None:
+        """clamp / a ReLU or ReLU6 not folded into a convolution: CLAMP with the bounds
+        quantized with the output's qparams (unbounded sides: the int8 limits)."""
+        if node in self.values:  # a fused one was set by its convolution
+            return
+        x = self.int8_input(node.args[0])
+        out_qp = self.out_qparams(node)
+        if node.target == aten.relu.default:
+            lo, hi = 0.0, None
+        else:
+            lo = node.args[1] if len(node.args) > 1 else None
+            hi = node.args[2] if len(node.args) > 2 else None
+        qd = torch.ops.quantized_decomposed.quantize_per_tensor.default
+
+        def q(v, default):
+            if v is None:
+                return default
+            return int(qd(torch.tensor([float(v)]), out_qp.scale, out_qp.zp, -128, 127,
+                          torch.int8).item())
+        t = self.op("CLAMP", "tosa_clamp_default", [x.t], x.t.shape, "INT8",
+                    min_val=q(lo, -128), max_val=q(hi, 127))
+        self.values[node] = Value(t, x.nhwc, x.flat_of, out_qp)
 
     def mul(self, node: Node) -> None:
         """Both int8 operands RESCALEd to int32 at scale 1 (zero points removed), MUL with
@@ -276,6 +410,19 @@ class _Lowering:
         m = self.op("MUL", "tosa_mul_default", [ra, rb], shape, "INT32")
         r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
         self.values[node] = Value(r, a.nhwc or b.nhwc, None, out_qp)
+
+    def table(self, node: Node) -> None:
+        """An elementwise function as a 256-entry int8 TABLE; the table is a constant
+        ``b_<node>_table_constant`` that ExecuTorch places before every other constant."""
+        x = self.int8_input(node.args[0])
+        out_qp = self.out_qparams(node)
+        values = int8_table(TABLE_FUNCTIONS[node.target], x.qp, out_qp)
+        table = TConst(f"b_{et_op_name(node)}_table_constant", [256], "INT8", values)
+        self.tables += 1
+        self.const_key[id(table)] = -1000 + self.tables  # before the other constants
+        self.consts.append(table)
+        t = self.op("TABLE", "tosa_table_default", [x.t, table], x.t.shape, "INT8")
+        self.values[node] = Value(t, x.nhwc, x.flat_of, out_qp)
 
     def sum(self, node: Node) -> None:
         """RESCALE int8 -> int32 (scale 1), one REDUCE_SUM per reduced axis (in TOSA's
@@ -482,11 +629,6 @@ class _Lowering:
         raise ExportError(f"TOSA lowering: %{node.name} view to {shape} is not lowered yet "
                           "(only flattening a pooled [N, C, 1, 1] map)")
 
-    def activation(self, node: Node) -> None:
-        if node not in self.values:  # a fused one was set by its convolution
-            raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) not after a "
-                              "convolution is not lowered yet (CLAMP)")
-
     def identity(self, node: Node) -> None:
         """clone / alias / dropout(train=False): the int8 value passes through unchanged
         (their quantize/dequantize share one set of qparams)."""
@@ -498,8 +640,14 @@ class _Lowering:
 
 
 _HANDLERS = {
+    **dict.fromkeys(TABLE_FUNCTIONS, _Lowering.table),
     aten.add.Tensor: _Lowering.add,
     aten.mul.Tensor: _Lowering.mul,
+    aten.sub.Tensor: _Lowering.sub,
+    aten.max_pool2d_with_indices.default: _Lowering.max_pool2d,
+    aten.max_pool2d.default: _Lowering.max_pool2d,
+    aten.cat.default: _Lowering.cat,
+    aten.clamp.default: _Lowering.clamp,
     aten.sum.dim_IntList: _Lowering.sum,
     aten.convolution.default: _Lowering.convolution,
     aten.linear.default: _Lowering.linear,
@@ -507,8 +655,8 @@ _HANDLERS = {
     aten._adaptive_avg_pool2d.default: _Lowering.adaptive_avg_pool2d,
     aten.avg_pool2d.default: _Lowering.avg_pool2d,
     aten.view_copy.default: _Lowering.view_copy,
-    aten.relu.default: _Lowering.activation,
-    aten.hardtanh.default: _Lowering.activation,
+    aten.relu.default: _Lowering.clamp,
+    aten.hardtanh.default: _Lowering.clamp,
     aten.clone.default: _Lowering.identity,
     aten.alias_copy.default: _Lowering.identity,
     aten.dropout.default: _Lowering.identity,
