@@ -35,6 +35,7 @@ aten = torch.ops.aten
 NHWC = [0, 2, 3, 1]
 NCHW = [0, 3, 1, 2]
 INT8_MAX = 127
+ELEMENTWISE = {"RESCALE", "TABLE", "MUL", "ADD", "SUB", "CLAMP"}
 ADD_SHIFT_BITS = 20  # int8 operands of ADD are shifted 20 bits up (ExecuTorch's choice)
 
 _DTYPES = {torch.int8: "INT8", torch.int16: "INT16", torch.int32: "INT32", torch.bool: "BOOL"}
@@ -47,13 +48,12 @@ _ET_BASES = {
 }
 
 
-def et_op_name(node: Node) -> str:
-    """ExecuTorch's edge name for an aten node: ``aten_<op>_<overload>[_N]`` (``hardswish_1``
-    -> ``aten_hardswish_default_1``)."""
-    m = re.fullmatch(r"(.*?)(_\d+)?", node.name)
+def et_op_name(node: Node, index: int) -> str:
+    """ExecuTorch's edge name for the ``index``-th node of an aten op in a graph:
+    ``aten_<op>_<overload>[_<index>]`` (``aten_hardswish_default_1``)."""
     parts = str(node.target).split("::")[-1].split(".")
     op, overload = (parts[-2], parts[-1]) if len(parts) >= 2 else (parts[0], "default")
-    return f"aten_{op}_{overload.lower()}{m.group(2) or ''}"
+    return f"aten_{op}_{overload.lower()}{f'_{index}' if index else ''}"
 
 
 # Unary functions ExecuTorch's INT profile lowers as an int8 TABLE (InsertTableOpsPass).
@@ -132,9 +132,17 @@ class _Lowering:
         self.const_key: dict[int, float] = {}
         self.attached: dict[int, list[TOp]] = {}  # ops ExecuTorch places right after a constant
         self.common = self._equal_constants()
-        conv_ids = [int(m.group(1) or 0) for n in gm.graph.nodes
-                    if (m := re.fullmatch(r"convolution(?:_(\d+))?", n.name))]
-        self.next_conv = max(conv_ids) + 1 if conv_ids else 0
+        # ExecuTorch re-traces each delegated subgraph, so its operator nodes are numbered
+        # within the partition (the first convolution of every delegate is
+        # ``aten_convolution_default``); placeholders keep the names of the whole graph.
+        self.local: dict[Node, str] = {}
+        seen: dict[object, int] = {}
+        for n in gm.graph.nodes:
+            if n.op == "call_function":
+                k = seen.get(n.target, 0)
+                seen[n.target] = k + 1
+                self.local[n] = et_op_name(n, k)
+        self.next_conv = seen.get(aten.convolution.default, 0)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -188,26 +196,73 @@ class _Lowering:
                        after=after if after is not None else src, scales=scales,
                        input_zp=in_zp, output_zp=out_zp)
 
-    def _output_layout(self, t: TOp) -> TOp:
-        """Back to NCHW before an output. Table lookups are layout-free, so ExecuTorch moves
-        the TRANSPOSE above a trailing chain of TABLEs (RemovePermutesAroundElementwiseOps):
-        the TABLEs then work on the NCHW tensor."""
-        chain = []
-        while isinstance(t, TOp) and t.op == "TABLE":
-            chain.append(t)
-            t = t.inputs[0]
-        if not chain:
-            return self.layout(t, NCHW)
-        anchor = len(self.order)
-        tr = self.layout(t, NCHW)  # appended at the end; move it before the chain
-        moved = self.order[anchor:]
-        del self.order[anchor:]
-        at = self.order.index(chain[-1])
-        self.order[at:at] = moved
-        chain[-1].inputs[0] = tr
-        for table in chain:
-            table.shape = list(tr.shape)
-        return chain[0]
+    def _nchw_tail(self, outputs: list[TOp]) -> set[int]:
+        """The elementwise operators ExecuTorch computes in NCHW: those whose results only
+        reach rank-4 outputs through other such operators. Its RemovePermutesAroundElementwise-
+        Ops moves the output TRANSPOSE above them (int8->int32 RESCALEs, TABLE, MUL, ADD, SUB,
+        CLAMP and the RESCALE back to int8 after them; not the RESCALE of a conv or sum)."""
+        ops = [o for o in self.order if isinstance(o, TOp)]
+        users: dict[int, list[TOp]] = {}
+        for o in ops:
+            for i in o.inputs:
+                users.setdefault(id(i), []).append(o)
+        is_out = {id(o) for o in outputs}
+
+        def eligible(o: TOp) -> bool:
+            if o.op not in ELEMENTWISE or len(o.shape) != 4:
+                return False
+            operands = o.inputs[:1] if o.op == "TABLE" else o.inputs  # not the table itself
+            if any(isinstance(i, TConst) and any(d != 1 for d in i.shape) for i in operands):
+                return False
+            if o.op == "RESCALE" and o.dtype != "INT32":
+                src = o.inputs[0]
+                return isinstance(src, TOp) and src.op in ELEMENTWISE
+            return True
+        tail = {id(o) for o in ops if eligible(o)}
+        changed = True
+        while changed:
+            changed = False
+            for o in ops:
+                if id(o) in tail and (
+                        any(id(u) not in tail for u in users.get(id(o), []))
+                        or (not users.get(id(o)) and id(o) not in is_out)):
+                    tail.discard(id(o))
+                    changed = True
+        # Moving the TRANSPOSE up pays only if it does not add TRANSPOSEs: the NHWC tensors
+        # entering the tail (other than outputs converted anyway) must not outnumber the
+        # outputs it produces (``a * b`` of two conv results stays NHWC).
+        entering = {id(i) for o in ops if id(o) in tail for i in o.inputs
+                    if isinstance(i, TOp) and id(i) not in tail and id(i) not in is_out
+                    and any(d != 1 for d in i.shape)
+                    and not (i.op in ("TRANSPOSE", "RESHAPE") and isinstance(i.inputs[0], TInput))}
+        if len(entering) > len(is_out & tail):
+            return set()
+        return tail
+
+    def _to_nchw_outputs(self, values: list[Value]) -> list:
+        outs = [v.t for v in values]
+        tail = self._nchw_tail([t for v, t in zip(values, outs) if v.nhwc])
+        converted: dict[int, TOp] = {}
+
+        def nchw(src):
+            if isinstance(src, TOp) and src.op in ("TRANSPOSE", "RESHAPE") and \
+                    isinstance(src.inputs[0], TInput):
+                return src.inputs[0]  # the delegate's NCHW input itself
+            if id(src) not in converted:
+                anchor = len(self.order)
+                converted[id(src)] = self.layout(src, NCHW)
+                moved = self.order[anchor:]
+                del self.order[anchor:]
+                at = self.order.index(src) + 1
+                self.order[at:at] = moved
+            return converted[id(src)]
+        for o in [o for o in self.order if isinstance(o, TOp) and id(o) in tail]:
+            if True:
+                # constants (and a constant's RESCALE) are [1, 1, 1, 1]: no layout
+                o.inputs = [i if isinstance(i, TConst) or id(i) in tail
+                            or all(d == 1 for d in i.shape) else nchw(i) for i in o.inputs]
+                o.shape = [o.shape[k] for k in NCHW]
+        return [t if not v.nhwc or id(t) in tail else nchw(t) for v, t in zip(values, outs)]
 
     def layout(self, t, perm: list[int]) -> TOp:
         """NCHW <-> NHWC at the delegate boundary: a TRANSPOSE, or -- when only size-1 axes
@@ -270,13 +325,7 @@ class _Lowering:
                 self.placeholder(node)
             elif node.op == "call_function":
                 self.call(node)
-        outputs = []
-        for out in gm.graph.output_node().args[0]:
-            value = self.values[out]
-            t = value.t
-            if value.nhwc:
-                t = self._output_layout(t)
-            outputs.append(t)
+        outputs = self._to_nchw_outputs([self.values[o] for o in gm.graph.output_node().args[0]])
         consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
         nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
         assign_names(nodes)
@@ -417,7 +466,7 @@ class _Lowering:
         x = self.int8_input(node.args[0])
         out_qp = self.out_qparams(node)
         values = int8_table(TABLE_FUNCTIONS[node.target], x.qp, out_qp)
-        table = TConst(f"b_{et_op_name(node)}_table_constant", [256], "INT8", values)
+        table = TConst(f"b_{self.local[node]}_table_constant", [256], "INT8", values)
         self.tables += 1
         self.const_key[id(table)] = -1000 + self.tables  # before the other constants
         self.consts.append(table)
@@ -539,7 +588,7 @@ class _Lowering:
         if crop != size:
             x = self._slice_spatial(x, crop)
         self._conv(node, x, node.args[1], node.args[2], list(stride), pad, list(dilation),
-                   int(node.args[8]), et_name(node.name), linear=False)
+                   int(node.args[8]), self.local[node], linear=False)
 
     def _slice_spatial(self, x: Value, hw: list[int]) -> Value:
         """SLICE an NHWC tensor to its first ``hw`` rows and columns (one op for both)."""
