@@ -26,7 +26,8 @@ U55 = "TOSA-1.0+INT+int16+int4+u55"   # Ethos-U55/U65 (e.g. ethos-u55-128)
 U85 = "TOSA-1.0+INT+int16+int4+cf"    # Ethos-U85 (e.g. ethos-u85-256)
 # Small models of issue 9's gaps and operator coverage (tests/backends/arm/arm_models.py).
 OP_MODELS = ["gap_linear", "gap_keepdim_linear", "conv_crop", "conv_crop_pad", "hardswish",
-             "sigmoid", "tanh", "hardsigmoid", "max_pool2d", "sub", "mul", "cat"]
+             "sigmoid", "tanh", "hardsigmoid", "max_pool2d", "sub", "mul", "cat", "sub_plain",
+             "mul_plain"]
 ON_ETHOSU = ["gap_linear", "conv_crop"]
 MAX_STEPS.update(dict.fromkeys(OP_MODELS, 2))
 CASES = [pytest.param("add"), pytest.param("convnet"), pytest.param("nobias"),
