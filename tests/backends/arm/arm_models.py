@@ -263,3 +263,8 @@ class TwoPartitions(nn.Module):
 def two_partitions():
     torch.manual_seed(0)
     return TwoPartitions().eval(), _inputs((1, 3, 8, 8))
+
+
+def scalar_ops():
+    """Scalar operands (``x * 0.5``, ``+ 1.0``, ``- 0.25``): quantized constants, as ExecuTorch."""
+    return _conv_then(lambda y: (y * 0.5 + 1.0) - 0.25)

@@ -172,7 +172,7 @@ class _Unlowered(torch.nn.Module):
         self.conv = torch.nn.Conv2d(3, 4, 1)
 
     def forward(self, x):
-        y = torch.nn.functional.hardtanh(self.conv(x), -0.5, 0.5)  # a real CLAMP
+        y = torch.nn.functional.hardtanh(self.conv(x), -0.5, 0.5)  # a CLAMP (delegated)
         return torch.relu(y.permute(0, 2, 3, 1))                   # permute + standalone relu
 
 
@@ -189,7 +189,8 @@ def test_unlowered_ops_fall_back_to_cpu_with_reasons(tmp_path):
     part = TOSAPartitioner(cs)
     edge = to_edge_transform_and_lower(torch.export.export(converted, inputs), partitioner=[part])
     report = part.rejected_nodes_report()
-    assert "not lowered by edgetorch's TOSA backend yet" in report
+    assert "permute_copy" in report and "does not handle it yet" in report
+    assert "hardtanh" not in report and "relu" not in report  # CLAMPs, delegated
     pte = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
     out = Runtime.get().load_program(pte).load_method("forward").execute([inputs[0].numpy()])[0]
     with torch.no_grad():

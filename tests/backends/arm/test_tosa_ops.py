@@ -26,8 +26,26 @@ EXPECTED_OPS = {
                            "MUL": 1, "RESHAPE": 1},
     # 3x3 stride 2 without padding on 8x8: the input is SLICEd to 7x7 (SizeAdjustInputPass)
     "conv_crop": {"TRANSPOSE": 2, "SLICE": 1, "CONV2D": 1, "RESCALE": 1},
-    "conv_crop_pad": {"TRANSPOSE": 2, "SLICE": 2, "CONV2D": 2, "RESCALE": 2},
+    # ... and the [1, 1, 1, 4] result leaves through a RESHAPE, not a TRANSPOSE
+    "conv_crop_pad": {"TRANSPOSE": 1, "SLICE": 2, "CONV2D": 2, "RESCALE": 2, "RESHAPE": 1},
+    # int8 TABLE lookups (InsertTableOpsPass); ExecuTorch moves the output TRANSPOSE above them
+    "hardswish": {"TRANSPOSE": 2, "CONV2D": 1, "RESCALE": 1, "TABLE": 1},
+    "sigmoid": {"TRANSPOSE": 2, "CONV2D": 1, "RESCALE": 1, "TABLE": 1},
+    "tanh": {"TRANSPOSE": 2, "CONV2D": 1, "RESCALE": 1, "TABLE": 1},
+    "hardsigmoid": {"TRANSPOSE": 2, "CONV2D": 1, "RESCALE": 1, "TABLE": 1},
+    # pooling keeps the input's qparams: no RESCALE
+    "max_pool2d": {"TRANSPOSE": 2, "CONV2D": 1, "RESCALE": 1, "MAX_POOL2D": 1},
+    # two conv results combined: the op stays NHWC (hoisting would add a TRANSPOSE)
+    "sub": {"TRANSPOSE": 2, "CONV2D": 2, "RESCALE": 5, "SUB": 1},
+    "mul": {"TRANSPOSE": 2, "CONV2D": 2, "RESCALE": 5, "MUL": 1},
+    "cat": {"TRANSPOSE": 2, "CONV2D": 2, "RESCALE": 2, "CONCAT": 1},
 }
+# Lowered, simulated and checked against the eager model; the TOSA operator they become.
+# scalar_ops: ExecuTorch folds a ``conv(x) * 0.5`` into the conv weights (FoldScalarMulIntoConv-
+# Pass), edgetorch does not yet: the .tosa differs, the numbers agree.
+KEY_OP = {"clamp": "CLAMP", "sub_plain": "SUB", "mul_plain": "MUL",
+          "scalar_ops": "MUL"}
+ALL = sorted(EXPECTED_OPS) + sorted(KEY_OP)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +59,7 @@ def flow(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_OPS))
+@pytest.mark.parametrize("name", ALL)
 def test_single_delegate_with_executorch_ops(flow, name):
     f = flow(name)
     assert f.partitioner.rejected == {}, f.partitioner.rejected_nodes_report()
@@ -49,10 +67,13 @@ def test_single_delegate_with_executorch_ops(flow, name):
     assert [p.name for p in files] == ["output_tag0_TOSA-1.0+INT.tosa"]
     counts = read_tosa(files[0].read_bytes()).main.op_counts()
     ops = {k: v for k, v in counts.items() if k not in ("CONST", "CONST_SHAPE")}
-    assert ops == EXPECTED_OPS[name]
+    if name in EXPECTED_OPS:
+        assert ops == EXPECTED_OPS[name]
+    else:
+        assert KEY_OP[name] in ops, ops
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_OPS))
+@pytest.mark.parametrize("name", ALL)
 def test_simulation_within_two_steps_of_quantized_eager(flow, name):
     f = flow(name)
     out = f.run()

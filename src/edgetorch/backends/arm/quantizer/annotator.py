@@ -118,6 +118,15 @@ def annotate_node(node: Node, cfg: QuantizationConfig) -> None:  # noqa: C901 - 
         srcs = list(node.args[0])
         shared = SharedQuantizationSpec((srcs[0], node))
         _annotate(node, {s: (act_in if i == 0 else shared) for i, s in enumerate(srcs)}, shared)
+    elif target == aten.where.self:
+        # both branches and the result share the true branch's qparams (ExecuTorch's rule),
+        # so a ``where(c, y, y * 0.5)`` gate needs no rescaling; the condition is not quantized
+        true_node, other = node.args[1], node.args[2]
+        if not (_is_float_tensor(true_node) and _is_float_tensor(other)):
+            return
+        shared = SharedQuantizationSpec((true_node, node))
+        in_spec = SharedQuantizationSpec(true_node) if _output_annotated(true_node) else act_in
+        _annotate(node, {true_node: in_spec, other: shared}, shared)
     elif target in OWN_IO:
         _annotate(node, {node.args[0]: act_in}, act_out)
     elif target in SHARED_INPUT:
@@ -219,6 +228,39 @@ def mean_as_sum_mul(gm: GraphModule) -> None:
                     new.meta.setdefault(key, node.meta[key])
         node.replace_all_uses_with(x)
         gm.graph.erase_node(node)
+    gm.recompile()
+
+
+SCALAR_OPERAND_OPS = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
+
+
+def scalars_to_attributes(gm: GraphModule) -> None:
+    """A float scalar operand of add/sub/mul becomes a constant tensor of shape
+    ``[1] * rank`` (``_tensor_constant_N``), as ExecuTorch's ScalarsToAttributePass does: the
+    constant is then observed and quantized like any operand, so ``x * 0.5`` is an int8 MUL
+    the delegate takes rather than a float op left on the CPU."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in SCALAR_OPERAND_OPS:
+            continue
+        out = node.meta.get("val")
+        if not isinstance(out, torch.Tensor) or not out.dtype.is_floating_point:
+            continue
+        rank = max([1] + [n.meta["val"].dim() for n in node.args
+                          if isinstance(n, Node) and isinstance(n.meta.get("val"), torch.Tensor)])
+        args = list(node.args)
+        for i, arg in enumerate(args[:2]):
+            if not isinstance(arg, (int, float)) or isinstance(arg, bool):
+                continue
+            while hasattr(gm, f"_tensor_constant_{count}"):
+                count += 1
+            name = f"_tensor_constant_{count}"
+            gm.register_buffer(name, torch.tensor(float(arg), dtype=out.dtype).reshape((1,) * rank))
+            with gm.graph.inserting_before(node):
+                const = gm.graph.get_attr(name)
+            const.meta["val"] = getattr(gm, name)
+            args[i] = const
+        node.args = tuple(args)
     gm.recompile()
 
 

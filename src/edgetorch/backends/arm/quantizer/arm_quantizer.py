@@ -26,6 +26,7 @@ from .annotator import (
     get_attrs_before_use,
     mean_as_sum_mul,
     relu6_as_hardtanh,
+    scalars_to_attributes,
 )
 from .quantization_config import get_symmetric_quantization_config
 
@@ -98,6 +99,7 @@ class TOSAQuantizer(Quantizer):
         relu6_as_hardtanh(model)
         adaptive_pool_as_avg_pool(model)
         mean_as_sum_mul(model)
+        scalars_to_attributes(model)
         get_attrs_before_use(model)
         return model
 

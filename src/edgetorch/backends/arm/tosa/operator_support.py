@@ -55,6 +55,10 @@ LOWERABLE = {
     aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default, aten.mean.dim,
     aten.view_copy.default, aten.linear.default, aten.clone.default, aten.alias_copy.default,
     aten.dropout.default, operator.getitem, aten.mul.Tensor, aten.sum.dim_IntList,
+    aten.sigmoid.default, aten.tanh.default, aten.hardsigmoid.default, aten.hardswish.default,
+    aten.silu.default, aten.exp.default, aten.log.default, aten.rsqrt.default,
+    aten.reciprocal.default, aten.erf.default, aten.sub.Tensor, aten.max_pool2d.default,
+    aten.max_pool2d_with_indices.default, aten.cat.default, aten.clamp.default,
 } | QDQ_OPS
 
 
@@ -84,7 +88,11 @@ def _float_inputs_dequantized(node: Node) -> bool:
 
 
 def _outputs_quantized(node: Node) -> bool:
-    return bool(node.users) and all(u.target in Q_OPS for u in node.users)
+    """Every user is a quantize (through the getitem of a multi-output op such as
+    max_pool2d_with_indices)."""
+    users = [v for u in node.users
+             for v in (u.users if u.target is operator.getitem else [u])]
+    return bool(users) and all(u.target in Q_OPS for u in users)
 
 
 FUSED_ACTIVATIONS = {aten.relu.default, aten.hardtanh.default}
@@ -152,14 +160,26 @@ def _lowering_limit(node: Node) -> str | None:
     if t in FUSED_ACTIVATIONS:
         src = node.args[0]
         if not (isinstance(src, Node) and _fused_into(src) is node):
-            return f"a {op_name(node)} not right after a convolution/linear (CLAMP) {todo}"
+            return None  # a CLAMP of its own
         if t == aten.hardtanh.default:
             q = next(iter(node.users))
             if q.target not in Q_OPS:
                 return f"a float hardtanh {todo}"
             top = round(float(node.args[2]) / float(q.args[1])) + int(q.args[2])
             if node.args[1] != 0 or top < int(q.args[4]):
-                return f"a hardtanh({node.args[1]}, {node.args[2]}) narrower than int8 {todo}"
+                return f"a hardtanh({node.args[1]}, {node.args[2]}) narrower than int8 after a " \
+                       f"convolution (its output is not quantized) {todo}"
+    elif t in (aten.max_pool2d.default, aten.max_pool2d_with_indices.default):
+        extra = list(node.args[4:]) + [None, None]
+        if extra[0] not in (None, 1, [1, 1], (1, 1)) or extra[1]:
+            return f"max_pool2d with dilation or ceil_mode {todo}"
+        if any(u.target is operator.getitem and u.args[1] != 0 for u in node.users):
+            return f"max_pool2d whose indices are used {todo}"
+    elif t == aten.cat.default:
+        scales = {(float(a.args[1]), int(a.args[2])) for a in node.args[0]
+                  if isinstance(a, Node) and a.target in DQ_OPS}
+        if len(scales) > 1:
+            return f"a cat of inputs with different quantization parameters {todo}"
     elif t in CONVS and _fused_into(node) is not None and _lowering_limit(_fused_into(node)):
         return f"its activation %{_fused_into(node).name} cannot be folded in; it {todo}"
     elif t == aten.convolution.default:

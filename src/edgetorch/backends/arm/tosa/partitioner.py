@@ -122,10 +122,17 @@ class TOSAPartitioner(Partitioner):
         return "\n".join(lines)
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
-        """Keep a quantized ``linear`` whole (it becomes a 1x1 CONV2D), as ExecuTorch does; a
-        float one decomposes as usual."""
+        """Keep quantized ``linear`` (a 1x1 CONV2D), ``hardswish``, ``hardsigmoid`` and
+        ``silu`` (int8 TABLEs) whole, as ExecuTorch does; float ones decompose as usual. A
+        linear whose output goes through a ReLU/ReLU6 counts as quantized (fused range)."""
         def quantized(node: Node) -> bool:
-            args = [a for a in node.args[:2] if isinstance(a, Node)]
-            return (all("dequantize" in str(a.target) for a in args) and bool(node.users)
-                    and all("quantize_per_tensor" in str(u.target) for u in node.users))
-        return ([torch.ops.aten.linear.default], quantized)
+            args = node.all_input_nodes
+            users = list(node.users)
+            out_ok = bool(users) and all("quantize_per_tensor" in str(u.target) for u in users)
+            if node.target == torch.ops.aten.linear.default and len(users) == 1 and \
+                    users[0].target in (torch.ops.aten.relu.default, torch.ops.aten.hardtanh.default):
+                out_ok = True
+            return all("dequantize" in str(a.target) for a in args) and out_ok
+        aten = torch.ops.aten
+        return ([aten.linear.default, aten.hardswish.default, aten.hardsigmoid.default,
+                 aten.silu.default], quantized)

@@ -10,6 +10,7 @@ zero points...), then the operator.
 from __future__ import annotations
 
 import math
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +147,14 @@ def _emit_avg_pool(ser, ts, n: TOp) -> None:
                     attributes=attr, location=None)
 
 
+def _emit_max_pool(ser, ts, n: TOp) -> None:
+    attr = ts.TosaSerializerAttribute()
+    attr.MaxPool2dAttribute(kernel=n.attrs["kernel"], stride=n.attrs["stride"],
+                            pad=n.attrs["pad"], nan_mode=ts.NanPropagationMode.PROPAGATE)
+    ser.addOperator(ts.Op.MAX_POOL2D, inputs=[n.inputs[0].name], outputs=[n.name],
+                    attributes=attr, location=None)
+
+
 def _emit_transpose(ser, ts, n: TOp) -> None:
     attr = ts.TosaSerializerAttribute()
     attr.TransposeAttribute(n.attrs["perms"])
@@ -155,7 +164,10 @@ def _emit_transpose(ser, ts, n: TOp) -> None:
 
 def _emit_clamp(ser, ts, n: TOp) -> None:
     attr = ts.TosaSerializerAttribute()
-    attr.ClampAttribute(n.attrs["min_val"], n.attrs["max_val"], n.attrs["nan_mode"])
+    as_bytes = {"INT8": "<b", "INT16": "<h"}[n.dtype]  # the bounds as the tensor's bytes
+    attr.ClampAttribute(list(struct.pack(as_bytes, n.attrs["min_val"])),
+                        list(struct.pack(as_bytes, n.attrs["max_val"])),
+                        nan_mode=ts.NanPropagationMode.PROPAGATE)
     ser.addOperator(ts.Op.CLAMP, inputs=[n.inputs[0].name], outputs=[n.name],
                     attributes=attr, location=None)
 
@@ -178,6 +190,10 @@ _EMIT = {
     "RESHAPE": _emit_simple("RESHAPE", "ReshapeAttribute"),
     "CLAMP": _emit_clamp,
     "MUL": _emit_mul,
+    "SUB": _emit_simple("SUB", "SubAttribute"),
+    "CONCAT": _emit_simple("CONCAT", "ConcatAttribute"),
+    "MAX_POOL2D": _emit_max_pool,
+    "TABLE": _emit_simple("TABLE", "TableAttribute"),
     "SLICE": _emit_simple("SLICE", "SliceAttribute"),
     "REDUCE_SUM": _emit_simple("REDUCE_SUM", "ReduceSumAttribute"),
 }
