@@ -77,7 +77,19 @@ MODELS = {
     "linear": lambda: (nn.Linear(24, 10).eval(), (_x(1, 24, seed=15),)),
     "cat": _binary(lambda a, b: torch.cat([a, b], 1), seed=7),
     "conv_relu_add": lambda: (_ConvReluAdd().eval(), (_x(1, 3, 8, 8, seed=16),)),
+    "upsample_nearest": _unary(lambda x: F.interpolate(x, scale_factor=2.0, mode="nearest"),
+                               shape=(1, 4, 5, 6), seed=18),
+    "conv_transpose": lambda: (nn.ConvTranspose2d(4, 6, 2, stride=2).eval(),
+                               (_x(1, 4, 5, 5, seed=19),)),
+    "sum_dim": _unary(lambda x: x.sum(dim=1, keepdim=True), shape=(1, 6, 5, 7), seed=20),
+    "softmax": _unary(lambda x: torch.softmax(x, dim=-1), shape=(1, 3, 4, 10), seed=21),
+    "pad": _unary(lambda x: F.pad(x, (1, 2, 0, 1)), shape=(1, 3, 5, 5), seed=22),
+    "exp": _unary(torch.exp, seed=23, scale=1.0),
+    "rsqrt": _unary(lambda x: torch.rsqrt(x.abs() + 0.1), seed=24),
 }
+# int16 activations (ExecuTorch's a16w8 quantization): the same models, '@a16w8' appended
+A16W8 = ["conv3x3", "depthwise3x3", "add", "sub", "mul", "maxpool2x2", "avgpool2x2", "sigmoid",
+         "tanh", "relu", "linear"]
 
 
 class _ConvReluAdd(nn.Module):

@@ -69,3 +69,43 @@ def compare_with_reference(tosa: bytes, vela: VelaBin, trials: int = 4, seed: in
                                     - g.reshape(-1).astype(np.int64)).max(initial=0))
                          for r, g in zip(ref, got, strict=True)))
     return diffs, prog
+
+
+def compile_pte(model, inputs, target: str, intermediates: str | None = None) -> bytes:
+    """edgetorch's Ethos-U flow (the Python API of ExecuTorch's docs) -> ``.pte`` bytes."""
+    import torch
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from edgetorch.backends.arm.ethosu import EthosUPartitioner
+    from edgetorch.backends.arm.quantizer import (
+        EthosUQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from edgetorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    cs = EthosUCompileSpec(target)
+    if intermediates:
+        cs.dump_intermediate_artifacts_to(intermediates)
+    q = EthosUQuantizer(cs)
+    q.set_global(get_symmetric_quantization_config())
+    prepared = prepare_pt2e(torch.export.export(model, inputs).module(), q)
+    prepared(*inputs)
+    qm = convert_pt2e(prepared)
+    edge = to_edge_transform_and_lower(torch.export.export(qm, inputs),
+                                       partitioner=[EthosUPartitioner(cs)])
+    return edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
+
+
+def run_pte(pte, inputs, simulation: str, **kw):
+    """Run ``forward`` with the Ethos-U simulation chosen; returns (outputs, delegate handles)."""
+    from edgetorch.runtime import Runtime
+
+    options = {"EthosUBackend": {"simulation": simulation, **kw}}
+    method = Runtime.get().load_program(pte, backend_options=options).load_method("forward")
+    outs = method.execute([np.asarray(t) for t in inputs])
+    return outs, [h for _, h in method._delegate_handles]
+
+
+def float_inputs(example, rng: np.random.Generator, scale: float = 1.5) -> list[np.ndarray]:
+    """Random float inputs shaped like the example ones (beyond the calibration range too)."""
+    return [(rng.standard_normal(np.asarray(t).shape) * scale).astype(np.float32) for t in example]

@@ -2,7 +2,7 @@
 
     .venv-ref-arm/bin/python ref_npu.py OUTDIR TARGET NAME [NAME ...]
 
-For each model of ``npu_models.py`` writes ``OUTDIR/NAME/model.pte`` (inline delegate) and
+For each model of ``npu_models.py`` (``NAME@a16w8``: int16 activations) writes ``OUTDIR/NAME/model.pte`` (inline delegate) and
 ``OUTDIR/NAME/inter/`` (the TOSA graph of each partition and Vela's files), in one process so
 ExecuTorch's import cost is paid once. A model ExecuTorch cannot lower gets ``OUTDIR/NAME/error``.
 """
@@ -25,13 +25,19 @@ def lower(name: str, target: str, out: Path) -> None:
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    model, inputs = MODELS[name]()
+    base, _, quant = name.partition("@")
+    model, inputs = MODELS[base]()
     inter = out / "inter"
     inter.mkdir(parents=True, exist_ok=True)
     cs = EthosUCompileSpec(target)
     cs.dump_intermediate_artifacts_to(str(inter) + "/")
     q = EthosUQuantizer(cs)
-    q.set_global(get_symmetric_quantization_config())
+    if quant == "a16w8":  # int16 activations, int8 weights
+        from executorch.backends.arm.quantizer import get_symmetric_a16w8_quantization_config
+
+        q.set_global(get_symmetric_a16w8_quantization_config())
+    else:
+        q.set_global(get_symmetric_quantization_config())
     prepared = prepare_pt2e(torch.export.export(model, inputs).module(check_guards=False), q)
     prepared(*inputs)
     qm = convert_pt2e(prepared)

@@ -14,16 +14,38 @@ pytest.importorskip("ethosu.vela", reason="the NPU weight tests need ethos-u-vel
 pytest.importorskip("tosa_reference_model", reason="the NPU weight tests need tosa-tools")
 torch = pytest.importorskip("torch")
 
-from npu_weight_streams import check_against_tosa, decode_ops, tosa_layers  # noqa: E402
+from npu_weight_streams import (  # noqa: E402
+    check_against_tosa,
+    check_pte,
+    decode_ops,
+    decode_ops_u85,
+    tosa_layers,
+    vela_listing,
+)
 from torch import nn  # noqa: E402
 from tosa_single_op import Layer  # noqa: E402
 
 from edgetorch.backends.arm.ethosu.vela import vela_compile  # noqa: E402
-from edgetorch.backends.arm.ethosu.vela_bin import parse_vela_bin  # noqa: E402
-from edgetorch.schema.pte import PteFile  # noqa: E402
 
 CONFIGS = ["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
            "ethos-u65-512"]
+U85_CONFIGS = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024",
+               "ethos-u85-2048"]
+
+
+def compile_and_decode(tosa: bytes, acc: str, workdir) -> list:
+    """Vela on ``tosa`` for ``acc``; each convolution's decoded weights and scales. U85 register
+    fields come from Vela's own listing (no U85 register definitions in Python)."""
+    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
+
+    flags = EthosUCompileSpec(acc).compiler_flags
+    if acc in U85_CONFIGS:
+        listing, npz_path = vela_listing(tosa, flags, str(workdir))
+        with np.load(npz_path) as npz:
+            return decode_ops_u85(listing, npz["weight_data"].tobytes(), acc)
+    vela_compile(tosa, flags, str(workdir))
+    with np.load(workdir / "output" / "out_vela.npz") as npz:
+        return decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
 
 
 class WeightNet(nn.Module):
@@ -46,9 +68,13 @@ class WeightNet(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """(TOSA bytes, .pte bytes) of WeightNet through edgetorch's Ethos-U flow for U55-128."""
+_BUILT: dict = {}
+
+
+def weightnet_pte(target: str, workdir: Path) -> tuple[bytes, bytes]:
+    """(TOSA bytes, .pte bytes) of WeightNet through edgetorch's Ethos-U flow for ``target``."""
+    if target in _BUILT:
+        return _BUILT[target]
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from edgetorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
@@ -57,9 +83,8 @@ def compiled(tmp_path_factory):
 
     torch.manual_seed(0)
     model, inputs = WeightNet().eval(), (torch.randn(1, 3, 17, 17),)
-    inter = tmp_path_factory.mktemp("npu_weights")
-    cs = EthosUCompileSpec("ethos-u55-128")
-    cs.dump_intermediate_artifacts_to(str(inter))
+    cs = EthosUCompileSpec(target)
+    cs.dump_intermediate_artifacts_to(str(workdir))
     quantizer = EthosUQuantizer(cs)
     quantizer.set_global(get_symmetric_quantization_config())
     prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer)
@@ -67,18 +92,20 @@ def compiled(tmp_path_factory):
     exported = torch.export.export(convert_pt2e(prepared), inputs)
     edge = to_edge_transform_and_lower(exported, partitioner=[EthosUPartitioner(cs)])
     pte = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
-    (tosa,) = Path(inter).glob("output_*.tosa")
-    return tosa.read_bytes(), bytes(pte)
+    (tosa,) = Path(workdir).glob("output_*.tosa")
+    _BUILT[target] = tosa.read_bytes(), bytes(pte)
+    return _BUILT[target]
 
 
-@pytest.mark.parametrize("acc", CONFIGS)
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    return weightnet_pte("ethos-u55-128", tmp_path_factory.mktemp("npu_weights"))
+
+
+@pytest.mark.parametrize("acc", CONFIGS + U85_CONFIGS)
 def test_vela_output_weights_equal_tosa(acc, compiled, tmp_path):
-    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
-
     tosa, _ = compiled
-    vela_compile(tosa, EthosUCompileSpec(acc).compiler_flags, str(tmp_path))
-    with np.load(tmp_path / "output" / "out_vela.npz") as npz:
-        ops = decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
+    ops = compile_and_decode(tosa, acc, tmp_path)
     layers = tosa_layers(tosa)
     check_against_tosa(ops, layers)
     kinds = {(op.kind, bool(op.regs["NPU_SET_KERNEL_STRIDE"] & 4)) for op in ops}
@@ -102,26 +129,34 @@ LAYERS = {
     "depthwise_dilated": Layer(True, (14, 14, 24), 24, (5, 5), dilation=(2, 2), seed=10),
     "depthwise_int16": Layer(True, (9, 9, 16), 16, (3, 3), ifm_bits=16, seed=11),
     "depthwise_multiplier2": Layer(True, (9, 9, 8), 16, (3, 3), seed=12),
+    # Larger weights: U85 picks the fast (FWD) or the compressed (SWD) format by layer.
+    "conv_64x96": Layer(False, (16, 16, 64), 96, (3, 3), seed=20),
+    "conv1x1_200x130": Layer(False, (8, 8, 200), 130, (1, 1), seed=21),
+    # Weights minus zero point beyond int8: U85's raw fast format stores a zero adjust.
+    "conv_64x96_weight_zp": Layer(False, (16, 16, 64), 96, (3, 3), weight_zp=-20, seed=24),
+    # Few distinct values: the codecs' palette modes (U85 FWD: 2-bit and 4-bit LUTs).
+    "conv_4_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=22, values=(-3, 0, 5, 7)),
+    "conv_12_values": Layer(False, (16, 16, 64), 96, (3, 3), seed=23, values=tuple(range(-6, 6))),
+    # Kernels Vela splits into several operations (stride > 3, dilation > 2) or tiles (> 8).
+    "conv_stride4": Layer(False, (19, 19, 8), 12, (3, 3), stride=(4, 4), seed=30),
+    "conv_dilation3": Layer(False, (20, 20, 8), 12, (3, 3), dilation=(3, 3), seed=31),
+    "conv_1x9": Layer(False, (12, 20, 8), 8, (1, 9), seed=33),
+    "conv_11x11_stride3": Layer(False, (20, 20, 3), 8, (11, 11), stride=(3, 3), seed=34),
 }
+# U55/U65 leave this one on the CPU; U85 runs it as 25 chained 1x1 depthwise operations.
+U85_LAYERS = {"depthwise_stride4": Layer(True, (17, 17, 8), 8, (5, 5), stride=(4, 4), seed=32)}
 
 
-@pytest.mark.parametrize("acc", CONFIGS)
-@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize("name,acc", [(n, a) for n in LAYERS for a in CONFIGS + U85_CONFIGS]
+                         + [(n, a) for n in U85_LAYERS for a in U85_CONFIGS])
 def test_single_layer_weights_equal_tosa(name, acc, tmp_path):
-    from edgetorch.backends.arm.ethosu import EthosUCompileSpec
-
-    tosa = LAYERS[name].tosa()
-    vela_compile(tosa, EthosUCompileSpec(acc).compiler_flags, str(tmp_path))
-    with np.load(tmp_path / "output" / "out_vela.npz") as npz:
-        ops = decode_ops(npz["cmd_data"].tobytes(), npz["weight_data"].tobytes(), acc)
+    tosa = {**LAYERS, **U85_LAYERS}[name].tosa()
+    ops = compile_and_decode(tosa, acc, tmp_path)
     assert ops, f"{name}: Vela emitted no convolution for the layer"
     check_against_tosa(ops, tosa_layers(tosa))
 
 
-def test_edgetorch_pte_weights_equal_tosa(compiled):
-    tosa, pte = compiled
-    pf = PteFile.parse(pte)
-    (delegate,) = pf.program.execution_plan[0].delegates
-    blob = parse_vela_bin(pf.delegate_bytes(delegate))
-    ops = decode_ops(blob.cmd_data, blob.weight_data, "ethos-u55-128")
-    check_against_tosa(ops, tosa_layers(tosa))
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u65-512", "ethos-u85-256"])
+def test_edgetorch_pte_weights_equal_tosa(target, tmp_path_factory, tmp_path):
+    tosa, pte = weightnet_pte(target, tmp_path_factory.mktemp("npu_weights"))
+    assert check_pte(pte, [tosa], tmp_path) >= 6

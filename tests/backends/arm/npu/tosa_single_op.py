@@ -20,11 +20,15 @@ class Layer:
     ifm_bits: int = 8
     weight_zp: int = 0
     seed: int = 0
+    values: tuple[int, ...] = ()  # draw the weights from these (few values: palette/LUT modes)
 
     def weights_ohwi(self) -> np.ndarray:
         rng = np.random.default_rng(self.seed)
         in_ch = 1 if self.depthwise else self.ifm[2]
-        return rng.integers(-128, 128, (self.ofm_channels, *self.kernel, in_ch)).astype(np.int8)
+        shape = (self.ofm_channels, *self.kernel, in_ch)
+        if self.values:
+            return rng.choice(np.array(self.values, np.int8), shape)
+        return rng.integers(-128, 128, shape).astype(np.int8)
 
     def bias(self) -> np.ndarray:
         rng = np.random.default_rng(self.seed + 1)

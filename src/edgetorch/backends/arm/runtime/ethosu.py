@@ -35,6 +35,7 @@ import numpy as np
 
 from ....errors import (
     BackendNotFoundError,
+    EdgeTorchError,
     ErrorCode,
     InvalidArgumentError,
     InvalidProgramError,
@@ -208,7 +209,7 @@ class EthosUSimulator:
                 raise
             try:
                 npu = _npu_program(vela, target)
-            except Exception as exc:
+            except EdgeTorchError as exc:  # e.g. an Ethos-U85 stream
                 raise BackendNotFoundError(
                     f"{missing}; the command-stream simulator cannot run it either: {exc}",
                     code=ErrorCode.NotFound) from exc

@@ -25,10 +25,10 @@ def _fits(x: np.ndarray, scale: int) -> bool:
     return peak * max(abs(int(scale)), 1) < _SAFE
 
 
-def _as_int64_or_object(x: np.ndarray, scale) -> np.ndarray:
+def _as_int64_or_object(x: np.ndarray, scale, headroom: int = 0) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64)
     scale_arr = np.asarray(scale, dtype=np.int64)
-    if _fits(x, int(np.abs(scale_arr).max()) if scale_arr.size else 0):
+    if _fits(x, (int(np.abs(scale_arr).max()) if scale_arr.size else 0) << headroom):
         return x
     return x.astype(object)
 
@@ -36,7 +36,10 @@ def _as_int64_or_object(x: np.ndarray, scale) -> np.ndarray:
 def scale_round(x: np.ndarray, scale, shift, mode: int) -> np.ndarray:
     """``x * scale / 2**shift`` rounded by ``mode``; ``scale``/``shift`` broadcast with ``x``
     (per-channel scaling passes arrays over the last axis)."""
-    xs = _as_int64_or_object(x, scale)
+    shift_arr = np.asarray(shift, dtype=np.int64)
+    # TFL rounding shifts left by 31 - shift first: leave room for it
+    headroom = int(max(31 - int(shift_arr.min(initial=31)), 0)) if mode == ROUND_DBL else 0
+    xs = _as_int64_or_object(x, scale, headroom)
     obj = xs.dtype == object
     scale = np.asarray(scale, dtype=object if obj else np.int64)
     shift = np.asarray(shift, dtype=np.int64)

@@ -87,12 +87,17 @@ class Interpreter:
     def __init__(self, payload: DriverPayload, accelerator: str) -> None:
         self.payload = payload
         self.accelerator = accelerator
-        self.u55 = "u55" in accelerator
+        # U55 and U65 share one architecture (the U65 stream is the U55 one)
+        self.u55_family = "u85" not in accelerator
 
     def run(self, mem: Memory) -> RunStats:
         regs = Registers()
         stats = RunStats()
         self.shram = np.zeros(SHRAM_BYTES, np.uint8)
+        # the CONFIG word's SHRAM size counts every core; each core has its own LUT area
+        cores = 2 if self.accelerator.endswith("u65-512") else 1
+        shram_kb = (self.payload.shram_kb or 48) // cores
+        self.lut_base = shram_kb * 1024 - 2048
         for cmd in self.payload.commands:
             name = cmd.name
             if not name.startswith("NPU_OP_"):
@@ -158,14 +163,30 @@ class Interpreter:
                 f"Ethos-U simulation: activation function {func} (tanh/sigmoid without a LUT) is "
                 "not simulated; Vela emits LUTs for int8/int16 networks")
         bits_lo, bits_hi = _CLIP.get(clip, int_range(ofm.bits, ofm.signed))
-        x = np.clip(np.clip(x, lo, hi), bits_lo, bits_hi)
+        if ofm.bits <= 16:  # the 16-bit clip registers do not bound a 32-bit OFM
+            x = np.clip(x, lo, hi)
+        x = np.clip(x, bits_lo, bits_hi)
         ofm.write(mem, x)
 
     def _lut(self, x: np.ndarray, slot: int, ofm: FeatureMap) -> np.ndarray:
-        raise OperatorMissingError(
-            f"Ethos-U simulation: lookup-table activations (LUT slot {slot}) are not simulated "
-            "yet; run the delegate from its TOSA graph instead (backend option "
-            "'simulation': 'tosa')")
+        """Table lookup: the LUTs sit in the last 2 KiB of the SHRAM (DMA'd there by the
+        stream). 8-bit: 256-byte slots of int8 entries indexed by value + 128. 16-bit: the
+        whole area, 512 u32 entries (base in the low half, slope to the next entry in the high
+        half) indexed by the top 9 bits of value + 32768 and interpolated over the low 7."""
+        if ofm.bits == 8:
+            base = self.lut_base + slot * 256
+            table = self.shram[base:base + 256].view(np.int8).astype(np.int64)
+            return table[np.clip(x, -128, 127) + 128]
+        if ofm.bits != 16:
+            raise OperatorMissingError(
+                f"Ethos-U simulation: lookup tables on {ofm.bits}-bit outputs are not simulated; "
+                "run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
+        entries = self.shram[self.lut_base:self.lut_base + 2048].view("<u4").astype(np.int64)
+        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+        u = np.clip(x, -32768, 32767) + 32768
+        idx, frac = u >> 7, u & 0x7F
+        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
 
     # ---- operations --------------------------------------------------------------------
 
@@ -246,10 +267,20 @@ class Interpreter:
 
     def _padded_ifm(self, regs, mem, depth, pads, ihw):
         upscale = regs.p("NPU_SET_IFM_UPSCALE", 0) & 3
-        ih, iw = ihw
+        ih, iw = max(ihw[0], 0), max(ihw[1], 0)
         if upscale:
-            raise OperatorMissingError("Ethos-U simulation: IFM upscaling is not simulated yet")
-        x, fm = self._read_ifm(regs, mem, "IFM", (max(ih, 0), max(iw, 0), depth))
+            # the kernel sees the IFM twice as high and wide: each element repeated (NEAREST)
+            # or followed by zeros (ZEROS, for transpose convolution)
+            x, _ = self._read_ifm(regs, mem, "IFM", ((ih + 1) // 2, (iw + 1) // 2, depth))
+            if upscale == 1:
+                x = x.repeat(2, axis=0).repeat(2, axis=1)
+            else:
+                up = np.zeros((2 * x.shape[0], 2 * x.shape[1], depth), np.int64)
+                up[::2, ::2] = x
+                x = up
+            x = x[:ih, :iw]
+        else:
+            x, _ = self._read_ifm(regs, mem, "IFM", (ih, iw, depth))
         top, left, bottom, right = pads
         xp = np.pad(x, ((top, bottom), (left, right), (0, 0)))
         valid = np.pad(np.ones(x.shape[:2], bool), ((top, bottom), (left, right)))
@@ -291,18 +322,22 @@ class Interpreter:
 
     def _pool(self, mode: str, regs: Registers, mem: Memory) -> None:
         k, pads, (oh, ow, oc), ihw = self._window_geometry(regs)
-        xp, valid = self._padded_ifm(regs, mem, oc, pads, ihw)
+        # REDUCE_SUM also sums the IFM's channels (into an OFM of depth 1)
+        depth = regs.p("NPU_SET_IFM_DEPTH_M1") + 1 if mode == "reduce_sum" else oc
+        xp, valid = self._padded_ifm(regs, mem, depth, pads, ihw)
         res, count = ops.pool(xp, valid, mode, (k.height, k.width), k.stride, (oh, ow))
+        if mode == "reduce_sum":
+            res = np.broadcast_to(res.sum(axis=-1, keepdims=True), (oh, ow, oc))
         ofm_prec = regs.p("NPU_SET_OFM_PRECISION")
         global_scale = (ofm_prec >> 8) & 1
         rounding = (ofm_prec >> 14) & 3
         scale, shift = self._ofm_scale(regs)
-        if mode == "max":
-            self._write_ofm(regs, mem, res)
-        elif global_scale:
+        if mode == "average" and (any(pads) or not global_scale):
+            # windows reaching into the padding: the NPU divides by the count of real
+            # elements itself (Vela then sets a unit OFM scale)
+            res = ops.average_by_count(res, count, rounding)
+        if mode != "max" and global_scale:
             self._write_ofm(regs, mem, res, scale, shift)
-        elif mode == "average":
-            self._write_ofm(regs, mem, ops.average_by_count(res, count, rounding))
         else:
             self._write_ofm(regs, mem, res)
 
@@ -320,12 +355,12 @@ class Interpreter:
         if not unary:
             bc = regs.p("NPU_SET_IFM2_BROADCAST", 0)
             if (bc >> 7) & 1:
-                fm2 = self._fm(regs, "IFM2") if "NPU_SET_IFM2_PRECISION" in regs.values else None
+                prec2 = regs.p("NPU_SET_IFM2_PRECISION", 1)
+                signed = bool(prec2 & 1) or ((prec2 >> 2) & 3) > 0
                 raw = regs.p("NPU_SET_IFM2_SCALAR")
-                signed = fm2 is None or fm2.signed
-                value = _s16(raw) if signed else raw
-                zp2 = self._zp(regs, "IFM2", fm2) if fm2 is not None else 0
-                b = np.full((1, 1, 1), value - zp2, np.int64)
+                zp_raw = regs.p("NPU_SET_IFM2_ZERO_POINT", 0)
+                value = (_s16(raw) if signed else raw) - (_s16(zp_raw) if signed else zp_raw)
+                b = np.full((1, 1, 1), value, np.int64)
             else:
                 shape2 = (1 if bc & 1 else oh, 1 if bc & 2 else ow, 1 if bc & 4 else oc)
                 b, _ = self._read_ifm(regs, mem, "IFM2", shape2)
@@ -339,7 +374,7 @@ class Interpreter:
             opb = regs.values.get("NPU_SET_OPB_SCALE", (0, 1))
             in_bits = _IFM_BITS[(ifm_prec >> 2) & 3]
             # the operand that is not scaled is aligned with the scaled one's fixed point
-            unscaled_shift = {8: 19, 16: 14}.get(in_bits, 0) if self.u55 else 0
+            unscaled_shift = {8: 19, 16: 14}.get(in_bits, 0) if self.u55_family else 0
             if scale_mode == 1:
                 a = scale_round(a, opa[1] or 0, opa[0] & 0x3F, rounding_in)
                 b = b << unscaled_shift
@@ -362,9 +397,10 @@ class Interpreter:
             s = np.clip(b, -32, 31)
             if mode == "shl":
                 acc = np.left_shift(a, np.maximum(s, 0)).astype(np.int32).astype(np.int64)
-            else:
-                rnd = (ifm_prec >> 14) & 3
-                acc = scale_round(a, 1, np.maximum(s, 0), rnd if rnd != 0 else 2)
+            else:  # the OFM round mode rounds the shift: DBL is a plain (flooring) shift
+                rnd = (regs.p("NPU_SET_OFM_PRECISION") >> 14) & 3
+                s = np.maximum(s, 0)
+                acc = np.right_shift(a, s) if rnd == 0 else scale_round(a, 1, s, rnd)
             self._write_ofm(regs, mem, np.broadcast_to(acc, (oh, ow, oc)))
         elif mode == "clz":
             u = (a & 0xFFFFFFFF).astype(np.uint64)
