@@ -3,9 +3,9 @@
 - fp32, custom ops + XNNPACK: the greedy continuation of a fixed prompt (24 new tokens)
   equals transformers' greedy output on the same GGUF, token for token, in our runtime and in
   ExecuTorch 1.5.1's runtime on our .pte (compat);
-- 8da4w (group size 32): the .pte's top-1 token agrees with the 8da4w eager model on >= 95%
-  of 64 teacher-forced positions; perplexities of fp32 and 8da4w on a fixed paragraph are
-  printed (``-s``) for the record.
+- 8da4w (group size 32): the .pte's top-1 token agrees with the 8da4w eager model (its group
+  scales rounded to bf16, as the .pte stores them) on >= 95% of 64 teacher-forced positions;
+  perplexities of fp32 and 8da4w on a fixed paragraph are printed (``-s``) for the record.
 
 Set ``EDGETORCH_LLM_ARTIFACTS=<dir>`` to keep (and reuse) the exported .pte files there.
 """
@@ -192,21 +192,64 @@ def _perplexity(logits: np.ndarray, targets: list[int]) -> float:
     return float(np.exp(-logp[np.arange(len(targets)), targets].mean()))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 57/64 (0.891): our XNNPACK qd8 x qb4w numerics drift from torchao's eager 8da4w "
-    "over 30 layers; ExecuTorch 1.5.1's runtime also differs from ours on this .pte (top-1 "
-    "24/34 teacher-forced, max |logit diff| 2.9 of 32) -- to investigate in the XNNPACK "
-    "quantized runtime (fp32 and the tiny 8da4w model agree)"))
+def _as_lowered(model) -> None:
+    """Round the 8da4w eager model's int4 group scales to bfloat16 in place.
+
+    That is what the lowered graph computes with: ExecuTorch's XNNPACK serialization stores
+    qbint4 block scales as bf16 (round to nearest even), in ExecuTorch's .pte files and ours, and
+    XNNPACK's qd8-f32-qb4w GEMM reads them so. torchao's eager model keeps float32 scales."""
+    from torchao.quantization import IntxUnpackedToInt8Tensor
+
+    n = 0
+    for module in model.modules():
+        w = getattr(module, "weight", None)
+        if isinstance(w, IntxUnpackedToInt8Tensor):
+            w.scale.copy_(w.scale.to(torch.bfloat16).float())
+            n += 1
+    assert n > 0, "no torchao int4 weights found in the 8da4w model"
+
+
 def test_8da4w_top1_agrees_with_its_eager_model(artifacts, reference):
+    """The reference is torchao's 8da4w eager model with its group scales rounded to bf16
+    (``_as_lowered``), which is what the .pte computes. Measured (64 teacher-forced positions,
+    2026-11-23), top-1 agreement / mean |logit diff|:
+
+    ======================================  =====================  =====================
+    reference                               our runtime            ExecuTorch 1.5.1's
+    ======================================  =====================  =====================
+    eager 8da4w, float32 group scales       55/64 (0.859) / 0.54   55/64 (0.859) / 0.55
+    eager 8da4w, bf16 group scales          61/64 (0.953) / 0.38   61/64 (0.953) / 0.40
+    our runtime                             --                     62/64 (0.969) / 0.34
+    our runtime, rsqrt +-1 ulp noise        60/64 (0.938) / 0.34   62/64 (0.969) / 0.36
+    ======================================  =====================  =====================
+
+    Both runtimes sit equally far from the float32-scale eager model: the gap is the bf16
+    scales, not either runtime. The qd8 x qb4w GEMM is bit-exact with ExecuTorch's
+    (``test_llm_compat``); what remains between the runtimes is XNNPACK's approximate rsqrt
+    (up to 2 ulp) and sigmoid, which 30 layers of per-token int8 quantization amplify: one ulp of
+    noise in our rsqrt moves the logits as far (last row). So 61/64 is near the noise floor of
+    this model and a rerun (thread count, BLAS) can move it by a position.
+    """
     _, _, paragraph = reference
     assert len(paragraph) == 65
     name = "smollm2_8da4w_g32_xnnpack"
-    eager = _teacher_forced(_eager_step(name), paragraph)
+    model = load_model(LlmConfig.from_args(_overrides(name))).model
+
+    def eager_step(t, p):
+        with torch.no_grad():
+            return model(t, p).numpy()
+
+    eager = _teacher_forced(eager_step, paragraph)  # float32 scales: printed, not asserted
+    _as_lowered(model)
+    lowered = _teacher_forced(eager_step, paragraph)
     pte = _teacher_forced(_runtime_step(_pte(artifacts, name)), paragraph)
-    agree = float((eager.argmax(-1) == pte.argmax(-1)).mean())
+    agree = float((lowered.argmax(-1) == pte.argmax(-1)).mean())
+    plain = float((eager.argmax(-1) == pte.argmax(-1)).mean())
     fp32 = _teacher_forced(_eager_step("smollm2_fp32_xnnpack"), paragraph)
     targets = paragraph[1:]
-    print(f"\n8da4w g32 .pte vs eager top-1 agreement: {agree:.3f} over {len(targets)} "
-          f"positions; perplexity fp32 {_perplexity(fp32, targets):.2f}, 8da4w eager "
-          f"{_perplexity(eager, targets):.2f}, 8da4w .pte {_perplexity(pte, targets):.2f}")
+    print(f"\n8da4w g32 .pte top-1 agreement over {len(targets)} positions: {agree:.3f} with "
+          f"the bf16-scale eager model, {plain:.3f} with torchao's float32-scale one; "
+          f"perplexity fp32 {_perplexity(fp32, targets):.2f}, 8da4w eager "
+          f"{_perplexity(eager, targets):.2f} (bf16 scales {_perplexity(lowered, targets):.2f}),"
+          f" 8da4w .pte {_perplexity(pte, targets):.2f}")
     assert agree >= 0.95

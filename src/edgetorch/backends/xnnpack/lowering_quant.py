@@ -34,6 +34,10 @@ class QCtx(Ctx):
         super().__init__(*args)
         self._quant = quant
         self.fused, self.folded = {}, set()
+        # (input slot, num_nonbatch_dims) -> output slot of the first dynamic quantization of
+        # that input: ExecuTorch's graphs quantize an input once per consumer (q, k and v
+        # projections each convert the same normed activations), the result is the same
+        self.dynamic_converts: dict[tuple[int, int], int] = {}
 
     # Clamps folded into the producing node's requantization (plan_clamp_fusion): producer
     # output slot -> extra int8 bounds; clamp input slots whose clamp is then a no-op.
@@ -160,6 +164,9 @@ def _convert(n: x.XNNConvert, ctx: QCtx) -> tuple[Compute, int]:
     qi, qo = ctx.quant(i), ctx.quant(o)
     if qi is None and qo is not None and qo.dynamic:
         nnb = qo.num_nonbatch_dims
+        first = ctx.dynamic_converts.setdefault((i, nnb), o)
+        if first != o:  # values are never written in place: share the first one's result
+            return (lambda: env[first]), o
         return (lambda: Q.quantize_dynamic(env[i], nnb)), o
     if qi is None and qo is not None:
         s, zp = float(ctx.static(o, "output").scale), qo.zero_point
