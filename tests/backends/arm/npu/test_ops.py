@@ -17,11 +17,7 @@ from npu_util import U55_U65, compare_with_reference, vela_blob
 OURS = ["conv3x3", "conv3x3_s2", "conv3x3_dil2", "conv5x5_nobias", "conv1x1_wide",
         "conv_valid_rect", "depthwise3x3", "depthwise3x3_s2", "depthwise_mult2", "avgpool2x2",
         "avgpool3x3_s2", "global_avgpool", "add", "add_bcast", "conv_relu_add",
-        # mean.dim now lowers as ExecuTorch does (REDUCE_SUM + MUL by a quantized 1/N, was
-        # AVG_POOL2D); the command-stream simulator does not match the reference model on it yet
-        pytest.param("mean_dim", marks=pytest.mark.xfail(
-            strict=True, reason="NPU simulator: ExecuTorch's REDUCE_SUM + MUL(1/N) mean differs "
-                                "from the TOSA reference model (owner: npusim)"))]
+        "mean_dim"]  # REDUCE_SUM + MUL by a quantized 1/N, as ExecuTorch lowers mean.dim
 ET_OPS = ["maxpool2x2", "maxpool3x3_pad", "add_scalar", "sub", "sub_bcast_c", "mul",
           "mul_scalar", "minimum", "maximum", "abs", "relu", "relu6", "leaky_relu", "sigmoid",
           "tanh", "hardswish", "cat", "linear", "upsample_nearest", "conv_transpose", "sum_dim",
