@@ -79,7 +79,11 @@ def _sym_shapes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     config.memory_planning_pass.run(ep.graph_module, ep.graph_signature)
-    # Views share their base's bytes.
+
+
+def share_view_bytes(ep: ExportedProgram) -> None:
+    """Views share their base's bytes (after every method is planned: ``run_multimethod`` may
+    still move mutable buffers)."""
     for node in ep.graph.nodes:
         spec = node.meta.get("spec")
         if getattr(spec, "alias_of", None) is not None:
@@ -128,6 +132,13 @@ def copy_program(ep: ExportedProgram) -> ExportedProgram:
 
 def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig,
                  state: ProgramState) -> tuple[ExportedProgram, S.ExecutionPlan]:
+    ep = plan_method(name, edge_ep, config)
+    return ep, emit_method(name, ep, config, state)
+
+
+def plan_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig
+                ) -> ExportedProgram:
+    """Every step of ``to_executorch`` up to emission (a copy of ``edge_ep``, memory planned)."""
     ep = copy_program(edge_ep)
     done: list[str] = []
     for step_name, fn in STEPS:
@@ -142,6 +153,11 @@ def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendC
                 f"{type(e).__name__}: {e}\n  steps that ran before it: {before}"
             ) from e
         done.append(step_name)
-    plan = MethodEmitter(name, ep, state, config.emit_stacktrace,
+    return ep
+
+
+def emit_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfig,
+                state: ProgramState) -> S.ExecutionPlan:
+    share_view_bytes(ep)
+    return MethodEmitter(name, ep, state, config.emit_stacktrace,
                          config.emit_mutable_buffer_names, _external_tagger(config)).emit()
-    return ep, plan

@@ -76,6 +76,7 @@ def _to_out_variant(node: torch.fx.Node) -> bool:
         kwargs[names[0]] = allocs  # one ``Tensor(a!)[] out``, e.g. split_with_sizes_copy
     else:
         kwargs.update(zip(names, allocs))
+    node.meta["functional_target"] = op  # which outputs are differentiable (spec_prop)
     node.target = out_op  # the ATen ``.out`` overload: what the emitter names
     node.kwargs = kwargs
     return True
