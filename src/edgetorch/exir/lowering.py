@@ -28,6 +28,13 @@ from .passes.write_back import insert_write_back
 Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
 
+def _reinplace(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.run_reinplace_pass or config.reinplace_extra_ops:
+        from .passes.reinplace import DEFAULT_INPLACEABLE_OPS, reinplace_pass
+
+        reinplace_pass(ep, DEFAULT_INPLACEABLE_OPS | frozenset(config.reinplace_extra_ops or ()))
+
+
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
 
@@ -93,6 +100,7 @@ def share_view_bytes(ep: ExportedProgram) -> None:
 
 STEPS: list[Step] = [
     ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
+    ("re-inplace (run_reinplace_pass)", _reinplace),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),

@@ -56,7 +56,7 @@ def get_node_tensor_specs(node: torch.fx.Node) -> list[TensorSpec]:
     """The tensor specs of ``node`` (a view: its base's; the output node: its arguments')."""
     if node.target is memory.view:
         specs = node.args[0].meta.get("spec")
-    elif node.op == "output" and "spec" not in node.meta:
+    elif node.op == "output":  # ExecuTorch's SpecPropPass gives it its arguments' specs
         specs = [a.meta.get("spec") for a in tree_flatten(node.args[0])[0]
                  if isinstance(a, torch.fx.Node)]
     else:
@@ -78,9 +78,16 @@ def _is_out_var_node(node: torch.fx.Node) -> bool:
             and any(a.is_out for a in node.target._schema.arguments))
 
 
+def _unwrap(target: Any) -> Any:
+    """The ATen overload of an Edge/backend op wrapping one (an ATen one as is)."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target
+    return getattr(target, "_op", target)
+
+
 def _is_inplace_node(node: torch.fx.Node) -> bool:
     """An in-place operator (torchgen's SchemaKind.inplace: its name ends with ``_``)."""
-    op = getattr(node.target, "_op", node.target)
+    op = _unwrap(node.target)
     if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
         return False
     base = op._schema.name.split("::")[-1]
@@ -91,8 +98,7 @@ def _is_inplace_node(node: torch.fx.Node) -> bool:
 def _alias_inplace_result_specs(node: torch.fx.Node) -> None:
     """An in-place op's results are the inputs it writes (``Tensor(a!)``): give them their
     specs, so both are one tensor to the planner and to the emitter."""
-    op = getattr(node.target, "_op", node.target)
-    schema = op._schema
+    schema = _unwrap(node.target)._schema
     current = node.meta.get("spec")
     outs = [current] if isinstance(current, TensorSpec) else list(current or [])
     changed = False

@@ -322,13 +322,15 @@ class MethodEmitter:
             args.append(self._arg(value, sa.type))
         name, overload = op_name_and_overload(op)
         if is_out_variant(op):
-            spec = node.meta["spec"]
-            if isinstance(spec, tuple):
-                ret = [self._tensor(s) for s in spec]
-                args.append(self._add(S.TensorList(ret)))
-            else:
-                ret = self._tensor(spec)
+            # The results are the out arguments just emitted (ExecuTorch's layout): one out
+            # is returned as is; several, or one Tensor[] out, as a new TensorList.
+            outs = [args[i] for i, sa in enumerate(schema.arguments) if sa.is_out]
+            if len(outs) == 1 and not isinstance(self.values[outs[0]].val, S.TensorList):
+                ret = outs[0]
                 args.append(ret)
+            else:
+                ret = outs if len(outs) > 1 else list(self.values[outs[0]].val.items)
+                args.append(self._add(S.TensorList(list(ret))))
         elif (i := mutated_arg_index(op)) is not None:  # in-place: returns what it wrote
             ret = args[i]
             args.append(ret)

@@ -110,6 +110,15 @@ class MemoryPlanningPass(PassBase):
                 specs = get_node_tensor_specs(node)
                 for alloc, spec in zip(allocs, specs):
                     alloc.meta.setdefault("spec", spec)
+                share = node.meta.get("_share_alloc_with_arg_idx")
+                if share is not None and len(specs) == 1:  # written into an argument's bytes
+                    base = node.args[share].meta.get("spec")
+                    if not isinstance(base, TensorSpec):
+                        raise MemoryPlanningError(
+                            f"{node.name}: _share_alloc_with_arg_idx={share} names an argument "
+                            "without a tensor spec; point it at a tensor argument")
+                    specs[0].storage_base = base
+                    specs[0].storage_base_offset = node.meta.get("_shared_alloc_offset") or 0
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         return self.run(graph_module)
@@ -173,6 +182,8 @@ class MemoryPlanningPass(PassBase):
         for fqn, specs in self.state.mutable_buffers.items():
             specs = list(specs) + list(self.state.maybe_mutable_buffers.get(fqn, ()))
             for spec in specs:
+                # Read-only here but mutated by another method: state, not a constant.
+                spec.const = False
                 spec.mem_id = 2
                 spec.realign(self.alignment)
                 spec.mem_offset = arena  # state persists: nothing else ever shares it

@@ -12,6 +12,7 @@ import torch
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.fx.passes.infra.pass_base import PassResult
 
 from ...schema.program import TensorShapeDynamism
 from .. import memory
@@ -55,8 +56,15 @@ def root(spec: TensorSpec) -> TensorSpec:
 
 
 def propagate_specs(ep: ExportedProgram) -> bool:
-    infos = placeholder_infos(ep)
-    for node in ep.graph.nodes:
+    propagate_graph_specs(ep.graph_module, ep)
+    return True
+
+
+def propagate_graph_specs(gm: torch.fx.GraphModule, ep: ExportedProgram | None = None) -> None:
+    """Specs for ``gm``'s nodes; with ``ep``, weights and buffers are marked constant (with
+    their bytes) or named (mutable buffers), as the emitter needs."""
+    infos = placeholder_infos(ep) if ep is not None else {}
+    for node in gm.graph.nodes:
         val = node.meta.get("val")
         if node.op == "placeholder":
             if not isinstance(val, torch.Tensor):
@@ -73,8 +81,28 @@ def propagate_specs(ep: ExportedProgram) -> bool:
             node.meta["spec"] = _call_spec(node, val)
             _propagate_requires_grad(node)
             if is_cond(node):
-                _propagate_branches(ep.graph_module, node)
-    return True
+                _propagate_branches(gm, node)
+
+
+class SpecPropPass:
+    """ExecuTorch's graph-module pass: a ``TensorSpec`` on every tensor-valued node."""
+
+    def __call__(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        propagate_graph_specs(graph_module)
+        return PassResult(graph_module, True)
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        return self(graph_module)
+
+    def update_placeholder_tensor_specs(self, exported_program: ExportedProgram,
+                                        graph_module: torch.fx.GraphModule) -> None:
+        """Mark the placeholders of weights, constants and non-mutated buffers constant."""
+        infos = placeholder_infos(exported_program)
+        for node in graph_module.graph.nodes:
+            info, spec = infos.get(node), node.meta.get("spec")
+            if node.op == "placeholder" and isinstance(spec, TensorSpec) and info is not None \
+                    and info.kind != InputKind.USER_INPUT and not info.mutable:
+                spec.const = True
 
 
 def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
@@ -166,7 +194,7 @@ def _call_spec(node: torch.fx.Node, val: object):
             arg = node.kwargs[name]
             if isinstance(arg, (list, tuple)):  # a Tensor[] out: a spec per element
                 return tuple(a.meta["spec"] for a in arg)
-            outs.append(arg.meta["spec"])
+            outs.append(arg.meta["spec"] if isinstance(arg, torch.fx.Node) else None)
         return outs[0] if len(outs) == 1 else tuple(outs)
     if isinstance(target, OpOverload) and target._schema.is_mutable:
         i = next((i for i, a in enumerate(target._schema.arguments)
