@@ -114,3 +114,20 @@ def test_pte_bytes_equal_executorch(name, theirs):
     config = ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False)
     ours = to_edge(torch.export.export(model, inputs)).to_executorch(config).buffer
     assert ours == theirs(name).pte.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["cnn", "mlp", "simple_model"])
+def test_xnnpack_pte_bytes_equal_executorch(name, tmp_path):
+    """Lowered to XNNPACK (same partitioner, same defaults): the same .pte, delegate blobs and
+    the 64 bytes ExecuTorch pads each arena with when an XNNPACK delegate runs included."""
+    from refenv import ref_export
+
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    model, inputs, _ = _eager(name)
+    config = ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False)
+    ours = to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                       partitioner=[XnnpackPartitioner()]).to_executorch(config)
+    theirs = ref_export(name, tmp_path / f"{name}.xnn.pte", xnnpack=True)
+    assert ours.buffer == theirs.pte.read_bytes()
