@@ -119,24 +119,29 @@ def _place_in_bases(deferred: list[TensorSpec], spec2obj: dict[TensorSpec, Share
     """Specs with a ``storage_base`` go inside their base's allocation (bases may chain)."""
     remaining = list(deferred)
     while remaining:
-        waiting = [s for s in remaining if s.storage_base not in spec2obj]
-        if len(waiting) == len(remaining):
-            raise MemoryPlanningError("circular or unresolvable storage_base chain of specs of "
-                                + ", ".join(f"{s.allocated_memory} bytes" for s in waiting))
+        waiting = []
         for spec in remaining:
             base = spec.storage_base
             if base not in spec2obj:
+                waiting.append(spec)
                 continue
             sobj = spec2obj[base]
             result.spec_dict[spec].mem_id = result.spec_dict[base].mem_id
             base_alloc = next(a for a in sobj.allocations if a.spec is base)
             offset = base_alloc.offset + spec.storage_base_offset
             if spec.storage_base_offset < 0 or offset % spec.alignment:
-                raise MemoryPlanningError(f"storage_base_offset {spec.storage_base_offset} breaks the "
-                                    f"alignment {spec.alignment} of a storage-backed spec")
+                raise MemoryPlanningError(
+                    f"storage_base_offset {spec.storage_base_offset} breaks the alignment "
+                    f"{spec.alignment} of a storage-backed spec; use a multiple of it")
             if spec.storage_base_offset + spec.allocated_memory > base.allocated_memory:
-                raise MemoryPlanningError("a storage-backed spec must fit inside its storage_base")
+                raise MemoryPlanningError("a storage-backed spec must fit inside its "
+                                          "storage_base; check storage_base_offset")
             spec2obj[spec] = _join(sobj, spec, offset)
+        if len(waiting) == len(remaining):
+            raise MemoryPlanningError(
+                "circular or unresolvable storage_base chain of specs of "
+                + ", ".join(f"{s.allocated_memory} bytes" for s in waiting)
+                + "; every storage_base must be planned too")
         remaining = waiting
 
 

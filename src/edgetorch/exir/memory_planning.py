@@ -232,13 +232,25 @@ def update_all_tensors_lifetime(graph_module: torch.fx.GraphModule,
                 do_assertion=False, ignore_dynamic_unbound_tensor=False):
             update_tensor_lifetime(node, spec, idx, last, graph_signature)
             specs.add(spec)
-    for spec in specs:  # a storage-backed spec keeps its bases alive
+    _extend_storage_base_lifetimes(specs)
+    return specs
+
+
+def _extend_storage_base_lifetimes(specs: Iterable[TensorSpec]) -> None:
+    """A spec living inside another's storage keeps that storage (and its bases) alive."""
+    for spec in specs:
+        seen = {spec}
         base = spec.storage_base
         while base is not None:
+            if base in seen:
+                raise MemoryPlanningError("circular storage_base chain of tensor specs")
+            seen.add(base)
+            if None in base.lifetime or None in spec.lifetime:
+                raise MemoryPlanningError("a storage-backed spec and its storage_base need "
+                                          "lifetimes; run update_all_tensors_lifetime first")
             base.lifetime = [min(base.lifetime[0], spec.lifetime[0]),
                              max(base.lifetime[1], spec.lifetime[1])]
             base = base.storage_base
-    return specs
 
 
 # ---- planning -----------------------------------------------------------------------------

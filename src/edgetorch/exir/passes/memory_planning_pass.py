@@ -13,6 +13,7 @@ arena 2 (``run_multimethod``, called once all methods are planned).
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,7 +22,6 @@ from torch.export.graph_signature import ExportGraphSignature
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ...errors import MemoryPlanningError
-from .. import memory
 from ..memory_planning import (
     ALGORITHMS,
     MemoryPlan,
@@ -47,6 +47,34 @@ def _specs_of(node: torch.fx.Node) -> list[TensorSpec]:
     if isinstance(spec, (tuple, list)):
         return [s for s in spec if isinstance(s, TensorSpec)]
     return []
+
+
+def _move_memory_meta_to_spec(node: torch.fx.Node) -> None:
+    """``node.meta["_share_alloc_with_arg_idx"]`` (and ``_shared_alloc_offset``): the result
+    lives inside that argument's storage, at that byte offset (``spec.storage_base``)."""
+    idx = node.meta.get("_share_alloc_with_arg_idx")
+    offset = node.meta.get("_shared_alloc_offset")
+    if idx is None:
+        if offset is not None:
+            raise ValueError(f"{node.name}: _shared_alloc_offset is set but not "
+                             "_share_alloc_with_arg_idx; set both")
+        return
+    offset = 0 if offset is None else offset
+    if not isinstance(idx, int) or not isinstance(offset, int):
+        raise TypeError(f"{node.name}: _share_alloc_with_arg_idx and _shared_alloc_offset must "
+                        "be ints")
+    spec = node.meta.get("spec")
+    if not isinstance(spec, TensorSpec):
+        raise TypeError(f"{node.name}: _share_alloc_with_arg_idx needs a single-tensor result")
+    if not 0 <= idx < len(node.args):
+        raise IndexError(f"{node.name}: _share_alloc_with_arg_idx={idx} is not an index of its "
+                         f"{len(node.args)} positional arguments")
+    arg = node.args[idx]
+    base = arg.meta.get("spec") if isinstance(arg, torch.fx.Node) else None
+    if not isinstance(base, TensorSpec):
+        raise TypeError(f"{node.name}: _share_alloc_with_arg_idx={idx} must name a tensor "
+                        "argument")
+    spec.storage_base, spec.storage_base_offset = base, offset
 
 
 def _buffer_fqn(node: torch.fx.Node, gs: ExportGraphSignature) -> tuple[str | None, bool]:
@@ -99,26 +127,30 @@ class MemoryPlanningPass(PassBase):
 
     @staticmethod
     def _set_alloc_node_spec(graph_module: torch.fx.GraphModule) -> None:
-        """An out-variant call and the ``memory.alloc`` nodes it writes hold the same specs."""
+        """The buffers an out-variant call writes hold its specs (one per out argument; a
+        ``None`` out gets none), and ``_share_alloc_with_arg_idx`` meta puts its result
+        inside an argument's storage."""
         for sub in graph_module.modules():
             if not isinstance(sub, torch.fx.GraphModule):
                 continue
             for node in sub.graph.nodes:
                 if not _is_out_var_node(node) or "spec" not in node.meta:
                     continue
-                allocs = [a for a in filter_nodes(node.kwargs.values()) if a.target is memory.alloc]
+                names = [a.name for a in node.target._schema.arguments if a.is_out]
                 specs = get_node_tensor_specs(node)
-                for alloc, spec in zip(allocs, specs):
-                    alloc.meta.setdefault("spec", spec)
-                share = node.meta.get("_share_alloc_with_arg_idx")
-                if share is not None and len(specs) == 1:  # written into an argument's bytes
-                    base = node.args[share].meta.get("spec")
-                    if not isinstance(base, TensorSpec):
-                        raise MemoryPlanningError(
-                            f"{node.name}: _share_alloc_with_arg_idx={share} names an argument "
-                            "without a tensor spec; point it at a tensor argument")
-                    specs[0].storage_base = base
-                    specs[0].storage_base_offset = node.meta.get("_shared_alloc_offset") or 0
+                outs = [node.kwargs.get(n) for n in names]
+                if len(outs) == 1 and isinstance(outs[0], (list, tuple)):
+                    outs = list(outs[0])  # one Tensor[] out
+                elif len(outs) == 1 and isinstance(outs[0], torch.fx.Node):
+                    outs[0].meta["spec"] = node.meta["spec"]
+                    _move_memory_meta_to_spec(node)
+                    continue
+                written = iter(specs)
+                for out in outs:
+                    if out is None:
+                        warnings.warn(f"{node.target}'s out argument is None", stacklevel=1)
+                        continue
+                    out.meta["spec"] = next(written)
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         return self.run(graph_module)
