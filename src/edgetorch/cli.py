@@ -155,6 +155,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 np.save(f"{args.save}_{i}.npy", out)
         else:
             print(f"output {i}: {out!r}")
+    for _backend, handle in getattr(method, "_delegate_handles", []):
+        if hasattr(handle, "report"):  # e.g. Ethos-U: what simulated it, the NPU operations
+            print(handle.report())
     if times:
         print(f"latency: mean {1e3 * np.mean(times):.3f} ms, min {1e3 * np.min(times):.3f} ms "
               f"over {len(times)} runs")
@@ -205,6 +208,11 @@ def inspect_program(path: str, tensors: int = 0) -> str:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    if args.ethosu:
+        from .backends.arm.runtime.npu.listing import ethosu_listing
+
+        print(ethosu_listing(args.program))
+        return 0
     print(inspect_program(args.program, args.tensors))
     return 0
 
@@ -302,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="show methods, operators, arenas and sizes of a .pte")
     i.add_argument("program")
+    i.add_argument("--ethosu", action="store_true",
+                   help="list each Ethos-U delegate's register command stream (as Vela prints it)")
     i.add_argument("--tensors", type=int, default=0, metavar="N",
                    help="also list the N largest stored tensors, delegate blobs and named data")
     i.set_defaults(fn=_cmd_inspect)

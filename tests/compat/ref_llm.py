@@ -8,6 +8,11 @@
                                                constant (metadata) method's values
     ref_llm.py greedy PTE IDS N OUT.json       greedy continuation: prefill IDS (comma list)
                                                in one call, then N-1 single-token steps
+    ref_llm.py export_llama CKPT PARAMS OUT.pte [--qmode Q --group-size G]
+                                               ExecuTorch's own export_llama (model_class
+                                               smollm2, KV cache + sdpa_with_kv_cache custom
+                                               ops, dynamic shape, XNNPACK, max_seq_length 128,
+                                               max_context_length 512) of a Meta checkpoint
 
 Every command imports ``executorch.extension.llm.custom_ops.custom_ops`` (the ``llama::``
 kernels) and ``executorch.kernels.quantized`` first, as ExecuTorch requires.
@@ -89,6 +94,24 @@ def cmd_greedy(args) -> None:
     Path(args.out).write_text(json.dumps(out))
 
 
+def cmd_export_llama(args) -> None:
+    from executorch.examples.models.llama.export_llama_lib import export_llama
+    from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
+
+    c = LlmConfig()
+    c.base.model_class = ModelType.smollm2  # an enum: a str fails inside export_llama
+    c.base.checkpoint, c.base.params = args.checkpoint, args.params
+    c.base.metadata = '{"get_bos_id": 1, "get_eos_ids": [2]}'
+    c.model.use_kv_cache = c.model.use_sdpa_with_kv_cache = True
+    c.model.enable_dynamic_shape = True
+    c.export.max_seq_length, c.export.max_context_length = 128, 512
+    c.export.output_name = str(Path(args.out).resolve())  # ends in .pte: used as given
+    c.backend.xnnpack.enabled = True
+    if args.qmode:
+        c.quantization.qmode, c.quantization.group_size = args.qmode, args.group_size
+    export_llama(c)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -104,8 +127,15 @@ def main() -> int:
     g.add_argument("ids")
     g.add_argument("n", type=int)
     g.add_argument("out")
+    x = sub.add_parser("export_llama")
+    x.add_argument("checkpoint")
+    x.add_argument("params")
+    x.add_argument("out")
+    x.add_argument("--qmode")
+    x.add_argument("--group-size", type=int, default=32)
     args = p.parse_args()
-    {"export": cmd_export, "run": cmd_run, "greedy": cmd_greedy}[args.cmd](args)
+    {"export": cmd_export, "run": cmd_run, "greedy": cmd_greedy,
+     "export_llama": cmd_export_llama}[args.cmd](args)
     return 0
 
 

@@ -36,11 +36,14 @@ def _conv(x, w, b, stride, pad, dil, groups):
     (6, 4, 2, 3, [2, 1], [1, 2], [1, 1]),  # grouped
 ])
 @pytest.mark.parametrize("blocked", [False, True])
+@pytest.mark.parametrize("nhwc", [False, True])
 def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, dil, blocked,
-                                           monkeypatch):
+                                           nhwc, monkeypatch):
     if blocked:  # large depthwise layers run in blocks of channels: force blocks of 1-2
         monkeypatch.setattr(pnn, "DW_WHOLE_MAX", 0)
         monkeypatch.setattr(pnn, "DW_BLOCK", 150)
+    # small planes run depthwise channels-last; planes: flattened (the large-plane path)
+    monkeypatch.setattr(pnn, "DW_NHWC_MAX_PLANE", 1 << 30 if nhwc else 0)
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((cout, cin // groups, k, k)) / k).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)
@@ -129,6 +132,38 @@ def test_winograd_conv_matches_eager_and_caches_only_constants(hw, pad):
     _, out = _conv(x, mutable, None, [1, 1], pad, [1, 1], 1)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(2 * w), None, 1, pad)
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_winograd_filter_packed_once_for_a_read_only_mapped_constant(tmp_path):
+    """A program mapped from its file gives constants whose base is a read-only mmap: their
+    Winograd filters are packed once, not per call (a mapping opened for writing is not
+    immutable, so it is never cached)."""
+    import mmap
+
+    from edgetorch.kernels.portable import winograd
+
+    w = np.arange(16 * 16 * 9, dtype=np.float32).reshape(16, 16, 3, 3)
+    path = tmp_path / "w.bin"
+    path.write_bytes(w.tobytes())
+    calls = []
+
+    def derive(a):
+        calls.append(1)
+        return a * 2
+
+    with open(path, "rb") as f:
+        ro = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    const = np.frombuffer(ro, np.float32).reshape(w.shape)
+    first = winograd.constant_cache(const, "test", derive)
+    assert winograd.constant_cache(const, "test", derive) is first and len(calls) == 1
+    with open(path, "r+b") as f:
+        rw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_WRITE)
+    writable = np.frombuffer(rw, np.float32).reshape(w.shape)
+    writable.flags.writeable = False  # a read-only view of writable memory
+    winograd.constant_cache(writable, "test", derive)
+    winograd.constant_cache(writable, "test", derive)
+    assert len(calls) == 3
+    del const, first, writable
 
 
 @pytest.mark.parametrize("op,dims,keepdim", [

@@ -12,17 +12,26 @@ ExecuTorch's emitter appends to every ``KernelCall``:
 A kernel returns its result: the ``out`` array itself when it wrote into it, otherwise a fresh
 array that the runtime copies into ``out`` (resizing a dynamic tensor within its planned bound).
 Ops with several outputs return a tuple; scalar ops (``executorch_prim::*``) return the scalar.
+
+A kernel may also have a *preparer* (``@prepares("aten::add.out")``): called once at
+``load_method`` with the instruction's arguments when every tensor among them keeps its memory
+and sizes from call to call (constants, static planned tensors), it returns the zero-argument
+callables (typically ``functools.partial`` of NumPy ufuncs with ``out=``) that compute exactly
+what the kernel computes, or None to keep the kernel. That moves dtype promotion, shape checks
+and view building out of ``execute``; the kernel stays the oracle the preparer is tested against.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from ..errors import OperatorMissingError, RegistrationError, near_matches
 
 KernelFn = Callable[..., object]
+# (*arguments, out) at load time -> the steps that run the call, or None to run the kernel.
+Preparer = Callable[..., Sequence[Callable[[], object]] | None]
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,7 @@ class KernelEntry:
     name: str
     fn: KernelFn
     num_args: int  # schema arguments, out arguments included; the return slot excluded
+    prepare: Preparer | None = None  # load-time specialisation of this very kernel (see above)
 
     def __str__(self) -> str:
         return f"{self.name} -> {self.fn.__module__}.{self.fn.__qualname__}"
@@ -70,6 +80,25 @@ def register(name: str, fn: KernelFn, *, override: bool = False) -> None:
     params = inspect.signature(fn).parameters.values()
     num = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     KERNELS[name] = KernelEntry(name, fn, num)
+
+
+def prepares(*names: str) -> Callable[[Preparer], Preparer]:
+    """Attach a load-time preparer to the kernels already registered under ``names``.
+
+    The preparer belongs to that kernel function: a later ``register(..., override=True)``
+    drops it with the kernel it was written for.
+    """
+
+    def deco(prep: Preparer) -> Preparer:
+        for name in names:
+            entry = KERNELS.get(name)
+            if entry is None:
+                raise RegistrationError(f"cannot attach a preparer to {name!r}: no kernel is "
+                                        "registered under that name yet")
+            KERNELS[name] = replace(entry, prepare=prep)
+        return prep
+
+    return deco
 
 
 def get_kernel(name: str) -> KernelEntry:

@@ -34,7 +34,16 @@ from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .buffers import BufferTable, MutableBuffer
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
-from .instructions import Instr, InstructionRecord, kernel_io, run_plain, run_traced, sources
+from .fastpath import plan_steps
+from .instructions import (
+    Instr,
+    InstructionRecord,
+    kernel_io,
+    run_plain,
+    run_steps,
+    run_traced,
+    sources,
+)
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
@@ -78,6 +87,8 @@ class Method:
         self._has_jumps = False
         self._compile()
         self._prepare_io()
+        # The plain loop's steps: prepared kernels and folded constants (fastpath.py).
+        self._steps = plan_steps(self, self._written)
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -115,7 +126,7 @@ class Method:
             else:
                 self._vals.append(None)
         # Int lists of constants never change: resolve them once.
-        written = self._written_slots()
+        written = self._written = self._written_slots()
         for i, v in enumerate(self._vals):
             if isinstance(v, BoxedList) and v.kind is S.IntList and not written & set(v.items):
                 self._vals[i] = [self._vals[j] for j in v.items]
@@ -478,6 +489,17 @@ class Method:
         fast = self._fast_inputs
         if fast is None or len(inputs) != self._n_inputs:
             return False
+        if self._n_inputs == 1:  # the usual case, without the loops
+            x = inputs[0]
+            idx, dtype, bound, full = fast[0]
+            if type(x) is not np.ndarray or x.dtype != dtype or x.shape != bound:
+                return False
+            if full is None:
+                self._vals[idx] = x
+            else:
+                self._vals[idx] = full
+                np.copyto(full, x)
+            return True
         for (_, dtype, bound, _), x in zip(fast, inputs):
             if type(x) is not np.ndarray or x.dtype != dtype or x.shape != bound:
                 return False
@@ -580,14 +602,21 @@ class Method:
             self._set_inputs(list(inputs))
         tracer = self.event_tracer
         start = time.perf_counter()
-        if tracer is None:
-            run_plain(self.records, self._instrs, self._has_jumps, self.name)
-        else:
+        if tracer is not None:
             self._run_traced(tracer)
+        elif self._steps is not None:
+            run_steps(self._steps[0], self._steps[1], self.records, self.name)
+        else:
+            run_plain(self.records, self._instrs, self._has_jumps, self.name)
         self.last_run_seconds = time.perf_counter() - start
         vals = self._vals
         if copy_outputs:
-            outs = [v.copy() if type(v) is np.ndarray else v for v in map(vals.__getitem__, self._outputs)]
+            if len(self._outputs) == 1:
+                v = vals[self._outputs[0]]
+                outs = [v.copy() if type(v) is np.ndarray else v]
+            else:
+                outs = [v.copy() if type(v) is np.ndarray else v
+                        for v in map(vals.__getitem__, self._outputs)]
         else:
             outs = [vals[i] for i in self._outputs]
         if want_torch:

@@ -73,3 +73,193 @@ def mv2():
     from edgetorch.examples import get_example
 
     return get_example("mobilenet_v2").build()
+
+
+class _ConvThen(nn.Module):
+    """A conv (so the graph works in NHWC, as real models do) followed by ``fn``."""
+
+    def __init__(self, fn, cin=3, cout=8, **conv):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, conv.pop("k", 3), **({"padding": 1} | conv))
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self.conv(x))
+
+
+def _conv_then(fn, shape=(1, 3, 8, 8), **conv):
+    torch.manual_seed(0)
+    return _ConvThen(fn, **conv).eval(), _inputs(shape)
+
+
+class GapLinear(nn.Module):
+    """The classic head: global average pool as ``mean((2, 3))`` then a Linear."""
+
+    def __init__(self, keepdim: bool):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 5)
+        self.keepdim = keepdim
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x)).mean((2, 3), keepdim=self.keepdim)
+        return self.fc(torch.flatten(y, 1) if self.keepdim else y)
+
+
+def gap_linear():
+    torch.manual_seed(0)
+    return GapLinear(False).eval(), _inputs((1, 3, 8, 8))
+
+
+def gap_keepdim_linear():
+    torch.manual_seed(0)
+    return GapLinear(True).eval(), _inputs((1, 3, 8, 8))
+
+
+def conv_crop():
+    """3x3 stride 2, no padding, on 8x8: (8 - 3) % 2 = 1 row/column must be cropped."""
+    return _conv_then(torch.relu, k=3, stride=2, padding=0)
+
+
+def conv_crop_pad():
+    """3x3 stride 3 with padding 0 on 10x10 plus a 1x1 stride-2 conv on an even input."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3, stride=3), nn.Conv2d(4, 4, 2, stride=2)).eval(), \
+        _inputs((1, 3, 11, 11))
+
+
+def hardswish():
+    return _conv_then(F.hardswish)
+
+
+def hardsigmoid():
+    return _conv_then(F.hardsigmoid)
+
+
+def sigmoid():
+    return _conv_then(torch.sigmoid)
+
+
+def tanh():
+    return _conv_then(torch.tanh)
+
+
+def max_pool2d():
+    return _conv_then(nn.MaxPool2d(3, 2, 1))
+
+
+def adaptive_avg_pool2d():
+    return _conv_then(nn.AdaptiveAvgPool2d(2))
+
+
+class _Two(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 1)
+        self.b = nn.Conv2d(3, 4, 1)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self.a(x), self.b(x))
+
+
+def _two(fn):
+    torch.manual_seed(0)
+    return _Two(fn).eval(), _inputs((1, 3, 8, 8))
+
+
+def cat():
+    return _two(lambda a, b: torch.cat([a, b], 1))
+
+
+def sub():
+    return _two(torch.sub)
+
+
+def mul():
+    return _two(torch.mul)
+
+
+def sub_plain():
+    return Sub().eval(), _inputs((1, 3, 8, 8), (1, 3, 8, 8))
+
+
+def mul_plain():
+    return Mul().eval(), _inputs((1, 3, 8, 8), (1, 3, 8, 8))
+
+
+class Sub(nn.Module):
+    def forward(self, x, y):
+        return x - y
+
+
+class Mul(nn.Module):
+    def forward(self, x, y):
+        return x * y
+
+
+def permute():
+    return _conv_then(lambda y: y.permute(0, 2, 3, 1))
+
+
+def reshape():
+    return _conv_then(lambda y: y.reshape(1, 8, 64))
+
+
+def clamp():
+    return _conv_then(lambda y: torch.clamp(y, -0.5, 0.5))
+
+
+def relu6_alone():
+    return _conv_then(lambda y: F.relu6(y + 0.0))
+
+
+def softmax():
+    return _conv_then(lambda y: torch.softmax(y, dim=1))
+
+
+def layer_norm():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16)).eval(), _inputs((1, 4, 16))
+
+
+def batch_norm():
+    torch.manual_seed(0)
+    bn = nn.BatchNorm2d(8)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.5, 2)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), bn, nn.ReLU()).eval(), _inputs((1, 3, 8, 8))
+
+
+def upsample_nearest():
+    return _conv_then(nn.Upsample(scale_factor=2, mode="nearest"))
+
+
+def upsample_bilinear():
+    return _conv_then(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False))
+
+
+def pad():
+    return _conv_then(lambda y: F.pad(y, (1, 1, 2, 0)))
+
+
+class TwoPartitions(nn.Module):
+    """conv -> (CPU: a float op between) -> conv: two delegates."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+        self.b = nn.Conv2d(4, 4, 3, padding=1)
+        self.c = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        y = self.a(x)
+        y = torch.where(y > 0, y, y * 0.5)
+        z = self.b(y)
+        z = torch.where(z > 0, z, z * 0.25)
+        return self.c(z)
+
+
+def two_partitions():
+    torch.manual_seed(0)
+    return TwoPartitions().eval(), _inputs((1, 3, 8, 8))

@@ -22,9 +22,17 @@ SPEC = "TOSA-1.0+INT"
 # models (the issue's bound); integer rescale rounding accumulates over MobileNetV2's 53
 # layers (ExecuTorch's own reference-model run is 9-11 steps off at worst, mean ~2).
 MAX_STEPS = {"add": 2, "convnet": 2, "nobias": 2, "mv2": 16}
-U55 = "TOSA-1.0+INT+int16+int4+u55"
+U55 = "TOSA-1.0+INT+int16+int4+u55"   # Ethos-U55/U65 (e.g. ethos-u55-128)
+U85 = "TOSA-1.0+INT+int16+int4+cf"    # Ethos-U85 (e.g. ethos-u85-256)
+# Small models of issue 9's gaps and operator coverage (tests/backends/arm/arm_models.py).
+OP_MODELS = ["gap_linear", "gap_keepdim_linear", "conv_crop", "conv_crop_pad"]
+ON_ETHOSU = ["gap_linear", "conv_crop"]
+MAX_STEPS.update(dict.fromkeys(OP_MODELS, 2))
 CASES = [pytest.param("add"), pytest.param("convnet"), pytest.param("nobias"),
          pytest.param(f"convnet@{U55}", id="convnet-u55"),
+         *[pytest.param(m) for m in OP_MODELS],
+         *[pytest.param(f"{m}@{U55}", id=f"{m}-u55") for m in ON_ETHOSU],
+         *[pytest.param(f"{m}@{U85}", id=f"{m}-u85") for m in ON_ETHOSU],
          pytest.param("mv2", marks=pytest.mark.slow)]
 
 

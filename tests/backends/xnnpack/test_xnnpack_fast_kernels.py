@@ -131,6 +131,54 @@ def test_quantized_conv_acc_exact_with_reused_buffers():
         assert np.array_equal(acc, want)
 
 
+def _int_conv_ref(x, filt, pad, stride, groups):
+    """Exact int64 accumulators of an NHWC convolution (padding contributes 0)."""
+    xp = np.pad(x.astype(np.int64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    o, kh, kw, cg = filt.shape
+    oh = (xp.shape[1] - kh) // stride + 1
+    ow = (xp.shape[2] - kw) // stride + 1
+    og = o // groups
+    want = np.zeros((x.shape[0], oh, ow, o), np.int64)
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                tap = xp[:, i : i + (oh - 1) * stride + 1 : stride,
+                         j : j + (ow - 1) * stride + 1 : stride, g * cg : (g + 1) * cg]
+                want[..., g * og : (g + 1) * og] += np.einsum(
+                    "nhwc,oc->nhwo", tap, filt[g * og : (g + 1) * og, i, j].astype(np.int64))
+    return want
+
+
+@pytest.mark.parametrize("cin,groups,split", [(8, 1, False), (600, 1, True), (8, 2, False)])
+def test_static_int8_conv_float32_path_is_exact(cin, groups, split):
+    """The float32 GEMM path of static int8 convolution equals exact integer arithmetic and
+    the float64 requantization, also when the reduction must be split to stay below 2**24
+    (a 3x3 filter over 600 channels of +-127 weights with a 255-wide input range)."""
+    rng = np.random.default_rng(7)
+    o, izp, ozp = 6, -128, 3
+    filt = rng.integers(-127, 128, (o, 3, 3, cin // groups)).astype(np.float64)
+    if split:
+        filt[:, :, :, :] = np.where(filt >= 0, 127, -127)  # the worst case
+    bias = rng.integers(-5000, 5000, o).astype(np.float64)
+    win = K.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
+    w = K.conv_filter_matrix(filt, groups)
+    wk = w if groups == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1)
+    bounds = Q.exact_splits(wk, Q.input_absmax(izp), bias)
+    assert (len(bounds) > 2) == split
+    for lo_k, hi_k in zip(bounds[:-1], bounds[1:]):  # every chunk's worst case is exact
+        assert 255 * np.abs(wk[lo_k:hi_k]).sum(axis=0).max() < 2**24
+    scale = rng.uniform(1e-6, 1e-4, o).astype(np.float32)
+    scratch = K.Scratch()
+    for seed in range(2):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, 9, 8, cin), dtype=np.int8)
+        got = Q.static_conv(x, izp, "conv", w.astype(np.float32), win, groups, (),
+                            bias if split else bias.astype(np.float32), bounds, scale, ozp,
+                            -128, 127, scratch)
+        acc = _int_conv_ref(x.astype(np.int64) - izp, filt.astype(np.int64), 1, 2, groups)
+        want = Q.requantize((acc + bias.astype(np.int64)).astype(np.float64), scale, ozp)
+        assert np.array_equal(got, want)
+
+
 class _ConvBNNet(nn.Module):
     """Conv-BN-ReLU6 (3x3 Winograd-eligible), depthwise-BN-ReLU6, 1x1 conv-BN, residual."""
 

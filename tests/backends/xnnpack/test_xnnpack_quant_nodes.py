@@ -12,6 +12,7 @@ import pytest
 from xnn_qhelpers import (
     INVALID,
     QGraphBuilder,
+    compile_graph,
     dequantize_ref,
     out_range,
     quantize_ref,
@@ -20,6 +21,7 @@ from xnn_qhelpers import (
 )
 
 from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack import runtime as R
 from edgetorch.backends.xnnpack import schema as x
 
 IN_SCALE, IN_ZP = 0.02, 3
@@ -385,3 +387,46 @@ def test_dynamic_fully_connected_flattens_3d_input_per_token():
     ref = dequantize_ref(d.q, d.scale[:, None], d.zero_point[:, None]) @ (
         w * ws[:, None].astype(np.float64)).T
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lo,hi,folds", [(0.0, 6.0, 1), (-0.3, 0.4, 1), (5.0, 6.0, 0)])
+def test_static_clamp_folded_into_conv_gives_the_same_int8(lo, hi, folds, monkeypatch):
+    """A clamp whose input only it reads is folded into the convolution's requantization
+    (intersected int8 bounds, no second pass); the result equals running it separately,
+    which happens when the conv output is also read elsewhere (here: a graph output) or
+    when the two ranges are disjoint (then two clips are not one)."""
+    rng = np.random.default_rng(11)
+    qx, xv = _grid_input(rng, (1, 6, 6, 4))
+    w, ws = sym_weights(rng, (5, 3, 3, 4))
+    bias_q = rng.integers(-500, 500, 5).astype(np.int32)
+    folded = []
+
+    def spy(nodes, ctx, external):
+        plan(nodes, ctx, external)
+        folded.append(len(ctx.folded))
+    plan = R.plan_clamp_fusion
+    monkeypatch.setattr(R, "plan_clamp_fusion", spy)
+    outs = []
+    for also_output in (False, True):
+        b = QGraphBuilder()
+        wid = b.per_channel(w, ws)
+        bid = b.per_channel(bias_q, IN_SCALE * ws, dtype=x.XNNDatatype.xnn_datatype_qcint32)
+        i = b.input(1, 6, 6, 4)
+        qi = b.qint8(1, 6, 6, 4, scale=IN_SCALE, zp=IN_ZP)
+        qc = b.qint8(1, 6, 6, 5, scale=0.02, zp=-3)
+        qr = b.qint8(1, 6, 6, 5, scale=0.02, zp=-3)
+        b.node(x.XNNConvert(i, qi))
+        b.node(x.XNNConv2d(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 4, 5, 1, 0, 0, qi, wid, bid, qc),
+               x.OutputMinMax(-1.0, 2.5))
+        b.node(x.XNNClamp(qc, qr), x.OutputMinMax(lo, hi))
+        o = b.output(1, 6, 6, 5)
+        b.node(x.XNNConvert(qr, o))
+        if also_output:
+            o2 = b.output(1, 6, 6, 5)
+            b.node(x.XNNConvert(qc, o2))
+        compile_graph(b)
+        outs.append(run_graph(b, xv)[0])
+    assert folded == [folds, folds, 0, 0]  # (compile, run) alone, then with a second reader
+    np.testing.assert_array_equal(outs[0], outs[1])
+    if folds:
+        assert outs[0].min() >= max(lo, -1.0) - 0.02 and outs[0].max() <= min(hi, 2.5) + 0.02

@@ -144,6 +144,41 @@ def test_fp32_greedy_in_executorch_equals_transformers(artifacts, reference, tmp
     assert json.loads((tmp_path / "out.json").read_text()) == want
 
 
+def _meta_checkpoint(artifacts: Path) -> tuple[Path, Path]:
+    """SmolLM2's GGUF as the Meta ``.pth`` + ``params.json`` ExecuTorch's export_llama reads
+    (the same dequantized weights our export uses; GGUF already has Meta's rotary layout)."""
+    from edgetorch.extension.llm.export.checkpoint import read_gguf
+
+    ckpt, params = artifacts / "smollm2_meta.pth", artifacts / "smollm2_params.json"
+    if not (ckpt.exists() and params.exists()):
+        p, state, _ = read_gguf(_gguf())
+        state.setdefault("output.weight", state["tok_embeddings.weight"])  # tied
+        torch.save(state, ckpt)
+        p.pop("tie_word_embeddings", None)
+        params.write_text(json.dumps({**p, "use_scaled_rope": False, "use_hf_rope": False}))
+    return ckpt, params
+
+
+@pytest.mark.compat
+def test_executorchs_own_export_runs_in_ours(artifacts, reference):
+    """ExecuTorch 1.5.1's export_llama (custom ops, XNNPACK, fp32) of the same weights: our
+    runtime's greedy continuation equals transformers'."""
+    from refenv import REF_TOOL, _clean_env, ref_available, ref_python
+
+    if not ref_available():
+        pytest.skip("reference ExecuTorch env not available")
+    ids, want, _ = reference
+    pte = artifacts / "et_smollm2_fp32_xnnpack.pte"
+    if not pte.exists():
+        ckpt, params = _meta_checkpoint(artifacts)
+        cmd = [str(ref_python()), str(REF_TOOL.with_name("ref_llm.py")), "export_llama",
+               str(ckpt), str(params), str(pte)]
+        r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True,
+                           timeout=3600)
+        assert r.returncode == 0, r.stderr[-4000:]
+    assert _greedy(_runtime_step(pte), ids) == want
+
+
 def _teacher_forced(step, ids: list[int]) -> np.ndarray:
     """Logits predicting ids[1:], one token per call (the decode path)."""
     return np.stack([step(torch.tensor([[t]]), torch.tensor([i]))[0]

@@ -17,8 +17,12 @@ Numerics follow XNNPACK (the commit ExecuTorch 1.5.1 pins), read from its source
   row, the range widened to include 0, ``255 / (max - min)`` as the multiplier, the zero point
   from the side with the smaller error.
 
-Integer sums are computed as float64 matrix products of integer-valued arrays: exact while
-``|acc| < 2**53``, far beyond any int8 layer. Deviations from XNNPACK are noted per function.
+Integer sums of static int8 convolutions and fully connected layers are float32 BLAS
+products of integer-valued arrays: exact while every partial sum stays below ``2**24`` in
+magnitude, whatever order BLAS adds in. That is checked per layer at load from the weights and
+the input's int8 range (:func:`exact_splits`); a layer whose bound is larger splits its
+reduction into chunks that each fit, summed in float64. Other integer sums are float64
+products (exact while ``|acc| < 2**53``). Deviations from XNNPACK are noted per function.
 """
 
 from __future__ import annotations
@@ -69,6 +73,16 @@ def requantize(acc: np.ndarray, scale, zero_point: int, lo: int = QMIN,
     return (np.rint(f) + zero_point).astype(np.int8)
 
 
+def requantize_f32(acc: np.ndarray, scale: np.ndarray, zero_point: int, lo: int, hi: int,
+                   out: np.ndarray) -> np.ndarray:
+    """:func:`requantize` of a float32 array of exact integers, overwriting ``acc`` and
+    writing the int8 result into ``out`` (same operations, same order: no extra passes)."""
+    np.multiply(acc, scale, out=acc)
+    np.clip(acc, F32(lo - zero_point), F32(hi - zero_point), out=acc)
+    np.rint(acc, out=acc)
+    return np.add(acc, F32(zero_point), out=out, casting="unsafe")
+
+
 def requant_scale(in_scale: float, w_scale, out_scale: float) -> np.ndarray:
     """``in_scale * w_scale / out_scale`` in float32, in XNNPACK's order."""
     return (F32(in_scale) * np.asarray(w_scale, F32)) / F32(out_scale)
@@ -88,6 +102,7 @@ class DynQ:
     scale: np.ndarray  # float32, the dequantization scale
     zero_point: np.ndarray  # int32
     num_nonbatch_dims: int
+    qc: np.ndarray | None = None  # float32 ``q - zero_point`` when the producer has it
 
     @property
     def dtype(self) -> np.dtype:
@@ -111,8 +126,8 @@ def qd8_params(rmin: np.ndarray, rmax: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """(quantization multiplier, zero point) per row, in float32 as XNNPACK computes them."""
     rmin = np.minimum(F32(0), rmin.astype(F32))
     rmax = np.maximum(F32(0), rmax.astype(F32))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(rmin == rmax, F32(1), F32(255) / (rmax - rmin)).astype(F32)
+    # an all-zero row gets multiplier 1 (and no division by zero)
+    scale = F32(255) / np.where(rmin == rmax, F32(255), rmax - rmin).astype(F32)
     dmin, dmax = rmin * scale, rmax * scale
     from_min = F32(QMIN) + dmin
     from_max = F32(QMAX) + dmax
@@ -132,9 +147,11 @@ def quantize_dynamic(x: np.ndarray, num_nonbatch_dims: int) -> DynQ:
     mult, zp = qd8_params(x.min(axis=axes), x.max(axis=axes))
     shape = mult.shape + (1,) * num_nonbatch_dims
     m, z = mult.reshape(shape), zp.reshape(shape).astype(F32)
-    v = np.clip(x * m, F32(QMIN) - z, F32(QMAX) - z)
-    q = (np.rint(v) + z).astype(np.int8)
-    return DynQ(q, F32(1) / mult, zp, num_nonbatch_dims)
+    v = x * m
+    np.clip(v, F32(QMIN) - z, F32(QMAX) - z, out=v)
+    np.rint(v, out=v)  # q - zero_point, exact in float32
+    q = (v + z).astype(np.int8)
+    return DynQ(q, F32(1) / mult, zp, num_nonbatch_dims, v)
 
 
 # ---- weights -------------------------------------------------------------------------------
@@ -157,14 +174,113 @@ def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
 
 # ---- GEMM and convolution ------------------------------------------------------------------
 
+EXACT_F32 = float(1 << 24)  # integers up to this magnitude (and sums staying below) are exact
 
-def static_fc(x: np.ndarray, x_zp: int, w_t: np.ndarray, bias: np.ndarray | None,
-              scale: np.ndarray, out_zp: int, lo: int, hi: int) -> np.ndarray:
-    """qint8 ``[..., K]`` x ``w_t`` (float64 ``[K, O]``, centered weights) -> qint8."""
-    acc = (x.astype(np.float64) - x_zp) @ w_t
+
+def input_absmax(zero_point: int) -> int:
+    """The largest ``|x - zero_point|`` of an int8 input."""
+    return max(zero_point - QMIN, QMAX - zero_point)
+
+
+def exact_splits(w: np.ndarray, x_absmax: int, bias: np.ndarray | None) -> list[int]:
+    """Bounds ``[0, k1, ..., K]`` along the reduction (first) axis of ``w`` (``[K, O]``,
+    centered integer weights) such that a float32 product of inputs with ``|x| <= x_absmax``
+    by each chunk is exact: ``x_absmax * sum |w[chunk, o]| < 2**24`` for every column (plus
+    ``|bias|`` when there is one chunk, as the bias is added in float32 then)."""
+    a = np.abs(w, dtype=np.float64)
+    k = a.shape[0]
+    b = 0.0 if bias is None else float(np.max(np.abs(bias), initial=0.0))
+    if x_absmax * float(a.sum(axis=0).max(initial=0.0)) + b < EXACT_F32:
+        return [0, k]
+    for n in range(2, k + 1):
+        bounds = [k * j // n for j in range(n + 1)]
+        # per-chunk row sums (integers, exact): row-vectorised, several times faster than
+        # np.add.reduceat along axis 0 on these [K, O] matrices
+        worst = max(float(a[k0:k1].sum(axis=0).max(initial=0.0))
+                    for k0, k1 in zip(bounds[:-1], bounds[1:]))
+        if x_absmax * worst < EXACT_F32:
+            return bounds
+    raise ValueError("no float32-exact split")  # unreachable: one row is < 256 * 255 < 2**24
+
+
+def centered_f32(x: np.ndarray, zero_point: int, out: np.ndarray) -> np.ndarray:
+    """``x - zero_point`` as float32 (exact) into ``out``, in one pass."""
+    return np.subtract(x, F32(zero_point), out=out, casting="unsafe")
+
+
+def matmul_split(a: np.ndarray, w: np.ndarray, bounds: list[int],
+                 scratch: K.Scratch) -> np.ndarray:
+    """Exact ``a @ w`` of float32 integers as float64: one float32 GEMM per chunk of the
+    reduction (each exact, :func:`exact_splits`), summed in float64."""
+    m, o = a.shape[0], w.shape[1]
+    part = scratch.get("part", (m, o), np.dtype(F32))
+    acc = scratch.get("acc64", (m, o), np.dtype(np.float64))
+    for j, (k0, k1) in enumerate(zip(bounds[:-1], bounds[1:])):
+        np.matmul(a[:, k0:k1], w[k0:k1], out=part)
+        if j == 0:
+            np.copyto(acc, part)
+        else:
+            np.add(acc, part, out=acc)
+    return acc
+
+
+
+def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
+              bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
+              scratch: K.Scratch) -> np.ndarray:
+    """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8.
+
+    ``bounds`` from :func:`exact_splits`: one chunk (the common case) is one float32 GEMM
+    into the node's buffer with the bias added in float32, all exact."""
+    xc = centered_f32(x, x_zp, scratch.get("xc", x.shape, np.dtype(F32)))
+    shape = x.shape[:-1] + w.shape[1:]
+    if len(bounds) > 2:
+        acc64 = matmul_split(xc.reshape(-1, w.shape[0]), w, bounds, scratch).reshape(shape)
+        if bias is not None:
+            acc64 += bias
+        return requantize(acc64, scale, out_zp, lo, hi)
+    acc = np.matmul(xc, w, out=scratch.get("acc", shape, np.dtype(F32)))
     if bias is not None:
         acc += bias
-    return requantize(acc, scale, out_zp, lo, hi)
+    return requantize_f32(acc, scale, out_zp, lo, hi, scratch.get("q", shape, np.dtype(np.int8)))
+
+
+def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Window,
+                groups: int, extra: tuple[int, ...], bias: np.ndarray | None,
+                bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
+                scratch: K.Scratch) -> np.ndarray:
+    """qint8 NHWC convolution (``kind`` "conv" or "dwconv", ``w`` float32 centered integers
+    as :func:`conv_acc` expects) -> qint8, exact in float32 (``bounds`` as for
+    :func:`static_fc`; several chunks only for an ungrouped "conv").
+
+    The centered input is written straight into the interior of the node's zero-bordered
+    buffer (XNNPACK pads with the input zero point, i.e. a centered 0)."""
+    n, h, wd, c = x.shape
+    f32 = np.dtype(F32)
+    if K._padded(win):
+        shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
+        xp = scratch.get("qpad", shape, f32, 0.0)
+        centered_f32(x, x_zp, xp[:, win.pad_top : win.pad_top + h,
+                                 win.pad_left : win.pad_left + wd])
+        win = K.Window(win.kh, win.kw, win.sh, win.sw, win.dh, win.dw)
+    else:
+        xp = centered_f32(x, x_zp, scratch.get("xc", x.shape, f32))
+    if len(bounds) > 2:
+        oh, ow = win.out_size(xp.shape[1], xp.shape[2])
+        K._check_out(oh, ow, "convolution", x.shape)
+        if win.kh == win.kw == win.sh == win.sw == 1:
+            cols = xp.reshape(-1, c)
+        else:
+            cols = K._im2col(xp, win, oh, ow, scratch)
+        acc64 = matmul_split(cols, w, bounds, scratch)
+        if bias is not None:
+            acc64 += bias
+        return requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
+    acc = conv_acc(xp, kind, w, win, groups, extra, scratch)
+    if bias is not None:
+        acc += bias
+    return requantize_f32(acc, scale, out_zp, lo, hi,
+                          scratch.get("q", acc.shape, np.dtype(np.int8)))
 
 
 def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
@@ -178,26 +294,56 @@ def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray |
     return out
 
 
-def dynamic_fc_blockwise(x: DynQ, w: np.ndarray, block_scale: np.ndarray, block: int,
-                         bias: np.ndarray | None) -> np.ndarray:
-    """qdint8 x qbint4 (``w``: int8 ``[O, K]``, ``block_scale``: float32 ``[O, K/block]``).
+class Blockwise:
+    """qbint4 weights prepared once for :func:`dynamic_fc_blockwise`.
+
+    ``w``: int8 ``[O, K]`` (values -8..7), ``block_scale``: float32 ``[O, K/block]``. The
+    weights are kept as float32 ``[K/block, block, O]`` (4 bytes a weight, 8x the packed
+    size) so one batched BLAS product gives every block's integer sum: the sums are exact in
+    float32 while ``255 * 8 * block < 2**24`` (blocks up to 8192); wider blocks use float64."""
+
+    def __init__(self, w: np.ndarray, block_scale: np.ndarray, block: int) -> None:
+        o, k = w.shape
+        self.nb, self.block, self.o = k // block, block, o
+        self.acc_dtype = np.dtype(F32 if 255 * 8 * block < 2**24 else np.float64)
+        self.w = np.ascontiguousarray(
+            w.reshape(o, self.nb, block).transpose(1, 2, 0), self.acc_dtype)
+        self.scale = np.ascontiguousarray(block_scale.T, F32)[:, None, :]  # [nb, 1, O]
+        self._acc: dict[int, np.ndarray] = {}
+
+    def block_sums(self, xc: np.ndarray) -> np.ndarray:
+        """``[nb, M, O]`` exact integer sums of each block (``xc``: centered ``[M, K]``)."""
+        m = xc.shape[0]
+        acc = self._acc.get(m)
+        if acc is None:
+            if len(self._acc) > 8:  # many prompt lengths: keep the buffers bounded
+                self._acc.clear()
+            acc = self._acc[m] = np.empty((self.nb, m, self.o), self.acc_dtype)
+        xb = xc.reshape(m, self.nb, self.block).transpose(1, 0, 2)
+        return np.matmul(xb, self.w, out=acc)
+
+
+def dynamic_fc_blockwise(x: DynQ, wb: Blockwise, bias: np.ndarray | None) -> np.ndarray:
+    """qdint8 x qbint4 (``qd8-f32-qb4w-gemm``) -> float32.
 
     Each block's exact integer sum is scaled by its block scale and the blocks are summed in
-    float32, then multiplied by the row scale (``qd8-f32-qb4w-gemm``). XNNPACK folds the input
-    zero point in through a precomputed float ``ksum``; we fold it into the integer sums, so
-    results can differ from XNNPACK's in the last float32 bits."""
-    xc = x.centered()
+    float32 in order, then multiplied by the row scale. XNNPACK folds the input zero point in
+    through a precomputed float ``ksum``; we fold it into the integer sums (measured bit-exact
+    with ExecuTorch 1.5.1's XNNPACK on SmolLM2-sized layers)."""
+    if x.qc is not None and x.qc.dtype == wb.acc_dtype:
+        xc = x.qc
+    else:
+        xc = x.q.astype(wb.acc_dtype)
+        xc -= x.zero_point.reshape(x.zero_point.shape + (1,) * x.num_nonbatch_dims)
     lead = xc.shape[:-1]
     xc = xc.reshape(-1, xc.shape[-1])
-    o, k = w.shape
-    nb = k // block
-    wb = w.astype(np.float64).reshape(o, nb, block)
-    xb = xc.reshape(xc.shape[0], nb, block)
-    acc = np.einsum("mbk,obk->bmo", xb, wb)  # exact per-block integer sums
-    out = np.zeros((xc.shape[0], o), F32)
-    for b in range(nb):
-        out += acc[b].astype(F32) * block_scale[:, b]
-    out = out.reshape(lead + (o,)) * x.row_scale(len(lead) + 1)
+    acc = wb.block_sums(xc)
+    if acc.dtype != F32:
+        acc = acc.astype(F32)
+    acc *= wb.scale
+    out = np.add.reduce(acc, axis=0)  # over the outer axis: block 0, then 1, ... (in order)
+    out = out.reshape(lead + (wb.o,))
+    out *= x.row_scale(len(lead) + 1)
     if bias is not None:
         out += bias
     return out
@@ -230,8 +376,14 @@ def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
     ma = int(np.rint(np.float64(abs(sa)) * 2.0**shift)) * (-1 if sa < 0 else 1)
     mb = int(np.rint(np.float64(abs(sb)) * 2.0**shift)) * (-1 if sb < 0 else 1)
     bias = (1 << (shift - 1)) - ma * a_zp - mb * b_zp
-    acc = bias + a.astype(np.int64) * ma + b.astype(np.int64) * mb
-    return np.clip((acc >> shift) + out_zp, QMIN, QMAX).astype(np.int8)
+    # XNNPACK sums in int32 (so do we: half the memory traffic of int64); parameters that do
+    # not fit int32 keep int64
+    t = np.int32 if shift < 31 and -(2**31) <= bias < 2**31 else np.int64
+    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
+    acc += t(bias)
+    acc >>= shift
+    acc += t(out_zp)
+    return np.clip(acc, QMIN, QMAX).astype(np.int8)
 
 
 def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,

@@ -67,11 +67,12 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
         v = env[i]
         if flatten:
             v = v.reshape(-1, w.shape[0])
-        out = scratch.get("out", v.shape[:-1] + w.shape[1:], np.result_type(v, w))
-        np.matmul(v, w, out=out)  # one GEMM into the node's own buffer
+        dt = w.dtype if v.dtype == w.dtype else np.result_type(v, w)
+        out = scratch.get("out", v.shape[:-1] + w.shape[1:], dt)
+        np.matmul(v, w, out)  # one GEMM into the node's own buffer
         b = bias()
         if b is not None:
-            out += b
+            np.add(out, b, out)
         return out
     return compute, out_slot
 

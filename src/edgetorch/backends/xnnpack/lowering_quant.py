@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ErrorCode, InvalidProgramError
+from . import kernels as K
 from . import kernels_quant as Q
 from . import schema as x
 from .lowering import _UNARY, RULES, Compute, Ctx, Step, lower, output_range
@@ -32,6 +33,12 @@ class QCtx(Ctx):
     def __init__(self, *args: Any, quant: list[QParams | None]) -> None:
         super().__init__(*args)
         self._quant = quant
+        self.fused, self.folded = {}, set()
+
+    # Clamps folded into the producing node's requantization (plan_clamp_fusion): producer
+    # output slot -> extra int8 bounds; clamp input slots whose clamp is then a no-op.
+    fused: dict[int, tuple[int, int]]
+    folded: set[int]
 
     def quant(self, slot: int) -> QParams | None:
         return self._quant[slot]
@@ -88,10 +95,54 @@ def lower_node(node: x.XNode, ctx: Ctx) -> Step:
     return step
 
 
-def _bounds(ctx: QCtx, q: QParams) -> tuple[int, int]:
+def _bounds(ctx: QCtx, q: QParams, slot: int | None = None) -> tuple[int, int]:
+    """The node's int8 output bounds (narrowed by a clamp folded into ``slot``, if any)."""
     assert ctx.node is not None
     lo, hi = output_range(ctx.node)
-    return Q.output_bounds(lo, hi, float(q.scale), q.zero_point)
+    lo, hi = Q.output_bounds(lo, hi, float(q.scale), q.zero_point)
+    if slot is not None and slot in ctx.fused:
+        flo, fhi = ctx.fused[slot]
+        lo, hi = max(lo, flo), min(hi, fhi)
+    return lo, hi
+
+
+_FOLDS_CLAMP = (x.XNNConv2d, x.XNNDepthwiseConv2d, x.XNNFullyConnected)
+
+
+def plan_clamp_fusion(nodes: list[x.XNode], ctx: QCtx, external: set[int]) -> None:
+    """Fold each static int8 clamp (same parameters in and out) into the convolution or fully
+    connected node that produces its input, when nothing else reads that value: the
+    producer's requantization already clips, so clipping to the intersected bounds gives the
+    same int8 values and saves a pass over the tensor (ExecuTorch's quantized graphs put a
+    clamp after every ReLU6 convolution). ``external`` holds the graph's external slots."""
+    uses: dict[int, int] = {}
+    producer: dict[int, x.XNode] = {}
+    for node in nodes:
+        for v in _value_ids(node.xnode_union):
+            uses[v] = uses.get(v, 0) + 1
+        out = getattr(node.xnode_union, "output_id", None)
+        if out is not None:
+            producer[out] = node
+    for node in nodes:
+        u = node.xnode_union
+        if not isinstance(u, x.XNNClamp) or uses.get(u.input_id) != 2:
+            continue
+        p = producer.get(u.input_id)
+        si, so = ctx._slots.get(u.input_id), ctx._slots.get(u.output_id)
+        if p is None or not isinstance(p.xnode_union, _FOLDS_CLAMP) or si is None or \
+                so is None or si in external:
+            continue
+        sp = ctx._slots.get(p.xnode_union.input1_id)
+        qi, qo, qp = ctx.quant(si), ctx.quant(so), None if sp is None else ctx.quant(sp)
+        if qi is None or qo is None or qp is None or qp.dynamic or not qi.per_tensor or \
+                not qi.same(qo) or qi.datatype != D.xnn_datatype_qint8:
+            continue
+        lo, hi = Q.output_bounds(*output_range(node), float(qo.scale), qo.zero_point)
+        plo, phi = Q.output_bounds(*output_range(p), float(qi.scale), qi.zero_point)
+        if max(lo, plo) > min(hi, phi):  # disjoint: clip(clip(v)) is not one clip
+            continue
+        ctx.fused[si] = (lo, hi)
+        ctx.folded.add(si)
 
 
 def _float_clamp(ctx: QCtx) -> Callable[[np.ndarray], np.ndarray]:
@@ -136,7 +187,7 @@ def _weights(ctx: QCtx, f: int, axis: int, n_out: int, what: str = "filter"
                        f"channels along dim {axis}")
     zp = q.zero_point if q.per_tensor else 0
     scale = np.broadcast_to(q.scale, (n_out,)).astype(np.float32)
-    return w.astype(np.float64) - zp, scale, q
+    return np.subtract(w, zp, dtype=np.float64), scale, q  # one pass (exact: integers)
 
 
 def _qbias(ctx: QCtx, bias_id: int, n_out: int, dynamic: bool) -> np.ndarray | None:
@@ -177,8 +228,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
             assert w is not None
             if transposed:
                 raise ctx.fail("blockwise int4 weights cannot be transposed")
-            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), w,
-                                                        qf.scale, gs, bias))), o
+            wb = Q.Blockwise(w, qf.scale, gs)  # prepared once: float32 blocks
+            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), wb,
+                                                        bias))), o
         wc, ws, _ = _weights(ctx, f, 1 if transposed else 0, n_out)
         w_t = wc if transposed else np.ascontiguousarray(wc.T)
         return (lambda: clamp(Q.dynamic_fc(_flat(env[i], flatten, w_t.shape[0]), w_t, ws,
@@ -188,15 +240,24 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
     w_t = wc if transposed else np.ascontiguousarray(wc.T)
     bias = _qbias(ctx, n.bias_id, n_out, False)
     scale = Q.requant_scale(float(qi.scale), ws, float(qo.scale))
-    lo, hi = _bounds(ctx, qo)
+    lo, hi = _bounds(ctx, qo, o)
     izp, ozp = qi.zero_point, qo.zero_point
+    bounds = Q.exact_splits(w_t, Q.input_absmax(izp), bias)
+    w32, bias = w_t.astype(np.float32), _f32_bias(bias, bounds)
+    scratch = K.Scratch()
 
     def compute():
         v = env[i]
         if flatten:
-            v = v.reshape(-1, w_t.shape[0])
-        return Q.static_fc(v, izp, w_t, bias, scale, ozp, lo, hi)
+            v = v.reshape(-1, w32.shape[0])
+        return Q.static_fc(v, izp, w32, bias, bounds, scale, ozp, lo, hi, scratch)
     return compute, o
+
+
+def _f32_bias(bias: np.ndarray | None, bounds: list[int]) -> np.ndarray | None:
+    """The int32 bias as the float32 GEMM path adds it (exact: :func:`Q.exact_splits`
+    bounded it); kept in float64 for the split path, which sums in float64."""
+    return bias if bias is None or len(bounds) > 2 else bias.astype(np.float32)
 
 
 def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
@@ -208,7 +269,8 @@ def _flat(v: Q.DynQ, flatten: bool, k: int) -> Q.DynQ:
     def per_row(a: np.ndarray) -> np.ndarray:
         a = a.reshape(a.shape + (1,) * v.num_nonbatch_dims)
         return np.broadcast_to(a, v.q.shape).reshape(-1, k)[:, 0].copy()
-    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1)
+    qc = None if v.qc is None else v.qc.reshape(-1, k)
+    return Q.DynQ(v.q.reshape(-1, k), per_row(v.scale), per_row(v.zero_point), 1, qc)
 
 
 _CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose2d: "deconv"}
@@ -216,8 +278,6 @@ _CONV = {x.XNNConv2d: "conv", x.XNNDepthwiseConv2d: "dwconv", x.XNNConvTranspose
 
 @qrule(*_CONV)
 def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
-    from . import kernels as K
-
     kind = _CONV[type(n)]
     env, i = ctx.env, ctx.slot(n.input1_id, "input")
     f, o = ctx.slot(n.filter_id, "filter"), ctx.slot(n.output_id, "output")
@@ -256,10 +316,21 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
     qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
     qbias = _qbias(ctx, n.bias_id, n_out, False)
     scale = Q.requant_scale(float(qi.scale), ws, float(qo.scale))
-    lo, hi = _bounds(ctx, qo)
+    lo, hi = _bounds(ctx, qo, o)
     izp, ozp = qi.zero_point, qo.zero_point
 
-    def static():
+    bounds = None  # float32-exact chunks of the reduction (see Q.exact_splits)
+    if kind == "conv":
+        bounds = Q.exact_splits(w if g == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1),
+                                Q.input_absmax(izp), qbias)
+    elif kind == "dwconv":
+        bounds = Q.exact_splits(wc.reshape(-1, wc.shape[-1]), Q.input_absmax(izp), qbias)
+    if bounds is not None and (len(bounds) == 2 or (kind == "conv" and g == 1)):
+        w32, bias32 = w.astype(np.float32), _f32_bias(qbias, bounds)
+        return (lambda: Q.static_conv(env[i], izp, kind, w32, win, g, extra, bias32, bounds,
+                                      scale, ozp, lo, hi, scratch)), o
+
+    def static():  # float64 sums (transposed convolutions, huge grouped filters)
         acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra, scratch)
         if qbias is not None:
             acc += qbias
@@ -311,8 +382,15 @@ def _clamp(n: x.XNNClamp, ctx: QCtx) -> tuple[Compute, int]:
     env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     qi, qo = ctx.static(i, "input"), ctx.static(o, "output")
     lo, hi = _bounds(ctx, qo)
+    if i in ctx.folded:  # the producer clipped to these bounds already
+        return (lambda: env[i]), o
     if qi.same(qo):
-        return (lambda: np.clip(env[i], lo, hi)), o
+        scratch = K.Scratch()  # the node's output buffer: no fresh pages per call
+
+        def clamp():
+            v = env[i]
+            return np.clip(v, lo, hi, out=scratch.get("out", v.shape, v.dtype))
+        return clamp, o
     return (lambda: np.clip(Q.quantize_reference(
         Q.dequantize(env[i], qi.scale, qi.zero_point), float(qo.scale), qo.zero_point),
         lo, hi)), o

@@ -33,7 +33,7 @@ from ...runtime.event_tracer import now_ns
 from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 from . import schema as x
 from .lowering import Step
-from .lowering_quant import QCtx, lower_node
+from .lowering_quant import QCtx, lower_node, plan_clamp_fusion
 from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
@@ -170,6 +170,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
                 outputs.append((t.external_id, s))
     env: list[Any] = list(consts)
     ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
+    plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
     steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__
@@ -261,12 +262,13 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
     env = g.env
     for ext, slot, dtype in g.inputs:
         a = values[args[ext]]
-        if not isinstance(a, np.ndarray) or a.dtype != dtype:
-            got = a.dtype if isinstance(a, np.ndarray) else type(a).__name__
-            raise InvalidArgumentError(
-                f"XNNPACK delegate argument {ext} (value {args[ext]}) must be a {dtype} "
-                f"tensor, got {got}")
-        env[slot] = _physical(a)
+        if type(a) is not np.ndarray or a.dtype != dtype:
+            if not isinstance(a, np.ndarray) or a.dtype != dtype:
+                got = a.dtype if isinstance(a, np.ndarray) else type(a).__name__
+                raise InvalidArgumentError(
+                    f"XNNPACK delegate argument {ext} (value {args[ext]}) must be a {dtype} "
+                    f"tensor, got {got}")
+        env[slot] = a if a.flags.c_contiguous else _physical(a)
     try:
         k = 0
         if tracer is None:
@@ -283,7 +285,12 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
     except Exception as e:
         raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: {e}") from e
     for ext, slot in g.outputs:
-        _store(values[args[ext]], env[slot], ext, args[ext], resize)
+        out, res = values[args[ext]], env[slot]
+        if (type(out) is np.ndarray and type(res) is np.ndarray and out.shape == res.shape
+                and out.dtype == res.dtype and out.flags.c_contiguous):
+            np.copyto(out, res)  # the usual case, without _store's checks
+        else:
+            _store(out, res, ext, args[ext], resize)
     env[:] = g.initial  # drop intermediates; constants stay
 
 

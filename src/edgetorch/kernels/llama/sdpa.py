@@ -24,7 +24,14 @@ import numpy as np
 from ..portable._util import FLOAT32, finish, invalid
 from ..registry import kernel
 
-_FLOATS = ("float32", "float16", "bfloat16")
+# dtype.name is slow (it formats a string); compare dtypes instead (bfloat16 when available)
+_FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16)}
+try:
+    import ml_dtypes as _ml
+
+    _FLOAT_DTYPES.add(np.dtype(_ml.bfloat16))
+except ImportError:  # pragma: no cover - the minimal runtime environment
+    pass
 
 
 def _check_4d(op: str, **tensors: np.ndarray) -> None:
@@ -57,7 +64,7 @@ def update(op: str, value: np.ndarray, cache: np.ndarray, start_pos: int) -> Non
 def attention(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, start_pos: int,
               mask: np.ndarray | None, is_causal: bool, scale: float | None) -> np.ndarray:
     _check_4d(op, query=q, key=k, value=v)
-    if q.dtype.name not in _FLOATS or k.dtype != q.dtype or v.dtype != q.dtype:
+    if q.dtype not in _FLOAT_DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         raise invalid(f"{op}: query, key and value must share one float dtype, got "
                       f"{q.dtype}, {k.dtype}, {v.dtype}")
     b, s, hq, d = q.shape
@@ -85,21 +92,23 @@ def attention(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, start_pos: i
                           f"{k.shape[1]} cached positions")
     rep = hq // hkv
     # [B, Hkv, rep, S, D] queries against [B, Hkv, 1, L, D] keys: GQA without copying K/V.
-    qh = q.astype(FLOAT32).transpose(0, 2, 1, 3).reshape(b, hkv, rep, s, d)
-    kh = k[:, :n_keys].astype(FLOAT32).transpose(0, 2, 1, 3)[:, :, None]
-    vh = v[:, :n_keys].astype(FLOAT32).transpose(0, 2, 1, 3)[:, :, None]
+    # float32 inputs are used in place (views of the cache, no copies)
+    qh = q.astype(FLOAT32, copy=False).transpose(0, 2, 1, 3).reshape(b, hkv, rep, s, d)
+    kh = k[:, :n_keys].astype(FLOAT32, copy=False).transpose(0, 2, 1, 3)[:, :, None]
+    vh = v[:, :n_keys].astype(FLOAT32, copy=False).transpose(0, 2, 1, 3)[:, :, None]
     factor = np.float32(1.0 / np.sqrt(d) if scale is None else scale)
-    scores = (qh @ kh.swapaxes(-1, -2)) * factor
+    scores = qh @ kh.swapaxes(-1, -2)
+    scores *= factor
     if mask is not None:
-        scores = scores + mask
-    if is_causal:
+        scores += mask
+    if is_causal and s > 1:  # one query row at the end sees every cached row anyway
         rows = start_pos + np.arange(s)[:, None]
         scores = np.where(np.arange(n_keys)[None, :] > rows, -np.inf, scores)
-    scores = scores - scores.max(axis=-1, keepdims=True)
+    scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
     y = (scores @ vh).reshape(b, hq, s, d).transpose(0, 2, 1, 3)
-    return y.astype(q.dtype)
+    return y.astype(q.dtype, copy=False)
 
 
 @kernel("llama::update_cache.out")

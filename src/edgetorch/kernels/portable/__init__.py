@@ -19,3 +19,4 @@ from . import reduction  # noqa: F401
 from . import resample  # noqa: F401
 from . import shape  # noqa: F401
 from . import sort  # noqa: F401
+from . import prepared  # noqa: F401  (load-time fast paths of the kernels above; last)

@@ -176,6 +176,52 @@ def adaptive_pool_as_avg_pool(gm: GraphModule) -> None:
     gm.recompile()
 
 
+def mean_as_sum_mul(gm: GraphModule) -> None:
+    """``mean.dim(x, dims, keepdim)`` on a rank-4 ``x`` -> ``sum.dim_IntList(x, dims, True)``
+    times a ``[1, 1, 1, 1]`` constant ``1/N`` (then a reshape when ``keepdim`` is False), as
+    ExecuTorch's annotation pipeline decomposes it (DecomposeMeanDimPass): the sum, the
+    constant and the product each get their own observer, so the qparams match ExecuTorch's.
+    Dimensions of size 1 are not reduced (they do not change the mean)."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target != aten.mean.dim:
+            continue
+        val = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
+        out = node.meta.get("val")
+        if val is None or out is None or val.dim() != 4:
+            continue
+        dims = sorted({d % 4 for d in node.args[1]} if node.args[1] else range(4))
+        dims = [d for d in dims if int(val.shape[d]) != 1]
+        n = 1
+        for d in dims:
+            n *= int(val.shape[d])
+        while hasattr(gm, f"_tensor_constant{count}"):
+            count += 1
+        name = f"_tensor_constant{count}"
+        gm.register_buffer(name, torch.full((1, 1, 1, 1), 1.0 / n, dtype=val.dtype))
+        with gm.graph.inserting_before(node):
+            x = node.args[0]
+            if dims:
+                x = gm.graph.call_function(aten.sum.dim_IntList, (x, dims, True))
+                x.meta["val"] = val.sum(dims, keepdim=True)
+                const = gm.graph.get_attr(name)
+                const.meta["val"] = getattr(gm, name)
+                x_val = x.meta["val"]
+                x = gm.graph.call_function(aten.mul.Tensor, (x, const))
+                x.meta["val"] = x_val
+            if list(x.meta["val"].shape) != list(out.shape):
+                shaped = gm.graph.call_function(aten.reshape.default, (x, list(out.shape)))
+                shaped.meta["val"] = out
+                x = shaped
+        for key in ("nn_module_stack", "stack_trace"):
+            for new in (x, *x.all_input_nodes):
+                if key in node.meta and new is not node.args[0]:
+                    new.meta.setdefault(key, node.meta[key])
+        node.replace_all_uses_with(x)
+        gm.graph.erase_node(node)
+    gm.recompile()
+
+
 def get_attrs_before_use(gm: GraphModule) -> None:
     """Move each ``get_attr`` right before its first user, in argument order -- the layout
     ExecuTorch's re-traced annotation graph has. convert_pt2e numbers the folded constants

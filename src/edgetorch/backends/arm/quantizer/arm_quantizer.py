@@ -24,6 +24,7 @@ from .annotator import (
     annotate_io,
     drop_guard_calls,
     get_attrs_before_use,
+    mean_as_sum_mul,
     relu6_as_hardtanh,
 )
 from .quantization_config import get_symmetric_quantization_config
@@ -96,6 +97,7 @@ class TOSAQuantizer(Quantizer):
         drop_guard_calls(model)
         relu6_as_hardtanh(model)
         adaptive_pool_as_avg_pool(model)
+        mean_as_sum_mul(model)
         get_attrs_before_use(model)
         return model
 

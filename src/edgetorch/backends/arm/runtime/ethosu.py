@@ -15,6 +15,12 @@ compiling each candidate with Vela and comparing the command stream).
 Inputs cross the boundary as ExecuTorch's runtime copies them to the NPU: raw bytes, in the
 order and element size of the blob's I/O table, no layout change (the TOSA graph transposes).
 Optional extra: needs ``tosa-tools`` (``pip install 'edgetorch[arm]'``); NumPy only otherwise.
+
+Without a TOSA graph the delegate runs its register command stream instead (``npu/``: a
+functional Ethos-U55/U65 simulator), so any Ethos-U ``.pte`` runs. The backend option
+``simulation`` (or ``$EDGETORCH_ETHOSU_SIMULATION``) chooses: ``auto`` (TOSA when found, else
+the command stream), ``tosa``, ``npu`` (command stream only), or ``compare`` (both; outputs
+must be equal, the TOSA result is returned).
 """
 
 from __future__ import annotations
@@ -27,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ....errors import BackendNotFoundError, ErrorCode, InvalidArgumentError, InvalidProgramError
+from ....errors import (
+    BackendNotFoundError,
+    EdgeTorchError,
+    ErrorCode,
+    InvalidArgumentError,
+    InvalidProgramError,
+    KernelError,
+)
 from ....runtime.backends import backend
 from ..ethosu.compiled import COMPILED, blob_key
 from ..ethosu.vela_bin import VelaBin, VelaIO, parse_vela_bin
@@ -35,6 +48,8 @@ from .tosa_sim import NUMPY_DTYPES, TosaGraphRunner
 
 BACKEND_ID = "EthosUBackend"
 ENV_VAR = "EDGETORCH_ETHOSU_INTERMEDIATES"
+SIMULATION_ENV_VAR = "EDGETORCH_ETHOSU_SIMULATION"
+SIMULATIONS = ("auto", "tosa", "npu", "compare")
 _HOW_TO_GET_TOSA = (
     "export with intermediates (EthosUCompileSpec(...).dump_intermediate_artifacts_to(DIR), or "
     "aot_arm_compiler --intermediates DIR) and keep DIR, or pass "
@@ -50,19 +65,35 @@ class TosaIO:
 
 @dataclass
 class EthosUDelegate:
-    """An initialised delegate: the parsed blob and the TOSA graph that stands in for it."""
+    """An initialised delegate: the parsed blob, and what runs it -- the TOSA graph that
+    stands in for it and/or the command-stream simulator (``npu``)."""
 
     vela: VelaBin
-    runner: TosaGraphRunner
-    tosa_path: str
-    inputs: list[TosaIO]
-    outputs: list[TosaIO]
+    runner: TosaGraphRunner | None
+    tosa_path: str | None
+    inputs: list[TosaIO] | None
+    outputs: list[TosaIO] | None
     target: str
+    simulation: str = "tosa"
+    npu: Any = None  # npu.simulator.NpuProgram
+    runs: int = 0
+    last_compare: list[int] | None = None
+
+    def report(self) -> str:
+        """What ran the delegate (and, for the command stream, the NPU operations)."""
+        if self.npu is None:
+            return f"{BACKEND_ID} ({self.target}): TOSA graph {self.tosa_path}"
+        ops = self.npu.last_stats if self.npu.last_stats is not None else "not run yet"
+        how = "command stream" + (f" and TOSA graph {self.tosa_path}" if self.runner else "")
+        return (f"{BACKEND_ID} ({self.target}): simulated from its {how} on "
+                f"{self.npu.accelerator}; NPU operations per run: {ops}")
 
     def __str__(self) -> str:
+        if self.inputs is None:
+            return f"Ethos-U delegate for {self.target}, {self.report()}\n  {self.vela}"
         return (f"Ethos-U delegate for {self.target}, simulated from {self.tosa_path}: "
                 f"inputs {[(t.shape, t.dtype.name) for t in self.inputs]}, "
-                f"outputs {[(t.shape, t.dtype.name) for t in self.outputs]}\n  {self.vela}")
+                f"outputs {[(t.shape, t.dtype.name) for t in self.outputs or []]}\n  {self.vela}")
 
 
 def tosa_graph_io(tosa: bytes, where: str = "TOSA graph") -> tuple[TosaGraphRunner,
@@ -141,9 +172,24 @@ def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, A
     return matching[0]
 
 
+def _simulation(options: Mapping[str, Any]) -> str:
+    mode = str(options.get("simulation") or os.environ.get(SIMULATION_ENV_VAR) or "auto").lower()
+    if mode not in SIMULATIONS:
+        raise InvalidArgumentError(
+            f"{BACKEND_ID}: backend option simulation={mode!r} is not one of {SIMULATIONS}")
+    return mode
+
+
+def _npu_program(vela: VelaBin, target: str):
+    from .npu.simulator import NpuProgram
+
+    return NpuProgram.from_vela_bin(vela, target if target.startswith("ethos-u") else None)
+
+
 @backend(BACKEND_ID)
 class EthosUSimulator:
-    """``EthosUBackend`` for the NumPy runtime: simulates the delegate from its TOSA graph."""
+    """``EthosUBackend`` for the NumPy runtime: simulates the delegate from its TOSA graph or
+    its command stream."""
 
     def is_available(self) -> bool:
         return True  # missing tosa-tools is reported at init, with how to install it
@@ -151,35 +197,70 @@ class EthosUSimulator:
     def init(self, blob: memoryview, compile_specs: dict[str, bytes], context: Any) -> EthosUDelegate:
         vela = parse_vela_bin(blob, context.named_data)
         options = getattr(context, "options", {}) or {}
-        path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob)
-        return EthosUDelegate(vela, runner, path, ins, outs,
-                              compile_specs.get("target", b"?").decode("utf-8", "replace"))
+        target = compile_specs.get("target", b"?").decode("utf-8", "replace")
+        mode = _simulation(options)
+        if mode == "npu":
+            return EthosUDelegate(vela, None, None, None, None, target, "npu",
+                                  _npu_program(vela, target))
+        try:
+            path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob)
+        except BackendNotFoundError as missing:
+            if mode != "auto":
+                raise
+            try:
+                npu = _npu_program(vela, target)
+            except EdgeTorchError as exc:  # e.g. an Ethos-U85 stream
+                raise BackendNotFoundError(
+                    f"{missing}; the command-stream simulator cannot run it either: {exc}",
+                    code=ErrorCode.NotFound) from exc
+            return EthosUDelegate(vela, None, None, None, None, target, "npu", npu)
+        npu = _npu_program(vela, target) if mode == "compare" else None
+        return EthosUDelegate(vela, runner, path, ins, outs, target, mode, npu)
 
     def execute(self, handle: EthosUDelegate, values: list[Any], args: list[int],
                 context: Any = None) -> None:
-        n_in, n_out = len(handle.inputs), len(handle.outputs)
+        n_in, n_out = len(handle.vela.inputs), len(handle.vela.outputs)
         if len(args) != n_in + n_out:
             raise InvalidProgramError(
                 f"{BACKEND_ID}: the delegate call passes {len(args)} values, the delegate has "
                 f"{n_in} inputs and {n_out} outputs")
-        feeds = []
-        for k, (io, t) in enumerate(zip(handle.vela.inputs, handle.inputs, strict=True)):
+        raw = []
+        for k, io in enumerate(handle.vela.inputs):
             arr = np.ascontiguousarray(values[args[k]])
             if arr.size != io.numel or arr.dtype.itemsize != io.elem_size:
                 raise InvalidArgumentError(
                     f"{BACKEND_ID} input {k}: got {arr.dtype} {list(arr.shape)}, the NPU expects "
                     f"{io.numel} elements of {io.elem_size} byte(s) (Vela shape {list(io.shape)})")
-            # raw bytes, as ExecuTorch's runtime memcpy's them into the NPU's scratch
-            feeds.append(arr.view(t.dtype).reshape(t.shape))
-        results = handle.runner.run(feeds)
+            raw.append(arr)
+        # raw bytes, as ExecuTorch's runtime memcpy's them into the NPU's scratch
+        if handle.runner is not None:
+            feeds = [a.view(t.dtype).reshape(t.shape) for a, t in zip(raw, handle.inputs or [],
+                                                                        strict=True)]
+            results = [np.asarray(r) for r in handle.runner.run(feeds)]
+        if handle.npu is not None:
+            sim = handle.npu.run(raw)
+            if handle.runner is None:
+                results = sim
+            else:
+                diffs = [int(np.abs(a.reshape(-1).astype(np.int64)
+                                    - b.reshape(-1).astype(np.int64)).max(initial=0))
+                         for a, b in zip(results, sim, strict=True)]
+                handle.last_compare = diffs
+                if any(diffs):
+                    raise KernelError(
+                        f"{BACKEND_ID} ({handle.target}): the command-stream simulation differs "
+                        f"from the TOSA graph {handle.tosa_path} by up to {max(diffs)} steps "
+                        f"(per output {diffs}); please report it with the .pte, or run with "
+                        "simulation='tosa'")
+        handle.runs += 1
         for k, res in enumerate(results):
             out = values[args[n_in + k]]
-            res = np.asarray(res)
             if res.size != out.size or res.dtype.itemsize != out.dtype.itemsize:
                 raise InvalidProgramError(
-                    f"{BACKEND_ID} output {k}: the TOSA graph gives {res.dtype} "
+                    f"{BACKEND_ID} output {k}: the delegate gives {res.dtype} "
                     f"{list(res.shape)}, the method expects {out.dtype} {list(out.shape)}")
             np.copyto(out, res.reshape(out.shape).view(out.dtype))
 
     def destroy(self, handle: EthosUDelegate) -> None:
-        handle.runner = None  # type: ignore[assignment]
+        handle.runner = None
+        handle.npu = None

@@ -71,6 +71,10 @@ class Value:
     qp: QParams | None = None
 
 
+def _broadcast(a: list[int], b: list[int]) -> list[int]:
+    return [max(x, y) for x, y in zip(a, b)]
+
+
 def _per_tensor(node: Node) -> QParams:
     return QParams(float(node.args[1]), int(node.args[2]))
 
@@ -91,6 +95,7 @@ class _Lowering:
         self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs
                       if hasattr(s.arg, "name")}
         self.const_key: dict[int, float] = {}
+        self.attached: dict[int, list[TOp]] = {}  # ops ExecuTorch places right after a constant
         self.common = self._equal_constants()
         conv_ids = [int(m.group(1) or 0) for n in gm.graph.nodes
                     if (m := re.fullmatch(r"convolution(?:_(\d+))?", n.name))]
@@ -128,6 +133,9 @@ class _Lowering:
         return self.ep.constants[spec.target]
 
     def insert_after(self, anchor, new) -> None:
+        if isinstance(anchor, TConst):  # e.g. the RESCALE of a constant operand
+            self.attached.setdefault(id(anchor), []).append(new)
+            return
         self.order.insert(self.order.index(anchor) + 1, new)
 
     def op(self, op: str, base: str, inputs: list, shape: list[int], dtype: str,
@@ -150,8 +158,27 @@ class _Lowering:
         if node.target not in DQ_OPS:
             raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) should be a "
                               "dequantize; quantize the model with TOSAQuantizer first")
-        value = self.values[node.args[0]]
+        src = node.args[0]
+        if src.op == "placeholder" and self.specs[src.name].kind.name != "USER_INPUT":
+            return Value(self.const_operand(src), self.nhwc and self.tensor(src).dim() == 4,
+                         None, _per_tensor(node))
+        value = self.values[src]
         return Value(value.t, value.nhwc, value.flat_of, _per_tensor(node))
+
+    def const_operand(self, placeholder: Node) -> TConst:
+        """A quantized constant used as an operand (``mul(x, 1/N)``): stored as is, NHWC-
+        permuted when rank 4, under the name ExecuTorch gives it."""
+        name, _ = self.common.get(placeholder.name, (placeholder.name, 0))
+        for c in self.consts:
+            if c.name == name:
+                return c
+        t = self.tensor(placeholder).detach()
+        if self.nhwc and t.dim() == 4:
+            t = t.permute(*NHWC)
+        dtype = _DTYPES[t.dtype]
+        const = TConst(name, list(t.shape), dtype, np.ascontiguousarray(t.numpy()))
+        self._place_const(placeholder, const)
+        return const
 
     def out_qparams(self, node: Node) -> QParams:
         users = list(node.users)
@@ -185,7 +212,7 @@ class _Lowering:
                             [t.shape[i] for i in NCHW], t.dtype, perms=NCHW)
             outputs.append(t)
         consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
-        nodes = consts + self.order
+        nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
         assign_names(nodes)
         return nodes, outputs
 
@@ -236,6 +263,36 @@ class _Lowering:
         s = self.op("ADD", "tosa_add_default", [ra, rb], ra.shape, "INT32")
         r = self.rescale(s, [scale / out_qp.scale], 0, out_qp.zp, "INT8")
         self.values[node] = Value(r, a.nhwc, None, out_qp)
+
+    def mul(self, node: Node) -> None:
+        """Both int8 operands RESCALEd to int32 at scale 1 (zero points removed), MUL with
+        shift 0, RESCALE by ``s_a * s_b / s_out`` to int8 (ExecuTorch's INT mul)."""
+        a, b = (self.int8_input(x) for x in node.args[:2])
+        out_qp = self.out_qparams(node)
+        ra = self.rescale(a.t, [1.0], a.qp.zp, 0, "INT32")
+        rb = self.rescale(b.t, [1.0], b.qp.zp, 0, "INT32") \
+            if node.args[1] is not node.args[0] else ra
+        shape = _broadcast(ra.shape, rb.shape)
+        m = self.op("MUL", "tosa_mul_default", [ra, rb], shape, "INT32")
+        r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        self.values[node] = Value(r, a.nhwc or b.nhwc, None, out_qp)
+
+    def sum(self, node: Node) -> None:
+        """RESCALE int8 -> int32 (scale 1), one REDUCE_SUM per reduced axis (in TOSA's
+        layout, ascending), RESCALE by ``s_in / s_out`` to int8."""
+        x = self.int8_input(node.args[0])
+        out_qp = self.out_qparams(node)
+        rank = len(x.t.shape)
+        dims = sorted({d % rank for d in node.args[1]})
+        if x.nhwc:
+            dims = sorted(NHWC.index(d) for d in dims)
+        t = self.rescale(x.t, [1.0], x.qp.zp, 0, "INT32")
+        for axis in dims:
+            shape = list(t.shape)
+            shape[axis] = 1
+            t = self.op("REDUCE_SUM", "tosa_reduce_sum_default", [t], shape, "INT32", axis=axis)
+        r = self.rescale(t, [x.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        self.values[node] = Value(r, x.nhwc, None, out_qp)
 
     def _weights(self, dq: Node) -> tuple[np.ndarray, list[float]]:
         w = self.tensor(dq.args[0]).detach().numpy()
@@ -318,19 +375,35 @@ class _Lowering:
         if node.args[6] or len(stride) != 2:
             raise ExportError(f"TOSA lowering: %{node.name} is a transposed or non-2D "
                               "convolution, not lowered yet")
-        # TOSA needs (in + pads - dilation*(k-1) - 1) to divide by the stride exactly; like
-        # ExecuTorch, trim the trailing (bottom/right) padding by the remainder.
-        h, w = self.shape(node.args[0])[2:]
+        # TOSA needs (in + pads - dilation*(k-1) - 1) to divide by the stride exactly. Like
+        # ExecuTorch: when the remainder exceeds the padding, SLICE the input's trailing
+        # rows/columns the kernel never reaches (SizeAdjustInputPass); then trim the trailing
+        # (bottom/right) padding by what remains (RewriteConvPass).
+        size = self.shape(node.args[0])[2:]
         kh, kw = self.shape(node.args[1])[2:]
         pad = [padding[0], padding[0], padding[1], padding[1]]
-        for axis, (size, k) in enumerate(((h, kh), (w, kw))):
-            rem = (size + 2 * padding[axis] - dilation[axis] * (k - 1) - 1) % stride[axis]
+        crop = list(size)
+        for axis, k in enumerate((kh, kw)):
+            rem = (size[axis] + 2 * padding[axis] - dilation[axis] * (k - 1) - 1) % stride[axis]
             if rem > padding[axis]:
-                raise ExportError(f"TOSA lowering: %{node.name} needs its input cropped to fit "
-                                  "the stride (ExecuTorch's SizeAdjustInputPass), not done yet")
+                crop[axis] -= rem - padding[axis]
+                rem = padding[axis]
             pad[2 * axis + 1] -= rem
+        if crop != size:
+            x = self._slice_spatial(x, crop)
         self._conv(node, x, node.args[1], node.args[2], list(stride), pad, list(dilation),
                    int(node.args[8]), et_name(node.name), linear=False)
+
+    def _slice_spatial(self, x: Value, hw: list[int]) -> Value:
+        """SLICE an NHWC tensor to its first ``hw`` rows and columns (one op for both)."""
+        n, _, _, c = x.t.shape
+        size = [n, hw[0], hw[1], c]
+        start = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [4], "SHAPE",
+                        values=[0, 0, 0, 0])
+        length = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [4], "SHAPE",
+                         values=size)
+        t = self.op("SLICE", "tosa_slice_default", [x.t, start, length], size, x.t.dtype)
+        return Value(t, True, None, x.qp)
 
     def linear(self, node: Node) -> None:
         x = self.int8_input(node.args[0])
@@ -426,6 +499,8 @@ class _Lowering:
 
 _HANDLERS = {
     aten.add.Tensor: _Lowering.add,
+    aten.mul.Tensor: _Lowering.mul,
+    aten.sum.dim_IntList: _Lowering.sum,
     aten.convolution.default: _Lowering.convolution,
     aten.linear.default: _Lowering.linear,
     aten.mean.dim: _Lowering.mean,

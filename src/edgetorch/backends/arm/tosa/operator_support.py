@@ -54,7 +54,7 @@ LOWERABLE = {
     aten.add.Tensor, aten.convolution.default, aten.relu.default, aten.hardtanh.default,
     aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default, aten.mean.dim,
     aten.view_copy.default, aten.linear.default, aten.clone.default, aten.alias_copy.default,
-    aten.dropout.default, operator.getitem,
+    aten.dropout.default, operator.getitem, aten.mul.Tensor, aten.sum.dim_IntList,
 } | QDQ_OPS
 
 
@@ -138,6 +138,13 @@ def _shape(node: object) -> list[int]:
     return [int(d) for d in val.shape] if isinstance(val, torch.Tensor) else []
 
 
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _lowering_limit(node: Node) -> str | None:
     """The cases edgetorch's lowering does not cover yet (they stay on the CPU)."""
     t = node.target
@@ -171,6 +178,15 @@ def _lowering_limit(node: Node) -> str | None:
     elif t == aten.mean.dim:
         if sorted(d % 4 for d in node.args[1]) != [2, 3] or len(_shape(node.args[0])) != 4:
             return f"a mean other than over H and W {todo}"
+    elif t in (aten.mul.Tensor, aten.sum.dim_IntList):
+        shapes = [_shape(a) for a in node.all_input_nodes]
+        if any(len(s) != 4 for s in shapes):
+            return f"a {op_name(node)} on tensors other than rank 4 {todo}"
+        if t == aten.mul.Tensor and shapes[0] != shapes[1] and 1 not in (
+                _numel(shapes[0]), _numel(shapes[1])):
+            return f"a broadcasting mul {todo}"
+        if t == aten.sum.dim_IntList and not (len(node.args) > 2 and node.args[2]):
+            return f"a sum without keepdim {todo}"
     elif t == aten._adaptive_avg_pool2d.default and list(node.args[1]) != [1, 1]:
         return f"adaptive pooling to other than 1x1 {todo}"
     elif t == aten.avg_pool2d.default:

@@ -160,6 +160,14 @@ def _emit_clamp(ser, ts, n: TOp) -> None:
                     attributes=attr, location=None)
 
 
+def _emit_mul(ser, ts, n: TOp) -> None:
+    shift = _const(ser, ts, [1], "INT8", [n.attrs.get("shift", 0)], n.name + "_shift")
+    attr = ts.TosaSerializerAttribute()
+    attr.MulAttribute()
+    ser.addOperator(ts.Op.MUL, inputs=[i.name for i in n.inputs] + [shift], outputs=[n.name],
+                    attributes=attr, location=None)
+
+
 _EMIT = {
     "RESCALE": _emit_rescale,
     "ADD": _emit_simple("ADD", "AddAttribute"),
@@ -169,4 +177,7 @@ _EMIT = {
     "TRANSPOSE": _emit_transpose,
     "RESHAPE": _emit_simple("RESHAPE", "ReshapeAttribute"),
     "CLAMP": _emit_clamp,
+    "MUL": _emit_mul,
+    "SLICE": _emit_simple("SLICE", "SliceAttribute"),
+    "REDUCE_SUM": _emit_simple("REDUCE_SUM", "ReduceSumAttribute"),
 }

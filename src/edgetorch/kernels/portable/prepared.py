@@ -1,0 +1,503 @@
+"""Load-time preparers of the portable kernels that dominate small models' per-call cost.
+
+A preparer (``registry.prepares``) gets an instruction's arguments once, at ``load_method``,
+when every tensor among them keeps its memory and sizes across calls, and returns the NumPy
+calls (``functools.partial`` with ``out=``) that compute exactly what the kernel computes:
+the same ufuncs on the same operands in the same order, so results are bit-identical (tests
+compare each preparer with its kernel). It returns None, and the kernel runs as usual, for
+anything off its narrow fast case: other dtypes, broadcasting into a different shape, ``alpha``
+not 1, overlapping operands, a view NumPy would have to copy. Temporaries are allocated here,
+once per instruction, never per call.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+
+from ..registry import prepares
+from ._util import INT64, invalid, scalar
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _float(*xs) -> bool:
+    """All arrays of one float dtype that NumPy computes in directly (float32 or float64)."""
+    if not all(type(x) is np.ndarray for x in xs):
+        return False
+    dt = xs[0].dtype
+    return dt in _FLOATS and all(x.dtype == dt for x in xs)
+
+
+def _apart(out: np.ndarray, *xs) -> bool:
+    return not any(x is not None and np.may_share_memory(out, x) for x in xs)
+
+
+def _fits(out: np.ndarray, *shapes) -> bool:
+    try:
+        return np.broadcast_shapes(*shapes) == out.shape
+    except ValueError:
+        return False
+
+
+def _number(v) -> bool:
+    return type(v) in (int, float)
+
+
+# ---- matrix products -------------------------------------------------------------------
+
+
+@prepares("aten::mm.out")
+def _mm(a, b, out):
+    if not (_float(a, b, out) and a.ndim == b.ndim == 2 and _apart(out, a, b)):
+        return None
+    if out.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0]:
+        return None
+    return [partial(np.matmul, a, b, out)]
+
+
+@prepares("aten::bmm.out")
+def _bmm(a, b, out):
+    if not (_float(a, b, out) and a.ndim == b.ndim == 3 and _apart(out, a, b)):
+        return None
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1] or \
+            out.shape != (a.shape[0], a.shape[1], b.shape[2]):
+        return None
+    return [partial(np.matmul, a, b, out)]
+
+
+@prepares("aten::addmm.out")
+def _addmm(c, a, b, beta, alpha, out):
+    if not (_float(c, a, b, out) and a.ndim == b.ndim == 2 and _apart(out, a, b, c)):
+        return None
+    if alpha != 1 or beta not in (0, 1) or a.shape[1] != b.shape[0]:
+        return None
+    if out.shape != (a.shape[0], b.shape[1]) or not _fits(out, out.shape, c.shape):
+        return None
+    steps = [partial(np.matmul, a, b, out)]
+    if beta == 1:
+        steps.append(partial(np.add, out, c, out))
+    return steps
+
+
+@prepares("aten::linear.out")
+def _linear(x, w, b, out):
+    if not (_float(x, w, out) and (b is None or _float(b, out)) and w.ndim == 2 and x.ndim >= 1):
+        return None
+    if not _apart(out, x, w, b) or x.shape[-1] != w.shape[1]:
+        return None
+    shape = x.shape[:-1] + (w.shape[0],)
+    if out.shape != shape or (b is not None and not _fits(out, shape, b.shape)):
+        return None
+    steps = [partial(np.matmul, x, w.T, out)]
+    if b is not None:
+        steps.append(partial(np.add, out, b, out))
+    return steps
+
+
+# ---- elementwise -----------------------------------------------------------------------
+
+
+def _binary(ufunc, a, b, out):
+    """``ufunc(a, b)`` into ``out``: both tensors of out's float dtype, or a tensor and a
+    number (which the kernel turns into a 0-d array of that dtype, as here)."""
+    if _number(b):
+        if not _float(a, out):
+            return None
+        b = scalar(b, a.dtype)
+    elif not _float(a, b, out):
+        return None
+    if not _fits(out, a.shape, b.shape):
+        return None
+    return [partial(ufunc, a, b, out)]  # out positional: parsed faster than out=
+
+
+@prepares("aten::add.out", "aten::add.Scalar_out")
+def _add(a, b, alpha, out):
+    return _binary(np.add, a, b, out) if alpha == 1 else None
+
+
+@prepares("aten::sub.out", "aten::sub.Scalar_out")
+def _sub(a, b, alpha, out):
+    return _binary(np.subtract, a, b, out) if alpha == 1 else None
+
+
+@prepares("aten::mul.out", "aten::mul.Scalar_out")
+def _mul(a, b, out):
+    return _binary(np.multiply, a, b, out)
+
+
+@prepares("aten::div.out", "aten::div.Scalar_out")
+def _div(a, b, out):
+    return _binary(np.true_divide, a, b, out)
+
+
+@prepares("aten::relu.out")
+def _relu(x, out):
+    if not _float(x, out) or x.shape != out.shape:
+        return None
+    return [partial(np.maximum, x, x.dtype.type(0), out=out)]
+
+
+def _unary(ufunc):
+    def prep(x, out):
+        # Transcendental loops may differ between contiguous and strided operands: only the
+        # layout the kernel itself sees (contiguous in, fresh contiguous out) is taken.
+        if not (_float(x, out) and x.shape == out.shape and x.flags.c_contiguous
+                and out.flags.c_contiguous):
+            return None
+        return [partial(ufunc, x, out=out)]
+    return prep
+
+
+for _name, _ufunc in {"aten::exp.out": np.exp, "aten::tanh.out": np.tanh,
+                      "aten::sqrt.out": np.sqrt}.items():
+    prepares(_name)(_unary(_ufunc))
+
+
+@prepares("aten::rsqrt.out")
+def _rsqrt(x, out):
+    steps = _unary(np.sqrt)(x, out)  # the kernel's 1 / np.sqrt(x), in place in out
+    if steps is None or not _apart(out, x):
+        return None
+    return steps + [partial(np.true_divide, 1, out, out=out)]
+
+
+def _contiguous(x, out) -> bool:
+    """The layout the kernel's own call sees (contiguous in, fresh contiguous out), for
+    loops whose results may depend on it (transcendentals)."""
+    return (_float(x, out) and x.shape == out.shape and x.flags.c_contiguous
+            and out.flags.c_contiguous and _apart(out, x))
+
+
+@prepares("aten::pow.Tensor_Scalar_out")
+def _pow(x, exponent, out):
+    if not (_number(exponent) and _contiguous(x, out)):
+        return None
+    return [partial(np.power, x, scalar(exponent, x.dtype), out)]
+
+
+@prepares("aten::sigmoid.out")
+def _sigmoid(x, out):
+    """The kernel's exp(-|x|) form: 1 / (1 + e) where x >= 0, e / (1 + e) elsewhere."""
+    if not _contiguous(x, out):
+        return None
+    e, p, r = (np.empty(x.shape, x.dtype) for _ in range(3))
+    pos = np.empty(x.shape, np.bool_)
+    return [partial(np.abs, x, out=e), partial(np.negative, e, out=e), partial(np.exp, e, out=e),
+            partial(np.add, 1, e, out=p), partial(np.true_divide, 1, p, out=r),
+            partial(np.true_divide, e, p, out=out), partial(np.greater_equal, x, 0, out=pos),
+            partial(np.copyto, out, r, where=pos)]
+
+
+@prepares("aten::where.self_out")
+def _where(cond, a, b, out):
+    if not (_float(a, b, out) and type(cond) is np.ndarray and cond.dtype == np.bool_):
+        return None
+    if not (_fits(out, cond.shape, a.shape, b.shape) and _apart(out, cond, a, b)):
+        return None
+    return [partial(np.copyto, out, b), partial(np.copyto, out, a, where=cond)]
+
+
+_BOOL = np.dtype(np.bool_)
+
+
+def _comparison(ufunc):
+    def prep(a, b, out):
+        if type(out) is not np.ndarray or out.dtype != _BOOL:
+            return None
+        if _number(b):
+            if not _float(a):
+                return None
+            b = scalar(b, a.dtype)
+        elif not _float(a, b):
+            return None
+        if not (_fits(out, a.shape, b.shape) and _apart(out, a, b)):
+            return None
+        return [partial(ufunc, a, b, out)]
+    return prep
+
+
+for _op, _ufunc in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
+    prepares(f"aten::{_op}.Scalar_out", f"aten::{_op}.Tensor_out")(_comparison(_ufunc))
+
+
+@prepares("aten::logical_not.out")
+def _logical_not(x, out):
+    if not (_plain(x) and _plain(out) and out.dtype == _BOOL and x.shape == out.shape):
+        return None
+    return [partial(np.logical_not, x, out=out)] if _apart(out, x) else None
+
+
+@prepares("aten::any.out")
+def _any(x, dim, keepdim, out):
+    if not (_plain(x) and _plain(out) and x.dtype == _BOOL and out.dtype == _BOOL):
+        return None
+    d = _dim(dim, x.ndim)
+    if d is None:
+        return None
+    shape = x.shape[:d] + ((1,) if keepdim else ()) + x.shape[d + 1:]
+    if shape != out.shape or not _apart(out, x):
+        return None
+    return [partial(np.any, x, axis=(d,), keepdims=bool(keepdim), out=out)]
+
+
+@prepares("aten::full_like.out")
+def _full_like(x, fill_value, memory_format, out):
+    if not (_plain(x) and _plain(out) and x.shape == out.shape and out.dtype.kind in "biuf"):
+        return None
+    if type(fill_value) not in (int, float, bool):
+        return None
+    return [partial(np.copyto, out, scalar(fill_value, out.dtype))]
+
+
+# ---- copies of views -------------------------------------------------------------------
+
+
+def _copy(view, out):
+    """The kernel's ``finish(view, out)``: a copy (with a cast) into out, when view has its
+    shape and shares no memory with it."""
+    if view is None or view.shape != out.shape or not _apart(out, view):
+        return None
+    if view.dtype == out.dtype:
+        return [partial(np.copyto, out, view)]
+    if view.dtype.kind not in "biuf" or out.dtype.kind not in "biuf":
+        return None
+    return [partial(_copy_cast, out, view)]
+
+
+def _copy_cast(out, view):
+    with np.errstate(all="ignore"):
+        np.copyto(out, view, casting="unsafe")
+
+
+def _dim(d, ndim):
+    return d % ndim if ndim and -ndim <= d < ndim else None
+
+
+def _plain(x) -> bool:
+    return type(x) is np.ndarray
+
+
+@prepares("aten::clone.out")
+def _clone(x, memory_format, out):
+    return _copy(x, out) if _plain(x) else None
+
+
+@prepares("aten::alias_copy.out", "aten::detach_copy.out", "aten::lift_fresh_copy.out")
+def _alias(x, out):
+    return _copy(x, out) if _plain(x) else None
+
+
+@prepares("aten::_to_copy.out")
+def _to_copy(x, non_blocking, memory_format, out):
+    return _copy(x, out) if _plain(x) else None
+
+
+@prepares("dim_order_ops::_clone_dim_order.out", "dim_order_ops::_to_dim_order_copy.out")
+def _dim_order_copy(x, non_blocking, dim_order, out):
+    if not _plain(x) or (dim_order is not None and sorted(dim_order) != list(range(out.ndim))):
+        return None
+    return _copy(x, out)
+
+
+@prepares("aten::view_copy.out")
+def _view(x, size, out):
+    if not _plain(x):
+        return None
+    v = x.view()
+    try:
+        v.shape = tuple(size)  # raises rather than copy when no view has that shape
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return _copy(v, out)
+
+
+@prepares("aten::permute_copy.out")
+def _permute(x, dims, out):
+    if not _plain(x) or len(dims) != x.ndim:
+        return None
+    axes = [_dim(d, x.ndim) for d in dims]
+    if None in axes or len(set(axes)) != len(axes):
+        return None
+    return _copy(np.transpose(x, axes), out)
+
+
+@prepares("aten::t_copy.out")
+def _t(x, out):
+    return _copy(x.T, out) if _plain(x) and x.ndim <= 2 else None
+
+
+@prepares("aten::transpose_copy.int_out")
+def _transpose(x, dim0, dim1, out):
+    if not _plain(x) or x.ndim == 0:
+        return None
+    a, b = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
+    return None if a is None or b is None else _copy(np.swapaxes(x, a, b), out)
+
+
+@prepares("aten::expand_copy.out")
+def _expand(x, size, implicit, out):
+    lead = len(size) - x.ndim if _plain(x) else -1
+    if lead < 0 or any(s == -1 for s in size[:lead]):
+        return None
+    shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    try:
+        view = np.broadcast_to(x, shape)
+    except ValueError:
+        return None
+    return _copy(view, out)
+
+
+@prepares("aten::unsqueeze_copy.out")
+def _unsqueeze(x, dim, out):
+    d = _dim(dim, x.ndim + 1) if _plain(x) else None
+    return None if d is None else _copy(np.expand_dims(x, d), out)
+
+
+def _squeezed(x, dims, out):
+    if not _plain(x):
+        return None
+    axes = [_dim(d, x.ndim) for d in dims] if x.ndim else []
+    if None in axes or len(set(axes)) != len(axes):
+        return None
+    axes = tuple(d for d in axes if x.shape[d] == 1)
+    return _copy(np.squeeze(x, axis=axes) if axes else x, out)
+
+
+@prepares("aten::squeeze_copy.dim_out")
+def _squeeze_dim(x, dim, out):
+    return _squeezed(x, [dim], out)
+
+
+@prepares("aten::squeeze_copy.dims_out")
+def _squeeze_dims(x, dims, out):
+    return _squeezed(x, list(dims), out)
+
+
+@prepares("aten::squeeze_copy.out")
+def _squeeze_all(x, out):
+    return _copy(np.squeeze(x), out) if _plain(x) else None
+
+
+@prepares("aten::slice_copy.Tensor_out")
+def _slice(x, dim, start, end, step, out):
+    if not _plain(x) or x.ndim == 0 or step <= 0:
+        return None
+    d = _dim(dim, x.ndim)
+    if d is None:
+        return None
+    sl = [slice(None)] * x.ndim
+    sl[d] = slice(start, end, step)
+    return _copy(x[tuple(sl)], out)
+
+
+@prepares("aten::select_copy.int_out")
+def _select(x, dim, index, out):
+    if not _plain(x) or x.ndim == 0:
+        return None
+    d = _dim(dim, x.ndim)
+    if d is None or not -x.shape[d] <= index < x.shape[d]:
+        return None
+    return _copy(x[(slice(None),) * d + (index % x.shape[d],)], out)
+
+
+@prepares("aten::cat.out")
+def _cat(tensors, dim, out):
+    if not tensors or not all(_plain(t) and t.dtype == out.dtype and t.ndim == out.ndim
+                              and t.ndim > 0 for t in tensors):
+        return None
+    d = _dim(dim, out.ndim)
+    if d is None or not _apart(out, *tensors):
+        return None
+    rest = [t.shape[:d] + t.shape[d + 1:] for t in tensors]
+    if any(r != out.shape[:d] + out.shape[d + 1:] for r in rest) or \
+            sum(t.shape[d] for t in tensors) != out.shape[d]:
+        return None
+    return [partial(np.concatenate, list(tensors), axis=d, out=out)]
+
+
+# ---- reductions and normalisation --------------------------------------------------------
+
+
+@prepares("aten::_softmax.out")
+def _softmax(x, dim, half_to_float, out):
+    if not (_float(x, out) and x.ndim and x.shape == out.shape and x.flags.c_contiguous
+            and out.flags.c_contiguous and _apart(out, x)):
+        return None
+    d = _dim(dim, x.ndim)
+    if d is None:
+        return None
+    keep = x.shape[:d] + (1,) + x.shape[d + 1:]
+    m, s = np.empty(keep, x.dtype), np.empty(keep, x.dtype)
+    bad = np.empty(keep, np.bool_)
+    e = np.empty(x.shape, x.dtype)
+    return [
+        # the kernel's max shifted to 0 where the row's max is not finite (all -inf rows)
+        partial(np.max, x, axis=d, keepdims=True, initial=-np.inf, out=m),
+        partial(np.isfinite, m, out=bad),
+        partial(np.logical_not, bad, out=bad),
+        partial(np.copyto, m, 0.0, where=bad),
+        partial(np.subtract, x, m, out=e),
+        partial(np.exp, e, out=e),
+        partial(np.sum, e, axis=d, keepdims=True, out=s),
+        partial(np.true_divide, e, s, out=out),
+    ]
+
+
+@prepares("aten::native_layer_norm.out")
+def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
+    k = len(normalized_shape)
+    if not (_float(x, out0, out1, out2) and 0 < k <= x.ndim and x.flags.c_contiguous):
+        return None
+    if tuple(x.shape[x.ndim - k:]) != tuple(normalized_shape) or out0.shape != x.shape:
+        return None
+    axes = tuple(range(x.ndim - k, x.ndim))
+    keep = x.shape[:x.ndim - k] + (1,) * k
+    if out1.shape != keep or out2.shape != keep or not _apart(out0, x, out1, out2):
+        return None
+    for p in (weight, bias):
+        if p is not None and not (_float(p, x) and _fits(out0, x.shape, p.shape)):
+            return None
+    ct = x.dtype.type
+    n, e = ct(math.prod(normalized_shape)), ct(eps)
+    d, sq = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    total, var = np.empty(keep, x.dtype), np.empty(keep, x.dtype)
+    steps = [
+        partial(np.sum, x, axis=axes, keepdims=True, out=total),
+        partial(np.true_divide, total, n, out=out1),  # mean
+        partial(np.subtract, x, out1, out=d),
+        partial(np.multiply, d, d, out=sq),
+        partial(np.sum, sq, axis=axes, keepdims=True, out=var),
+        partial(np.true_divide, var, n, out=var),
+        partial(np.add, var, e, out=var),
+        partial(np.sqrt, var, out=var),
+        partial(np.true_divide, 1, var, out=out2),  # rstd
+    ]
+    # d * rstd, then * weight, then + bias, the last of them written into out0
+    tail = [(np.multiply, out2)] + [(f, p) for f, p in ((np.multiply, weight), (np.add, bias))
+                                    if p is not None]
+    for j, (f, p) in enumerate(tail):
+        steps.append(partial(f, d, p, out=out0 if j == len(tail) - 1 else d))
+    return steps
+
+
+# ---- indexing ------------------------------------------------------------------------------
+
+
+@prepares("aten::embedding.out")
+def _embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out):
+    if not (_plain(weight) and _plain(indices) and indices.dtype == INT64 and weight.ndim == 2
+            and weight.dtype == out.dtype and out.shape == indices.shape + weight.shape[1:]
+            and _apart(out, weight, indices)):
+        return None
+    n = weight.shape[0]
+
+    def run() -> None:  # the indices are data: checked on every call, as the kernel does
+        if indices.size and (indices.min() < 0 or indices.max() >= n):
+            raise invalid(f"embedding: index out of range for a table of {n} rows")
+        np.take(weight, indices, axis=0, out=out, mode="clip")  # in range: clip is a no-op
+    return [run]

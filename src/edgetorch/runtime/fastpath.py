@@ -1,0 +1,203 @@
+"""The plain ``execute`` loop's steps, worked out at ``load_method``.
+
+Every instruction already has a pre-bound closure (``InstructionRecord.run``) that calls its
+kernel with the values of the moment. For the plain (untraced) loop this module goes further,
+once per method:
+
+* **prepared kernels**: when every tensor an instruction touches keeps its memory and sizes
+  from call to call (constants, static planned tensors: *fixed* values), the kernel's preparer
+  (``kernels.registry.prepares``) turns the call into a few NumPy calls bound to those arrays,
+  with no dtype promotion, shape checks or view building left for ``execute``;
+* **BatchNorm folding**: a convolution followed by an inference BatchNorm becomes one
+  convolution with folded weights (``fold_bn.py``);
+* **constant folding**: an instruction whose inputs are all constants (or results of folded
+  instructions) computes the same thing on every call, so its kernel runs here, once, and
+  ``execute`` only copies the result into its planned memory when a later instruction or the
+  caller reads it there.
+
+The traced loop keeps the closures (one event per instruction, the kernels themselves); both
+give the same bits, which the tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..kernels.registry import get_kernel
+from ..schema import program as S
+from . import fold_bn
+from .values import BoxedList
+
+if TYPE_CHECKING:
+    from .method import Method
+
+ENABLED = True  # tests switch it off to compare with the closures
+MAX_FOLD_BYTES = 1 << 22  # a folded result is kept beside its planned memory: small ones only
+
+# Kernels whose result is not a function of their arguments: never folded.
+_NOT_PURE = ("rand", "bernoulli", "dropout", "normal", "uniform", "multinomial", "poisson",
+             "exponential", "geometric", "cauchy", "empty", "et_copy_index", "_local_scalar")
+
+
+def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], list[int]] | None:
+    """(steps, the instruction each step belongs to) for the plain loop, or None to run the
+    records' closures (control flow, or the fast path switched off)."""
+    if not ENABLED or m._has_jumps:
+        return None
+    fixed = _fixed(m, written)
+    folded: dict[int, np.ndarray] = {}  # value -> its load-time result (folded instructions)
+    reads, once = _reads(m), _single_writer(m)
+    steps: list[Callable[[], Any]] = []
+    owner: list[int] = []
+    pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
+    for rec in m.records:
+        new = pairs.get(rec.index)
+        if new is not None:
+            pass
+        elif rec.kind == "kernel":
+            new = _fold(m, rec, fixed, folded, written, reads, once)
+            if new is None:
+                new = _prepare(m, rec, fixed, written, folded)
+        elif rec.kind == "free":
+            new = []
+        if new is None:
+            new = [rec.run]
+        steps += new
+        owner += [rec.index] * len(new)
+    return steps, owner
+
+
+def _fixed(m: Method, written: set[int]) -> set[int]:
+    """Tensor values whose array keeps its bytes and sizes for the method's lifetime."""
+    out = set()
+    for i, v in enumerate(m._vals):
+        if type(v) is not np.ndarray:
+            continue
+        slot = m._slots.get(i)
+        if slot is None:
+            if i not in written:
+                out.add(i)  # a constant (a view of the program's data)
+        elif (slot.buffer is not None and i not in m._bound
+              and slot.dynamism == S.TensorShapeDynamism.STATIC):
+            out.add(i)
+    return out
+
+
+def _reads(m: Method) -> set[int]:
+    """Values read by some instruction (tensor lists resolved) or returned to the caller."""
+    out = {int(i) for i in m._plan.outputs}
+    for rec in m.records:
+        for i in rec.args:
+            out.add(i)
+            v = m._vals[i] if 0 <= i < len(m._vals) else None
+            if isinstance(v, BoxedList):
+                out.update(j for j in v.items if j >= 0)
+    return out
+
+
+def _arguments(m: Method, rec, fixed: set[int], written: set[int],
+               folded: dict[int, np.ndarray] | None) -> list[Any] | None:
+    """The kernel's arguments as arrays and Python values fixed at load, or None."""
+    args = []
+    for i in rec.args:
+        v = m._vals[i]
+        if folded is not None and i in folded:
+            args.append(folded[i])
+        elif type(v) is np.ndarray:
+            if i not in fixed:
+                return None
+            args.append(v)
+        elif isinstance(v, BoxedList):
+            if v.kind is not S.TensorList or i in written or not all(j in fixed for j in v.items):
+                return None
+            args.append([folded[j] if folded is not None and j in folded else m._vals[j]
+                         for j in v.items])
+        elif i in written:
+            return None
+        else:
+            args.append(v)
+    return args
+
+
+def _single_out(m: Method, rec) -> int | None:
+    """The out value of a one-output kernel call (its last argument, also its return slot)."""
+    ins = m._plan.chains[0].instructions[rec.index].instr_args
+    call = [int(x) for x in ins.args]
+    if len(call) < 2 or call[-1] != call[-2] or rec.outputs != (call[-1],):
+        return None
+    return call[-1]
+
+
+def _prepare(m: Method, rec, fixed: set[int], written: set[int],
+             folded: dict[int, np.ndarray]) -> list[Callable[[], Any]] | None:
+    entry = get_kernel(rec.name)
+    if entry.prepare is None or rec.description.endswith(" in place"):
+        return None
+    ins = m._plan.chains[0].instructions[rec.index].instr_args
+    call = [int(x) for x in ins.args]
+    ret = m._vals[call[-1]]
+    if isinstance(ret, BoxedList):  # several outputs: they must be the trailing out arguments
+        if ret.kind is not S.TensorList or tuple(call[-1 - len(ret.items):-1]) != ret.items:
+            return None
+        if not all(j in fixed for j in ret.items):
+            return None
+    elif _single_out(m, rec) is None or call[-1] not in fixed:
+        return None
+    args = _arguments(m, rec, fixed, written, folded)
+    if args is None or len(args) != entry.num_args:
+        return None
+    steps = entry.prepare(*args)
+    return None if steps is None else list(steps)
+
+
+def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], written: set[int],
+          reads: set[int], once: set[int]) -> list[Callable[[], Any]] | None:
+    """Run an instruction whose inputs are all known at load; keep its result."""
+    if any(p in rec.name for p in _NOT_PURE) or rec.description.endswith(" in place"):
+        return None
+    out = _single_out(m, rec)
+    if out is None or out not in fixed or out not in once or m._vals[out].nbytes > MAX_FOLD_BYTES:
+        return None
+    for i in rec.args[:-1]:  # every input tensor a constant or a folded result
+        v = m._vals[i]
+        items = v.items if isinstance(v, BoxedList) else (i,) if type(v) is np.ndarray else ()
+        if any(j in m._slots and j not in folded for j in items):
+            return None
+    args = _arguments(m, rec, fixed, written, folded)
+    if args is None:
+        return None
+    target = m._vals[out]
+    own = np.empty_like(target)  # same sizes, dtype and layout as the planned tensor
+    try:
+        res = get_kernel(rec.name).fn(*args[:-1], own)
+    except Exception:  # noqa: BLE001 - let the call fail at run time, where it is reported
+        return None
+    if res is not own:
+        if type(res) is not np.ndarray or res.shape != own.shape:
+            return None
+        np.copyto(own, res, casting="unsafe")
+    own.flags.writeable = False
+    folded[out] = own
+    # planned memory is shared over time: the copy goes where the instruction was
+    return [partial(np.copyto, target, own)] if out in reads else []
+
+
+def _single_writer(m: Method) -> set[int]:
+    """Values written by exactly one instruction and by nothing else (not a method input, not
+    a mutable buffer whose value outlives the call)."""
+    count: dict[int, int] = {}
+    for rec in m.records:
+        for i in rec.outputs if rec.kind != "delegate" else rec.args:
+            count[i] = count.get(i, 0) + 1
+    skip = {int(i) for i in m._plan.inputs}
+    for i, ev in enumerate(m._plan.values):
+        t = ev.val
+        if isinstance(t, S.Tensor) and t.allocation_info is not None:
+            info = t.extra_tensor_info
+            if t.data_buffer_idx > 0 or (info is not None and info.fully_qualified_name):
+                skip.add(i)
+    return {i for i, c in count.items() if c == 1 and i not in skip}

@@ -1,0 +1,181 @@
+"""BatchNorm folded into the convolution before it, at ``load_method`` (portable programs).
+
+An inference BatchNorm (``_native_batch_norm_legit_no_training``) right after a convolution
+is an affine map per output channel, so it can ride on the convolution's weights, as
+ExecuTorch's XNNPACK backend folds it ahead of time (``FuseBatchNormWithConvPass``) and
+``torch.ao``'s ``fuse_conv_bn_eval`` does: ``w' = w * g``, ``b' = (b - mean) * g + beta`` with
+``g = gamma / sqrt(var + eps)``. The convolution then writes the BatchNorm's output directly
+and the BatchNorm's instruction has nothing left to do: one pass over the activations less.
+
+It applies only when the graph allows: the convolution's result is read by that BatchNorm
+alone, every parameter is a constant of the program, the BatchNorm's statistics outputs are
+read by nobody, and the tensors are static float32/float64. Folding changes rounding (like
+ExecuTorch's folding pass): results agree with eager PyTorch within float tolerance, not bit
+for bit, which is why the traced loop, one event per instruction, runs the two kernels.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..kernels.registry import get_kernel
+
+if TYPE_CHECKING:
+    from .method import Method
+
+CONV = "aten::convolution.out"
+BATCH_NORMS = {"aten::_native_batch_norm_legit_no_training.out": 10}  # -> its argument count
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def readers(m: Method) -> dict[int, list[int]]:
+    """Value -> the instructions that read it (not those that only write it), plus -1 for
+    the caller when it is a method output."""
+    out: dict[int, list[int]] = {int(i): [-1] for i in m._plan.outputs}
+    for rec in m.records:
+        for i in rec.args:
+            if i in rec.outputs and rec.kind == "kernel":
+                continue
+            out.setdefault(i, []).append(rec.index)
+            items = getattr(m._vals[i], "items", None) if 0 <= i < len(m._vals) else None
+            if items is not None and not isinstance(m._vals[i], np.ndarray):
+                for j in items:
+                    out.setdefault(j, []).append(rec.index)
+    return out
+
+
+def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callable[[], Any]]]:
+    """Instruction index -> its replacement steps, for each convolution + BatchNorm pair."""
+    reads = readers(m)
+    producer = {rec.outputs[0]: rec for rec in m.records
+                if rec.kind == "kernel" and len(rec.outputs) == 1}
+    plan: dict[int, list[Callable[[], Any]]] = {}
+    for bn in m.records:
+        if bn.kind != "kernel" or BATCH_NORMS.get(bn.name) != len(bn.args):
+            continue
+        conv = producer.get(bn.args[0])
+        if conv is None or conv.name != CONV or conv.index >= bn.index:
+            continue
+        steps = _fold_pair(m, conv, bn, fixed, written, reads)
+        if steps is not None:
+            plan[conv.index] = steps
+            plan[bn.index] = []
+    return plan
+
+
+def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
+    v = m._vals[i]
+    if type(v) is np.ndarray and i in fixed and i not in m._slots and v.dtype in _FLOATS:
+        return v
+    return None
+
+
+def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
+               reads: dict[int, list[int]]) -> list[Callable[[], Any]] | None:
+    x_i, w_i, b_i, *params_i, y_i = conv.args  # y: the convolution's result
+    if reads.get(y_i) != [bn.index] or any(i in written for i in params_i):
+        return None
+    _, g_i, beta_i, mean_i, var_i, _, eps_i, out_i, s1, s2 = bn.args
+    if reads.get(s1) or reads.get(s2) or eps_i in written:
+        return None
+    vals = m._vals
+    transposed = vals[params_i[3]]
+    x, out, w = vals[x_i], vals[out_i], _constant(m, w_i, fixed)
+    if transposed or w is None or x_i not in fixed or out_i not in fixed:
+        return None
+    mean, var = _constant(m, mean_i, fixed), _constant(m, var_i, fixed)
+    if mean is None or var is None or x.dtype != w.dtype or out.dtype != w.dtype:
+        return None
+    opt = {}
+    for name, i in (("b", b_i), ("gamma", g_i), ("beta", beta_i)):
+        opt[name] = None if vals[i] is None else _constant(m, i, fixed)
+        if vals[i] is not None and opt[name] is None:
+            return None
+    cout = w.shape[0]
+    if any(a is not None and a.shape != (cout,) for a in (mean, var, *opt.values())):
+        return None
+    if vals[y_i].shape != out.shape:
+        return None
+    # The per-channel factors in float64, rounded once; the weights scaled in their own
+    # dtype (torch's fuse_conv_bn_weights scales in float32 too).
+    g = 1.0 / np.sqrt(var.astype(np.float64) + float(vals[eps_i]))
+    if opt["gamma"] is not None:
+        g = g * opt["gamma"]
+    b = np.zeros(cout) if opt["b"] is None else opt["b"].astype(np.float64)
+    b = (b - mean) * g + (0.0 if opt["beta"] is None else opt["beta"])
+    scale = g.astype(w.dtype).reshape((-1,) + (1,) * (w.ndim - 1))
+    params = [vals[i] for i in params_i]
+    shared = any(w_i in r.args for r in m.records if r.index != conv.index)
+
+    def build() -> Callable[[], Any]:
+        w2 = _frozen(w.shape, w.dtype, lambda a: np.multiply(w, scale, out=a))
+        b2 = _frozen(b.shape, w.dtype, lambda a: np.copyto(a, b, casting="unsafe"))
+        if not shared:
+            _release(w)  # only the folded copy is read from now on
+        entry = get_kernel(CONV)
+        args = [x, w2, b2, *params, out]
+        steps = entry.prepare(*args) if entry.prepare is not None else None
+        if steps is None:
+            return partial(_call, entry.fn, args, out)
+        return steps[0] if len(steps) == 1 else partial(_chain, list(steps))
+    return [_Once(build)]
+
+
+class _Once:
+    """A step built on its first call: load_method stays a matter of milliseconds and leaves
+    the file's weights unread; the first execute folds them (reading them anyway)."""
+
+    __slots__ = ("_build", "_run")
+
+    def __init__(self, build: Callable[[], Callable[[], Any]]) -> None:
+        self._build, self._run = build, None
+
+    def __call__(self) -> None:
+        if self._run is None:
+            self._run = self._build()
+        self._run()
+
+
+def _chain(steps: list[Callable[[], Any]]) -> None:
+    for step in steps:
+        step()
+
+
+def _release(a: np.ndarray) -> None:
+    """Give back the resident pages of a constant mapped from the program file (clean pages of
+    a read-only map: dropping them is always safe, a later read maps them in again)."""
+    base = a
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    mm = base.base
+    if not isinstance(mm, mmap.mmap) or a.nbytes < 2 * mmap.PAGESIZE:
+        return
+    start = a.__array_interface__["data"][0] - np.frombuffer(mm, np.uint8).ctypes.data
+    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if 0 <= lo < hi <= len(mm):
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (AttributeError, OSError, ValueError):  # no madvise here: keep the pages
+            pass
+
+
+def _frozen(shape: tuple[int, ...], dtype: np.dtype,
+            fill: Callable[[np.ndarray], Any]) -> np.ndarray:
+    """A new constant: filled once, then read-only down to its memory (a read-only
+    memoryview of a buffer nothing else holds), so kernels treat it as they treat the
+    program's own constants (e.g. pack it once: ``winograd.constant_cache``)."""
+    raw = bytearray(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    fill(np.frombuffer(raw, dtype).reshape(shape))
+    return np.frombuffer(memoryview(raw).toreadonly(), dtype).reshape(shape)
+
+
+def _call(fn: Callable[..., Any], args: list[Any], out: np.ndarray) -> None:
+    res = fn(*args)
+    if res is not out:
+        np.copyto(out, res, casting="unsafe")

@@ -1,0 +1,83 @@
+"""Fixtures of the command-stream simulator's tests.
+
+``our_tosa(name)``: the TOSA graph(s) edgetorch's Ethos-U flow writes for a model of
+``npu_models.py`` (torch in .venv-arm). ``et_ops(name)``: ExecuTorch 1.5.1's output folder for
+such a model (``ref_npu.py`` in the Arm reference venv, every requested model in one process).
+``ref_arm`` is the Ethos-U tests' fixture (ExecuTorch's ``.pte`` + intermediates of the flow's
+models). ``$EDGETORCH_ETHOSU_REF_CACHE`` keeps all of them between runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+for p in (HERE, HERE.parent / "ethosu", HERE.parent):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+pytest.importorskip("tosa_reference_model", reason="the NPU tests need tosa-tools (make test-arm)")
+pytest.importorskip("ethosu.vela", reason="the NPU tests need ethos-u-vela (make test-arm)")
+
+_spec = importlib.util.spec_from_file_location("_ethosu_conftest", HERE.parent / "ethosu" / "conftest.py")
+_ethosu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_ethosu)
+ref_arm = _ethosu.ref_arm  # noqa: F811 - re-exported fixture
+fresh_process = _ethosu.fresh_process
+ref_aot = _ethosu.ref_aot
+REF_ARM_PYTHON = _ethosu.REF_ARM_PYTHON
+
+
+def _cache_root(tmp_path_factory, name: str) -> Path:
+    root = os.environ.get("EDGETORCH_ETHOSU_REF_CACHE")
+    return Path(root) / name if root else tmp_path_factory.mktemp(name)
+
+
+@pytest.fixture(scope="session")
+def our_tosa(tmp_path_factory):
+    from npu_models import MODELS
+    from npu_util import tosa_files
+
+    root = _cache_root(tmp_path_factory, "npu_ours")
+    made: dict[str, list[bytes]] = {}
+
+    def get(name: str) -> list[bytes]:
+        if name not in made:
+            out = root / name
+            files = sorted(out.glob("output_*.tosa")) or tosa_files(*MODELS[name](), out)
+            made[name] = [f.read_bytes() for f in files]
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def et_ops(tmp_path_factory):
+    """``get(name) -> folder`` with ExecuTorch's ``model.pte`` and ``inter/``; the first call
+    lowers every model in ``ET_OPS`` (one ExecuTorch process)."""
+    from test_ops import ET_OPS
+
+    root = _cache_root(tmp_path_factory, "npu_et_ops")
+
+    def get(name: str) -> Path:
+        out = root / name
+        if not (out / "model.pte").exists() and not (out / "error").exists():
+            if not REF_ARM_PYTHON.exists():
+                pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
+            proc = subprocess.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
+                                   "ethos-u55-128", *ET_OPS], capture_output=True, text=True,
+                                  timeout=3600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"ref_npu.py failed:\n{proc.stderr[-4000:]}")
+        if (out / "error").exists():
+            raise RuntimeError(f"ExecuTorch could not lower {name}:\n"
+                               f"{(out / 'error').read_text()[-3000:]}")
+        return out
+
+    return get

@@ -1,0 +1,313 @@
+"""The load-time fast path (runtime/fastpath.py, kernels/portable/prepared.py) gives the very
+bits of the kernels it stands in for, and falls back to them off its fast cases.
+
+Each preparer is checked against its own kernel on the same arguments (the kernel is the
+oracle, itself tested against torch); whole programs are checked against the closures (fast
+path off) bit for bit and against eager PyTorch within float32 tolerance.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+
+from edgetorch.examples import get_example
+from edgetorch.exir import to_edge
+from edgetorch.kernels.registry import KERNELS
+from edgetorch.runtime import Runtime, fastpath
+
+R = np.random.default_rng(0)
+F32 = np.float32
+
+
+def _t(*shape, dtype=F32):
+    return R.standard_normal(shape).astype(dtype)
+
+
+def _o(*shape, dtype=F32):
+    return np.full(shape, np.nan, dtype)
+
+
+# (operator, arguments without out, out shape, out dtype)
+CASES = [
+    ("aten::mm.out", lambda: (_t(3, 5), _t(5, 4)), (3, 4), F32),
+    ("aten::mm.out", lambda: (_t(1, 20), _t(64, 20).T), (1, 64), F32),  # transposed weight
+    ("aten::bmm.out", lambda: (_t(2, 3, 5), _t(2, 5, 4)), (2, 3, 4), F32),
+    ("aten::addmm.out", lambda: (_t(4), _t(3, 5), _t(5, 4), 1, 1), (3, 4), F32),
+    ("aten::addmm.out", lambda: (_t(3, 4), _t(3, 5), _t(5, 4), 1, 1.0), (3, 4), F32),
+    ("aten::addmm.out", lambda: (_t(4, dtype=np.float64), _t(3, 5, dtype=np.float64),
+                                 _t(5, 4, dtype=np.float64), 0, 1), (3, 4), np.float64),
+    ("aten::linear.out", lambda: (_t(2, 3, 5), _t(4, 5), _t(4)), (2, 3, 4), F32),
+    ("aten::linear.out", lambda: (_t(3, 5), _t(4, 5), None), (3, 4), F32),
+    ("aten::add.out", lambda: (_t(2, 3, 4), _t(3, 1), 1), (2, 3, 4), F32),
+    ("aten::add.Scalar_out", lambda: (_t(2, 3), 0.1, 1), (2, 3), F32),
+    ("aten::sub.out", lambda: (_t(2, 3), _t(2, 3), 1), (2, 3), F32),
+    ("aten::sub.Scalar_out", lambda: (_t(2, 3), 3, 1), (2, 3), F32),
+    ("aten::mul.out", lambda: (_t(2, 3), _t(3)), (2, 3), F32),
+    ("aten::mul.Scalar_out", lambda: (_t(2, 3), 0.125), (2, 3), F32),
+    ("aten::div.out", lambda: (_t(2, 3), _t(2, 1)), (2, 3), F32),
+    ("aten::div.Scalar_out", lambda: (_t(2, 3), 7), (2, 3), F32),
+    ("aten::relu.out", lambda: (np.array([-1, 0, np.nan, 2, -0.0], F32),), (5,), F32),
+    ("aten::exp.out", lambda: (_t(4, 7),), (4, 7), F32),
+    ("aten::tanh.out", lambda: (_t(4, 7),), (4, 7), F32),
+    ("aten::sqrt.out", lambda: (np.abs(_t(4, 7)),), (4, 7), F32),
+    ("aten::rsqrt.out", lambda: (np.abs(_t(4, 7)),), (4, 7), F32),
+    ("aten::pow.Tensor_Scalar_out", lambda: (_t(4, 7), 2), (4, 7), F32),
+    ("aten::pow.Tensor_Scalar_out", lambda: (np.abs(_t(4, 7)), 0.5), (4, 7), F32),
+    ("aten::sigmoid.out", lambda: (np.concatenate([_t(4, 7) * 30, [[np.inf, -np.inf, 0, -0.0,
+                                                                    np.nan, 88, -88]]]).astype(F32),),
+     (5, 7), F32),
+    ("aten::where.self_out", lambda: (_t(3, 4) > 0, _t(3, 4), _t(1, 4)), (3, 4), F32),
+    ("aten::clone.out", lambda: (_t(3, 4), None), (3, 4), F32),
+    ("aten::alias_copy.out", lambda: (_t(3, 4),), (3, 4), F32),
+    ("aten::_to_copy.out", lambda: (_t(3, 4), False, None), (3, 4), np.float64),
+    ("dim_order_ops::_clone_dim_order.out", lambda: (_t(3, 4), False, [0, 1]), (3, 4), F32),
+    ("dim_order_ops::_to_dim_order_copy.out", lambda: (_t(3, 4), False, None), (3, 4), F32),
+    ("aten::view_copy.out", lambda: (_t(3, 4), [2, 6]), (2, 6), F32),
+    ("aten::view_copy.out", lambda: (_t(4, 3).T, [12]), (12,), F32),  # no view: kernel runs
+    ("aten::permute_copy.out", lambda: (_t(2, 3, 4), [2, 0, -2]), (4, 2, 3), F32),
+    ("aten::t_copy.out", lambda: (_t(3, 4),), (4, 3), F32),
+    ("aten::transpose_copy.int_out", lambda: (_t(2, 3, 4), 0, -1), (4, 3, 2), F32),
+    ("aten::expand_copy.out", lambda: (_t(3, 1), [2, -1, 4], False), (2, 3, 4), F32),
+    ("aten::unsqueeze_copy.out", lambda: (_t(3, 4), -1), (3, 4, 1), F32),
+    ("aten::squeeze_copy.dim_out", lambda: (_t(3, 1, 4), 1), (3, 4), F32),
+    ("aten::squeeze_copy.dims_out", lambda: (_t(1, 3, 1), [0, -1]), (3,), F32),
+    ("aten::squeeze_copy.out", lambda: (_t(1, 3, 1),), (3,), F32),
+    ("aten::slice_copy.Tensor_out", lambda: (_t(5, 4), 0, 1, 100, 2), (2, 4), F32),
+    ("aten::slice_copy.Tensor_out", lambda: (_t(5, 4), -1, None, -1, 1), (5, 3), F32),
+    ("aten::select_copy.int_out", lambda: (_t(3, 4, 5), 1, -1), (3, 5), F32),
+    ("aten::cat.out", lambda: ([_t(2, 3), _t(2, 5)], -1), (2, 8), F32),
+    ("aten::_softmax.out", lambda: (_t(2, 3, 5), -1, False), (2, 3, 5), F32),
+    ("aten::_softmax.out", lambda: (np.array([[-np.inf, -np.inf], [1, -np.inf]], F32), 1, False),
+     (2, 2), F32),
+    ("aten::_softmax.out", lambda: (_t(4, 6), 0, False), (4, 6), F32),
+    ("aten::embedding.out", lambda: (_t(10, 4), np.array([[1, 9], [0, 1]]), -1, False, False),
+     (2, 2, 4), F32),
+]
+
+
+def _fast(name: str, args: tuple, out_shape, out_dtype):
+    entry = KERNELS[name]
+    out = _o(*out_shape, dtype=out_dtype)
+    steps = entry.prepare(*args, out)
+    if steps is None:
+        return None
+    for step in steps:
+        step()
+    return out
+
+
+def _kernel(name: str, args: tuple, out_shape, out_dtype):
+    out = _o(*out_shape, dtype=out_dtype)
+    res = KERNELS[name].fn(*args, out)
+    if res is not out:
+        np.copyto(out, res, casting="unsafe")
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_preparer_gives_its_kernels_bits(case):
+    name, make, shape, dtype = case
+    args = make()
+    got = _fast(name, args, shape, dtype)
+    want = _kernel(name, args, shape, dtype)
+    if got is None:  # declined: only the one case built for it
+        assert name == "aten::view_copy.out" and not args[0].flags.c_contiguous
+        return
+    assert got.tobytes() == want.tobytes(), f"{name}: {got} != {want}"
+
+
+def test_layer_norm_preparer_gives_its_kernels_bits():
+    x, w, b = _t(2, 5, 8), _t(8), _t(8)
+    outs_fast = [_o(2, 5, 8), _o(2, 5, 1), _o(2, 5, 1)]
+    outs_kernel = [_o(2, 5, 8), _o(2, 5, 1), _o(2, 5, 1)]
+    name = "aten::native_layer_norm.out"
+    for step in KERNELS[name].prepare(x, [8], w, b, 1e-5, *outs_fast):
+        step()
+    KERNELS[name].fn(x, [8], w, b, 1e-5, *outs_kernel)
+    for a, k in zip(outs_fast, outs_kernel):
+        assert a.tobytes() == k.tobytes()
+
+
+def test_preparers_decline_what_they_do_not_cover():
+    add = KERNELS["aten::add.out"].prepare
+    assert add(_t(2, 3), _t(2, 3), 2, _o(2, 3)) is None  # alpha
+    assert add(_t(2, 3), _t(2, 3).astype(np.float64), 1, _o(2, 3)) is None  # mixed dtypes
+    assert add(_t(2, 3), _t(3), 1, _o(4, 2, 3)) is None  # broadcast beyond the operands
+    x = _t(4, 4)
+    assert KERNELS["aten::mm.out"].prepare(x, _t(4, 4), x) is None  # out overlaps an input
+    assert KERNELS["aten::addmm.out"].prepare(_t(4), _t(3, 5), _t(5, 4), 1, 2, _o(3, 4)) is None
+    ints = np.arange(6).reshape(2, 3)
+    assert add(ints, ints, 1, np.zeros((2, 3), np.int64)) is None  # integers: the kernel
+    idx = np.array([0, 1], np.int32)
+    assert KERNELS["aten::embedding.out"].prepare(_t(4, 2), idx, -1, False, False,
+                                                  _o(2, 2)) is None
+
+
+def test_prepared_embedding_still_checks_its_indices():
+    idx = np.array([0, 1])
+    out = _o(2, 3)
+    (run,) = KERNELS["aten::embedding.out"].prepare(_t(4, 3), idx, -1, False, False, out)
+    run()
+    idx[1] = 4
+    with pytest.raises(Exception, match="index out of range"):
+        run()
+
+
+# ---- whole programs ------------------------------------------------------------------------
+
+
+def _methods(model, inputs):
+    pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
+    fast = Runtime.get().load_program(pte).load_method("forward")
+    fastpath.ENABLED = False
+    try:
+        slow = Runtime.get().load_program(pte).load_method("forward")
+    finally:
+        fastpath.ENABLED = True
+    return fast, slow
+
+
+def _kinds(method):
+    """How many instructions run prepared/folded steps rather than their closure."""
+    steps, owner = method._steps
+    closures = {r.index for r in method.records
+                if any(s is r.run for s, o in zip(steps, owner) if o == r.index)}
+    return len(method.records) - len(closures)
+
+
+@pytest.mark.parametrize("name", ["tiny_classifier", "transformer_encoder", "llama_decoder",
+                                  "bert_encoder"])
+def test_example_programs_give_the_closures_bits_and_eager_numbers(name):
+    ex = get_example(name)
+    model, inputs = ex.factory(), ex.example_inputs()
+    fast, slow = _methods(model, inputs)
+    assert slow._steps is None and _kinds(fast) >= len(fast.records) // 2
+    args = [x.numpy() for x in inputs]
+    for _ in range(2):  # the second call runs on memory the first one left behind
+        got, want = fast.execute(args), slow.execute(args)
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+    with torch.no_grad():
+        eager = model(*inputs)
+    eager = [eager] if isinstance(eager, torch.Tensor) else list(eager)
+    for g, e in zip(got, eager):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _Masked(torch.nn.Module):
+    """A causal mask built from arange (foldable) applied to the input (not)."""
+
+    def forward(self, x):
+        n = x.shape[-1]
+        i = torch.arange(n)
+        mask = torch.where(i[None, :] <= i[:, None], 0.0, float("-inf"))
+        return torch.softmax(x + mask, dim=-1)
+
+
+def test_constant_chains_fold_at_load():
+    x = torch.randn(2, 6, 6)
+    fast, slow = _methods(_Masked(), (x,))
+    folded = [r for r in fast.records if not any(o == r.index for o in fast._steps[1])
+              or all(getattr(s, "func", None) is np.copyto
+                     for s, o in zip(*fast._steps) if o == r.index)]
+    assert any("arange" in r.name for r in folded)
+    got = fast.execute([x.numpy()])[0]
+    assert got.tobytes() == slow.execute([x.numpy()])[0].tobytes()
+    np.testing.assert_allclose(got, _Masked()(x).numpy(), rtol=1e-6, atol=1e-7)
+
+
+class _Counter(torch.nn.Module):
+    """A mutable buffer: its value must carry from call to call, never be folded."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.zeros(3))
+
+    def forward(self, x):
+        self.n.add_(torch.ones(3))
+        return x * self.n
+
+
+def test_mutable_buffers_keep_their_state():
+    x = torch.randn(2, 3)
+    fast, slow = _methods(_Counter(), (x,))
+    for k in range(1, 4):
+        got = fast.execute([x.numpy()])[0]
+        assert got.tobytes() == slow.execute([x.numpy()])[0].tobytes()
+        np.testing.assert_allclose(got, x.numpy() * k, rtol=1e-6)
+
+
+def test_dynamic_shapes_fall_back_to_the_kernels():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x @ x.T) + 1
+
+    x = torch.randn(5, 4)
+    dim = torch.export.Dim("n", min=2, max=8)
+    ep = torch.export.export(M(), (x,), dynamic_shapes={"x": {0: dim}})
+    method = Runtime.get().load_program(to_edge(ep).to_executorch().buffer).load_method("forward")
+    for n in (5, 3, 8):
+        xn = torch.randn(n, 4)
+        got = method.execute([xn.numpy()])[0]
+        np.testing.assert_allclose(got, M()(xn).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _peak_of_one_call(method, args, **kw) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        method.execute(args, **kw)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.norm = torch.nn.Linear(256, 512), torch.nn.LayerNorm(512)
+
+    def forward(self, x):
+        y = torch.softmax(self.norm(self.fc(x)), dim=-1)
+        return (y * 2 - 1).permute(1, 0) / 3
+
+
+def test_a_call_allocates_no_temporaries():
+    """Activations of 512 KB: the kernels allocate several per call; the prepared steps none
+    (NumPy's iterator may still take its own small buffers while broadcasting)."""
+    model = _Block().eval()
+    x = torch.randn(256, 256)
+    fast, slow = _methods(model, (x,))
+    args = [x.numpy()]
+    for m in (fast, slow):
+        m.execute(args)
+    activation = 256 * 512 * 4
+    assert _peak_of_one_call(slow, args, copy_outputs=False) >= activation  # what is avoided
+    assert _peak_of_one_call(fast, args, copy_outputs=False) < activation // 4
+    assert _peak_of_one_call(fast, args) < activation // 4 + activation  # + the output
+    with torch.no_grad():
+        np.testing.assert_allclose(fast.execute(args)[0], model(x).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_constants_of_a_mapped_file_count_as_immutable(tmp_path):
+    """Kernels pack weights once per immutable constant (winograd.constant_cache); the
+    constants of a program loaded from a path are views of a read-only map and qualify,
+    those of a caller's bytearray do not (the caller may change it)."""
+    from edgetorch.kernels.portable.winograd import _immutable
+
+    model = torch.nn.Linear(8, 4).eval()
+    pte = to_edge(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer
+    path = tmp_path / "linear.pte"
+    path.write_bytes(pte)
+    for source, expected in ((path, True), (bytes(pte), True), (bytearray(pte), False)):
+        method = Runtime.get().load_program(source).load_method("forward")
+        consts = [v for i, v in enumerate(method._vals)
+                  if isinstance(v, np.ndarray) and i not in method._slots]
+        assert consts and all(_immutable(c) is expected for c in consts), source

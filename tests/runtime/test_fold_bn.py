@@ -1,0 +1,76 @@
+"""BatchNorm folded into the preceding convolution at load (runtime/fold_bn.py): the folded
+method agrees with eager PyTorch, and the graph decides when folding is allowed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from edgetorch.exir import to_edge
+from edgetorch.runtime import Runtime, fastpath
+
+
+def _bn(c: int, affine: bool = True) -> torch.nn.BatchNorm2d:
+    bn = torch.nn.BatchNorm2d(c, affine=affine, eps=1e-3)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.25, 4)
+    if affine:
+        bn.weight.data.uniform_(0.5, 2)
+        bn.bias.data.uniform_(-1, 1)
+    return bn
+
+
+def _load(model, x, fast=True):
+    pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer
+    fastpath.ENABLED = fast
+    try:
+        return Runtime.get().load_program(pte).load_method("forward")
+    finally:
+        fastpath.ENABLED = True
+
+
+def _folded(method) -> list[str]:
+    """Names of the instructions that run no step of their own (a folded BatchNorm)."""
+    steps, owner = method._steps
+    return [r.name for r in method.records if r.index not in owner]
+
+
+@pytest.mark.parametrize("groups,bias,affine", [(1, True, True), (1, False, False), (4, True, True)])
+def test_conv_batchnorm_folds_and_matches_eager(groups, bias, affine):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, padding=1, groups=groups, bias=bias), _bn(16, affine),
+        torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 1, stride=2), _bn(8)).eval()
+    x = torch.randn(2, 8, 10, 10)
+    method = _load(model, x)
+    assert _folded(method) == ["aten::_native_batch_norm_legit_no_training.out"] * 2
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = method.execute([x.numpy()])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    unfolded = _load(model, x, fast=False).execute([x.numpy()])[0]
+    np.testing.assert_allclose(got, unfolded, rtol=1e-5, atol=1e-5)
+
+
+class _Shared(torch.nn.Module):
+    """The convolution's result feeds the BatchNorm and a residual add: no folding."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(4, 4, 3, padding=1), _bn(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y) + y
+
+
+def test_no_folding_when_the_convolution_result_is_read_elsewhere():
+    torch.manual_seed(1)
+    model = _Shared().eval()
+    x = torch.randn(1, 4, 6, 6)
+    method = _load(model, x)
+    assert _folded(method) == []
+    with torch.no_grad():
+        np.testing.assert_allclose(method.execute([x.numpy()])[0], model(x).numpy(),
+                                   rtol=1e-5, atol=1e-5)
