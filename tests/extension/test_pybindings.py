@@ -106,6 +106,24 @@ def test_load_from_path_and_plan_execute(add_program, tmp_path):
         rt._load_for_executorch(str(tmp_path / "missing.pte"))
 
 
+def test_clone_outputs_false_returns_views_of_the_output_memory(add_program):
+    """ExecuTorch's ``clone_outputs=False``: no copy; the next run overwrites the tensor."""
+    prog, (x, y) = add_program
+    module = rt._load_for_executorch_from_buffer(prog.buffer)
+    kept = module.forward((x, y))[0]
+    view = module.forward((x, y), clone_outputs=False)[0]
+    torch.testing.assert_close(view, x + y)
+    assert module.forward((2 * x, y), clone_outputs=False)[0].data_ptr() == view.data_ptr()
+    torch.testing.assert_close(view, 2 * x + y)  # overwritten in place, as in ExecuTorch
+    torch.testing.assert_close(kept, x + y)  # a clone is the caller's own
+    method = rt._load_program_from_buffer(prog.buffer).load_method("forward")
+    first = method.call((x, y), clone_outputs=False)[0]
+    cloned = method.call((x, y))[0]
+    method.call((x, 3 * y))
+    torch.testing.assert_close(first, x + 3 * y)
+    torch.testing.assert_close(cloned, x + y)
+
+
 def test_method_meta_matches_executorch_repr(add_program):
     prog, _ = add_program
     meta = rt._load_for_executorch_from_buffer(prog.buffer).method_meta("forward")

@@ -65,3 +65,7 @@ class ExecutorchBackendConfig:
     # How a dynamic tensor's size becomes the size it is planned at (a graph-module pass over
     # the tensor specs): its constraint upper bound (default) or its example value.
     sym_shape_eval_pass: Any = field(default_factory=_default_sym_shape_eval_pass)
+    # ExecuTorch's experimental re-inplacing (exir/passes/reinplace.py): index_put on a dead or
+    # mutable tensor becomes index_put_, which needs no buffer of its own.
+    run_reinplace_pass: bool = False
+    reinplace_extra_ops: Any = None  # more functional ops to re-inplace (a frozenset)

@@ -28,6 +28,13 @@ from .passes.write_back import insert_write_back
 Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
 
+def _reinplace(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.run_reinplace_pass or config.reinplace_extra_ops:
+        from .passes.reinplace import DEFAULT_INPLACEABLE_OPS, reinplace_pass
+
+        reinplace_pass(ep, DEFAULT_INPLACEABLE_OPS | frozenset(config.reinplace_extra_ops or ()))
+
+
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
 
@@ -79,7 +86,11 @@ def _sym_shapes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     config.memory_planning_pass.run(ep.graph_module, ep.graph_signature)
-    # Views share their base's bytes.
+
+
+def share_view_bytes(ep: ExportedProgram) -> None:
+    """Views share their base's bytes (after every method is planned: ``run_multimethod`` may
+    still move mutable buffers)."""
     for node in ep.graph.nodes:
         spec = node.meta.get("spec")
         if getattr(spec, "alias_of", None) is not None:
@@ -89,6 +100,7 @@ def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 STEPS: list[Step] = [
     ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
+    ("re-inplace (run_reinplace_pass)", _reinplace),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),
@@ -128,6 +140,13 @@ def copy_program(ep: ExportedProgram) -> ExportedProgram:
 
 def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig,
                  state: ProgramState) -> tuple[ExportedProgram, S.ExecutionPlan]:
+    ep = plan_method(name, edge_ep, config)
+    return ep, emit_method(name, ep, config, state)
+
+
+def plan_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig
+                ) -> ExportedProgram:
+    """Every step of ``to_executorch`` up to emission (a copy of ``edge_ep``, memory planned)."""
     ep = copy_program(edge_ep)
     done: list[str] = []
     for step_name, fn in STEPS:
@@ -142,6 +161,11 @@ def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendC
                 f"{type(e).__name__}: {e}\n  steps that ran before it: {before}"
             ) from e
         done.append(step_name)
-    plan = MethodEmitter(name, ep, state, config.emit_stacktrace,
+    return ep
+
+
+def emit_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfig,
+                state: ProgramState) -> S.ExecutionPlan:
+    share_view_bytes(ep)
+    return MethodEmitter(name, ep, state, config.emit_stacktrace,
                          config.emit_mutable_buffer_names, _external_tagger(config)).emit()
-    return ep, plan

@@ -18,7 +18,7 @@ from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from .emit import ProgramState
 from .emit.emitter import constant_method_plan
-from .lowering import copy_program, lower_method
+from .lowering import copy_program, emit_method, plan_method
 from .memory_planning import MemoryPlan
 from .pass_base import run_passes
 from .verifier import verify_edge_program
@@ -180,9 +180,11 @@ class EdgeProgramManager:
         lowered: dict[str, ExportedProgram] = {}
         plans = []
         for name in sorted(self._edge_programs):  # ExecuTorch orders methods by name
-            ep, plan = lower_method(name, self._edge_programs[name], config, state)
-            lowered[name] = ep
-            plans.append(plan)
+            lowered[name] = plan_method(name, self._edge_programs[name], config)
+        if hasattr(config.memory_planning_pass, "run_multimethod"):  # shared mutable buffers
+            config.memory_planning_pass.run_multimethod()
+        for name, ep in lowered.items():
+            plans.append(emit_method(name, ep, config, state))
         for name, value in self._config_methods.items():
             plans.append(constant_method_plan(name, value, state))
         program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..schema.program import TensorShapeDynamism
+from ..schema.program import DeviceType, TensorShapeDynamism
 from ..schema.scalar_type import ScalarType
 
 ALIGNMENT = 16  # ExecuTorch's tensor alignment (exir/tensor.py), for constants and the plan
@@ -88,12 +88,22 @@ class TensorSpec:
     storage: torch.Tensor | None = None
     mem_id: int | None = None
     mem_offset: int | None = None
-    lifetime: list[int] = field(default_factory=lambda: [-1, -1])
+    # [first, last] node positions (inclusive) at which the tensor is alive; set by planning.
+    lifetime: list[int | None] = field(default_factory=lambda: [None, None])
     requires_grad: bool = False
     fqn: str | None = None  # fully qualified name for weights and buffers
     # The planner gives no memory to a spec that aliases another (a view) or is produced by
     # the runtime itself (a delegate's or an unbounded output).
     alias_of: TensorSpec | None = None
+    # ExecuTorch's planning fields: the shared object the greedy plan put it in, the alignment
+    # its allocated size is rounded to, a spec whose bytes it lives inside (at an offset), and
+    # the device whose arena it goes to (with ``enable_non_cpu_memory_planning``).
+    mem_obj_id: int | None = None
+    alignment: int = ALIGNMENT
+    storage_base: TensorSpec | None = None
+    storage_base_offset: int = 0
+    device: DeviceType = DeviceType.CPU
+    device_index: int = 0
 
     @property
     def scalar_type(self) -> ScalarType:
@@ -109,7 +119,12 @@ class TensorSpec:
 
     @property
     def allocated_memory(self) -> int:
-        return aligned(self.nbytes)
+        return aligned(self.nbytes, self.alignment)
+
+    def realign(self, new_alignment: int) -> int:
+        """Round the allocated size to ``new_alignment`` from now on; returns the new size."""
+        self.alignment = new_alignment
+        return self.allocated_memory
 
     # ---- ExecuTorch's TensorSpec field names, derived from ours ----
     @property

@@ -3,8 +3,9 @@
 Arguments follow the operator's schema order (defaults filled in), and every ``KernelCall``
 ends with its return slot, as ExecuTorch's emitter writes them, so the C++ runtime's unboxing
 wrappers and ours read the same layout. Int lists are boxed (their items are value indices)
-so symbolic sizes can live in them. Constant scalars are shared between instructions, which
-keeps our programs smaller than ExecuTorch's.
+so symbolic sizes can live in them. Every constant argument gets a fresh EValue, in argument
+order, as ExecuTorch's emitter writes them (``_emit_argument`` never looks values up), so the
+values table -- and the whole ``.pte`` -- matches ExecuTorch's byte for byte.
 """
 
 from __future__ import annotations
@@ -109,7 +110,6 @@ class MethodEmitter:
         self.stacktrace: list[S.FrameList] = []
         self.delegates: list[S.BackendDelegate] = []
         self._spec_ids: dict[int, int] = {}
-        self._const_ids: dict[tuple[str, Any], int] = {}
         self.env: dict[torch.fx.Node, Any] = {}
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -125,13 +125,8 @@ class MethodEmitter:
         return len(self.values) - 1
 
     def _const(self, value: Any) -> int:
-        """A shared EValue for a constant scalar/string/None."""
-        key = (type(value).__name__, value)
-        idx = self._const_ids.get(key)
-        if idx is None:
-            idx = self._add(_scalar_evalue(value))
-            self._const_ids[key] = idx
-        return idx
+        """A new EValue for a constant scalar/string/None (never shared, as in ExecuTorch)."""
+        return self._add(_scalar_evalue(value))
 
     def _tensor(self, spec: TensorSpec) -> int:
         idx = self._spec_ids.get(id(spec))
@@ -287,10 +282,13 @@ class MethodEmitter:
         out_ids = [self._tensor(s) for s in (spec if isinstance(spec, (tuple, list)) else [spec])]
         skip_true = self._append(S.JumpFalseCall(pred_id, -1))
         self._emit_branch(getattr(gm, true_attr.target), operand_ids, out_ids)
-        skip_false = self._append(S.JumpFalseCall(self._const(False), -1))
+        skip_false = self._append(S.JumpFalseCall(-1, -1))
         self.instructions[skip_true].instr_args.destination_instruction = len(self.instructions)
         self._emit_branch(getattr(gm, false_attr.target), operand_ids, out_ids)
-        self.instructions[skip_false].instr_args.destination_instruction = len(self.instructions)
+        # ExecuTorch emits the jump's constant False after the false branch's values.
+        jump = self.instructions[skip_false].instr_args
+        jump.cond_value_index = self._const(False)
+        jump.destination_instruction = len(self.instructions)
         return out_ids
 
     def _emit_branch(self, branch: torch.fx.GraphModule, operand_ids: list[int],
@@ -324,13 +322,15 @@ class MethodEmitter:
             args.append(self._arg(value, sa.type))
         name, overload = op_name_and_overload(op)
         if is_out_variant(op):
-            spec = node.meta["spec"]
-            if isinstance(spec, tuple):
-                ret = [self._tensor(s) for s in spec]
-                args.append(self._add(S.TensorList(ret)))
-            else:
-                ret = self._tensor(spec)
+            # The results are the out arguments just emitted (ExecuTorch's layout): one out
+            # is returned as is; several, or one Tensor[] out, as a new TensorList.
+            outs = [args[i] for i, sa in enumerate(schema.arguments) if sa.is_out]
+            if len(outs) == 1 and not isinstance(self.values[outs[0]].val, S.TensorList):
+                ret = outs[0]
                 args.append(ret)
+            else:
+                ret = outs if len(outs) > 1 else list(self.values[outs[0]].val.items)
+                args.append(self._add(S.TensorList(list(ret))))
         elif (i := mutated_arg_index(op)) is not None:  # in-place: returns what it wrote
             ret = args[i]
             args.append(ret)

@@ -13,5 +13,8 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from .memory_planning_pass import MemoryPlanningPass
 from .rewrite import rewrite
 from .scalar_to_tensor_pass import ScalarToTensorPass
+from .spec_prop import SpecPropPass
+from .to_out_variant import ToOutVarPass
 
-__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "ScalarToTensorPass", "rewrite"]
+__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass",
+           "ToOutVarPass", "rewrite"]

@@ -12,6 +12,7 @@ import torch
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.fx.passes.infra.pass_base import PassResult
 
 from ...schema.program import TensorShapeDynamism
 from .. import memory
@@ -55,8 +56,15 @@ def root(spec: TensorSpec) -> TensorSpec:
 
 
 def propagate_specs(ep: ExportedProgram) -> bool:
-    infos = placeholder_infos(ep)
-    for node in ep.graph.nodes:
+    propagate_graph_specs(ep.graph_module, ep)
+    return True
+
+
+def propagate_graph_specs(gm: torch.fx.GraphModule, ep: ExportedProgram | None = None) -> None:
+    """Specs for ``gm``'s nodes; with ``ep``, weights and buffers are marked constant (with
+    their bytes) or named (mutable buffers), as the emitter needs."""
+    infos = placeholder_infos(ep) if ep is not None else {}
+    for node in gm.graph.nodes:
         val = node.meta.get("val")
         if node.op == "placeholder":
             if not isinstance(val, torch.Tensor):
@@ -71,25 +79,103 @@ def propagate_specs(ep: ExportedProgram) -> bool:
             node.meta["spec"] = spec
         elif node.op == "call_function":
             node.meta["spec"] = _call_spec(node, val)
+            _propagate_requires_grad(node)
             if is_cond(node):
-                _propagate_branches(ep.graph_module, node)
-    return True
+                _propagate_branches(gm, node)
+
+
+class SpecPropPass:
+    """ExecuTorch's graph-module pass: a ``TensorSpec`` on every tensor-valued node."""
+
+    def __call__(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        propagate_graph_specs(graph_module)
+        return PassResult(graph_module, True)
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        return self(graph_module)
+
+    def update_placeholder_tensor_specs(self, exported_program: ExportedProgram,
+                                        graph_module: torch.fx.GraphModule) -> None:
+        """Mark the placeholders of weights, constants and non-mutated buffers constant."""
+        infos = placeholder_infos(exported_program)
+        for node in graph_module.graph.nodes:
+            info, spec = infos.get(node), node.meta.get("spec")
+            if node.op == "placeholder" and isinstance(spec, TensorSpec) and info is not None \
+                    and info.kind != InputKind.USER_INPUT and not info.mutable:
+                spec.const = True
 
 
 def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
-    """A branch's placeholders are its operands (same specs); its nodes get specs as usual."""
+    """A branch's nodes get specs as usual; its placeholders get specs of their own, as in
+    ExecuTorch (the emitter binds them to the operands' values; the planner plans each branch
+    on its own and leaves its inputs alone)."""
     _, true_gm, false_gm, operands = node.args
-    operand_specs = [o.meta.get("spec") if isinstance(o, torch.fx.Node) else None for o in operands]
     for attr in (true_gm, false_gm):
         branch = getattr(root_gm, attr.target)
-        placeholders = [n for n in branch.graph.nodes if n.op == "placeholder"]
-        for ph, spec in zip(placeholders, operand_specs):
-            ph.meta["spec"] = spec
         for inner in branch.graph.nodes:
+            if inner.op == "placeholder":
+                val = inner.meta.get("val")
+                inner.meta["spec"] = spec_of(val) if isinstance(val, torch.Tensor) else None
             if inner.op == "call_function":
                 inner.meta["spec"] = _call_spec(inner, inner.meta.get("val"))
+                _propagate_requires_grad(inner)
                 if is_cond(inner):
                     _propagate_branches(branch, inner)
+
+
+def _propagate_requires_grad(node: torch.fx.Node) -> None:
+    """ExecuTorch re-traces the graph with grad mode on before making specs, so a floating
+    point result computed from a parameter has ``requires_grad`` set (the emitter writes it
+    into the ``.pte``); our graphs' values lost it. Same rule: any tensor input requiring grad."""
+    if node.target in (memory.alloc, operator.getitem) or is_cond(node):
+        return
+    inputs = [s for a in node.all_input_nodes if a.target is not memory.alloc for s in _specs(a)]
+    if not any(s.requires_grad for s in inputs):
+        return
+    flags = _differentiable_outputs(node)
+    for i, spec in enumerate(_specs(node)):
+        if any(spec is s for s in inputs):
+            continue  # an in-place op's result is its input: that spec is not ours to change
+        if (spec.dtype.is_floating_point or spec.dtype.is_complex) and \
+                (flags is None or i >= len(flags) or flags[i]):
+            spec.requires_grad = True
+
+
+def _meta_arg(a: object) -> object:
+    if not isinstance(a, torch.fx.Node):
+        return a
+    val, spec = a.meta.get("val"), a.meta.get("spec")
+    if not isinstance(val, torch.Tensor):
+        return val
+    t = torch.empty(tuple(upper_bound(d) for d in val.shape), dtype=val.dtype, device="meta")
+    rg = isinstance(spec, TensorSpec) and spec.requires_grad
+    return t.requires_grad_() if rg and (t.is_floating_point() or t.is_complex()) else t
+
+
+def _differentiable_outputs(node: torch.fx.Node) -> list[bool] | None:
+    """Which results of ``node``'s operator autograd tracks (some, like batch norm's saved
+    statistics, never are): the operator run on meta tensors in grad mode. None: unknown."""
+    op = node.meta.get("functional_target", node.target)
+    if not isinstance(op, OpOverload) or is_out_variant(op):
+        return None
+    names = {a.name for a in op._schema.arguments}
+    try:
+        args = torch.fx.node.map_aggregate(node.args, _meta_arg)
+        kwargs = {k: torch.fx.node.map_aggregate(v, _meta_arg) for k, v in node.kwargs.items()
+                  if k in names}
+        with torch.enable_grad():
+            out = op(*args, **kwargs)
+    except Exception:  # an op without a meta kernel: assume every result is tracked
+        return None
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
+
+
+def _specs(node: torch.fx.Node) -> list[TensorSpec]:
+    spec = node.meta.get("spec")
+    if isinstance(spec, TensorSpec):
+        return [spec]
+    return [s for s in spec if isinstance(s, TensorSpec)] if isinstance(spec, (tuple, list)) else []
 
 
 def _call_spec(node: torch.fx.Node, val: object):
@@ -108,7 +194,7 @@ def _call_spec(node: torch.fx.Node, val: object):
             arg = node.kwargs[name]
             if isinstance(arg, (list, tuple)):  # a Tensor[] out: a spec per element
                 return tuple(a.meta["spec"] for a in arg)
-            outs.append(arg.meta["spec"])
+            outs.append(arg.meta["spec"] if isinstance(arg, torch.fx.Node) else None)
         return outs[0] if len(outs) == 1 else tuple(outs)
     if isinstance(target, OpOverload) and target._schema.is_mutable:
         i = next((i for i, a in enumerate(target._schema.arguments)

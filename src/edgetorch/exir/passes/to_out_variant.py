@@ -8,6 +8,7 @@ import operator
 import torch
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
+from torch.fx.passes.infra.pass_base import PassResult
 
 from ...errors import ExportError
 from .. import memory
@@ -68,7 +69,8 @@ def _to_out_variant(node: torch.fx.Node) -> bool:
     val = node.meta["val"]
     vals = list(val) if isinstance(val, (tuple, list)) else [val]
     names = out_arg_names(out_op)
-    allocs = [_alloc(node.graph, v, node) for v in vals]
+    # A result the graph does not compute (None, e.g. an unused gradient) gets no buffer.
+    allocs = [None if v is None else _alloc(node.graph, v, node) for v in vals]
     accepted = {a.name for a in out_op._schema.arguments}
     kwargs = {k: v for k, v in node.kwargs.items() if k in accepted}
     out_args = [a for a in out_op._schema.arguments if a.is_out]
@@ -76,6 +78,7 @@ def _to_out_variant(node: torch.fx.Node) -> bool:
         kwargs[names[0]] = allocs  # one ``Tensor(a!)[] out``, e.g. split_with_sizes_copy
     else:
         kwargs.update(zip(names, allocs))
+    node.meta["functional_target"] = op  # which outputs are differentiable (spec_prop)
     node.target = out_op  # the ATen ``.out`` overload: what the emitter names
     node.kwargs = kwargs
     return True
@@ -85,6 +88,18 @@ def to_out_variants(ep: ExportedProgram) -> bool:
     """Functional operators (Edge or ATen) -> their ATen ``.out`` overloads writing into
     ``memory.alloc`` buffers."""
     return rewrite(ep.graph_module, _to_out_variant)
+
+
+class ToOutVarPass:
+    """ExecuTorch's graph-module pass: functional calls -> ``.out`` calls into ``memory.alloc``
+    buffers (an alloc gets its call's spec when specs exist already)."""
+
+    def __call__(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        changed = rewrite(graph_module, _to_out_variant)
+        return PassResult(graph_module, changed)
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        return self(graph_module)
 
 
 def is_inplace(op: OpOverload) -> bool:

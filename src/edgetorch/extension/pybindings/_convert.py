@@ -93,16 +93,20 @@ def inputs_to_runtime(inputs: Any, method_name: str) -> list[Any]:
     return [input_to_runtime(i, x, method_name) for i, x in enumerate(as_sequence(inputs))]
 
 
-def output_to_python(value: Any, dim_order: tuple[int, ...] | None) -> Any:
+def output_to_python(value: Any, dim_order: tuple[int, ...] | None, clone: bool = True) -> Any:
     """A runtime output as ExecuTorch returns it: tensors as torch tensors in the output's dim
-    order (channels-last stays channels-last), scalars and strings as Python values."""
+    order (channels-last stays channels-last), scalars and strings as Python values. With
+    ``clone=False`` a tensor is a zero-copy view of the method's output memory (ExecuTorch's
+    ``clone_outputs=False``): the next run overwrites it."""
     if isinstance(value, np.ndarray):
         torch = _torch()
         from ...runtime.interop import to_torch
 
-        t = to_torch(np.ascontiguousarray(value))
+        t = to_torch(value if not clone else np.ascontiguousarray(value))
         if dim_order == CHANNELS_LAST and t.dim() == 4:
             t = t.contiguous(memory_format=torch.channels_last)
+        elif not clone and not t.is_contiguous():
+            t = t.contiguous()
         return t
     if isinstance(value, np.generic):
         return value.item()

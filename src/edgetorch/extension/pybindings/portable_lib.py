@@ -9,9 +9,8 @@ The names, arguments and defaults are ExecuTorch 1.5.1's; every call goes to
 ``edgetorch.runtime`` (Program, Method, the event tracer, bundled programs) -- there is no
 second interpreter. Differences from ExecuTorch's C++ bindings:
 
-* ``clone_outputs=False`` still returns copies (edgetorch's methods always copy outputs out of
-  their planned memory, so an output never changes under the caller).
-* ``_load_for_executorch_from_data_loader`` (a C++ ``DataLoader``) does not exist here.
+* ``_load_for_executorch_from_data_loader`` takes a ``PyDataLoader``, an opaque wrapper of a
+  C++ ``DataLoader`` that Python code cannot build; it does not exist here.
 * the operator profiler (``_create_profile_block`` ...) is compiled out in ExecuTorch's wheels;
   here it is a no-op too, and ``_dump_profile_results`` returns empty bytes.
 """
@@ -21,6 +20,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ...runtime import Runtime, Verification
 from ...runtime import meta as _meta
@@ -130,12 +131,14 @@ class MethodMeta:
 # ---- running -----------------------------------------------------------------------------
 
 
-def _outputs(method: Method, values: list[Any]) -> list[Any]:
+def _outputs(method: Method, values: list[Any], clone: bool = True) -> list[Any]:
+    """``clone=False``: tensors are views of the method's output memory (no copy); the next
+    execution overwrites them (ExecuTorch's ``clone_outputs=False``)."""
     meta = method.metadata
     orders = [meta.output_tensor_meta(i).dim_order()
               if isinstance(meta.output_tensor_meta(i), _meta.TensorInfo) else None
               for i in range(meta.num_outputs())]
-    return [_convert.output_to_python(v, order) for v, order in zip(values, orders)]
+    return [_convert.output_to_python(v, order, clone) for v, order in zip(values, orders)]
 
 
 class ExecuTorchMethod:
@@ -153,13 +156,16 @@ class ExecuTorchMethod:
 
     @as_runtime_error
     def execute(self) -> None:
-        self._results = self._method.execute(self._inputs)
+        # Views of the output memory; get_outputs copies them unless told not to.
+        self._results = self._method.execute(self._inputs, copy_outputs=False)
 
     def get_outputs(self, clone_outputs: bool = True) -> list[Any]:
         if self._results is None:
             raise RuntimeError(f"method {self._method.name!r} has not been executed yet; call "
                                "execute() (or call(inputs)) first")
-        return _outputs(self._method, self._results)
+        values = [v.copy() if clone_outputs and isinstance(v, np.ndarray) else v
+                  for v in self._results]
+        return _outputs(self._method, values, clone_outputs)
 
     def call(self, inputs: Any = (), clone_outputs: bool = True) -> list[Any]:
         self.set_inputs(inputs)
@@ -254,7 +260,8 @@ class ExecuTorchModule:
             print(f"[portable_lib.py] The length of given input array ({len(converted)}) must be same as the "
                   f"number of inputs in method ({method.metadata.num_inputs()}).", file=sys.stderr)
         self._last_inputs[method_name] = converted
-        return _outputs(method, method.execute(converted))
+        return _outputs(method, method.execute(converted, copy_outputs=clone_outputs),
+                        clone_outputs)
 
     def forward(self, inputs: Any = (), clone_outputs: bool = True) -> list[Any]:
         return self.run_method("forward", inputs, clone_outputs)
@@ -266,7 +273,8 @@ class ExecuTorchModule:
         """Run ``method_name`` again on the inputs it last received (none for a method
         without inputs)."""
         method = self._method(method_name)
-        return _outputs(method, method.execute(self._last_inputs.get(method_name, [])))
+        values = method.execute(self._last_inputs.get(method_name, []), copy_outputs=clone_outputs)
+        return _outputs(method, values, clone_outputs)
 
     @as_runtime_error
     def method_meta(self, method_name: str) -> MethodMeta:

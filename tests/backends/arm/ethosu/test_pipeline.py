@@ -117,13 +117,10 @@ def test_pte_matches_executorch_given_its_tosa(ref_arm, monkeypatch, model, targ
 
 
 @pytest.mark.compat
-@pytest.mark.xfail(strict=True, reason=(
-    "edgetorch's emitter shares one EValue per constant scalar and its greedy memory planner "
-    "breaks size ties in graph order; ExecuTorch 1.5.1 emits a fresh EValue per argument and "
-    "plans with its bucket algorithm over a set of specs. Delegate, specs, operators and "
-    "instructions match (test above); value numbering and arena offsets do not"))
-@pytest.mark.parametrize("model,target", SINGLE[:1])
+@pytest.mark.parametrize("model,target", SINGLE)
 def test_pte_bytes_equal_executorch_given_its_tosa(ref_arm, monkeypatch, model, target):
+    """Given ExecuTorch's TOSA, our whole .pte is ExecuTorch's, byte for byte (a fresh EValue
+    per constant argument, ExecuTorch's greedy plan over the specs in its order)."""
     ref = ref_arm(model, target).resolve()
     (et_tosa,) = (ref / "inter").glob("output_tag0_*.tosa")
     monkeypatch.setattr(tosa_backend, "tosa_flatbuffer", lambda ep, cs: et_tosa.read_bytes())

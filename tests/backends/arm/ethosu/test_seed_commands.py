@@ -85,10 +85,8 @@ def test_aot_pte_matches_executorch(ref_aot, tmp_path):
 
 
 @pytest.mark.compat
-@pytest.mark.xfail(strict=True, reason=(
-    "edgetorch's emitter shares one EValue per constant scalar and its memory planner differs "
-    "from ExecuTorch 1.5.1's; everything else matches (test above)"))
 def test_aot_pte_bytes_equal_executorch(ref_aot, tmp_path):
+    """The seed's aot_arm_compiler command writes ExecuTorch's .pte, byte for byte."""
     ours, theirs = _aot_ours_and_executorchs(ref_aot, tmp_path)
     assert ours == theirs
 
