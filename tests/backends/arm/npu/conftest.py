@@ -13,6 +13,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,13 +58,10 @@ def our_tosa(tmp_path_factory):
     return get
 
 
-@pytest.fixture(scope="session")
-def et_ops(tmp_path_factory):
+def _executorch_lowered(tmp_path_factory, cache: str, target: str, names) -> Callable:
     """``get(name) -> folder`` with ExecuTorch's ``model.pte`` and ``inter/``; the first call
-    lowers every model in ``ET_OPS`` (one ExecuTorch process)."""
-    from test_ops import ET_OPS
-
-    root = _cache_root(tmp_path_factory, "npu_et_ops")
+    lowers every model of ``names`` for ``target`` (one ExecuTorch process)."""
+    root = _cache_root(tmp_path_factory, cache)
 
     def get(name: str) -> Path:
         out = root / name
@@ -71,7 +69,7 @@ def et_ops(tmp_path_factory):
             if not REF_ARM_PYTHON.exists():
                 pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
             proc = subprocess.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
-                                   "ethos-u55-128", *ET_OPS], capture_output=True, text=True,
+                                   target, *names], capture_output=True, text=True,
                                   timeout=3600)
             if proc.returncode != 0:
                 raise RuntimeError(f"ref_npu.py failed:\n{proc.stderr[-4000:]}")
@@ -81,6 +79,14 @@ def et_ops(tmp_path_factory):
         return out
 
     return get
+
+
+@pytest.fixture(scope="session")
+def et_ops(tmp_path_factory):
+    """ExecuTorch's lowering of every model in ``test_ops.ET_OPS`` for ethos-u55-128."""
+    from test_ops import ET_OPS
+
+    return _executorch_lowered(tmp_path_factory, "npu_et_ops", "ethos-u55-128", ET_OPS)
 
 
 @pytest.fixture(scope="session")
@@ -89,21 +95,4 @@ def et_ops_u85(tmp_path_factory):
     delegates RESIZE only on the U85)."""
     from npu_models import U85_ONLY
 
-    root = _cache_root(tmp_path_factory, "npu_et_ops_u85")
-
-    def get(name: str) -> Path:
-        out = root / name
-        if not (out / "model.pte").exists() and not (out / "error").exists():
-            if not REF_ARM_PYTHON.exists():
-                pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
-            proc = subprocess.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
-                                   "ethos-u85-128", *U85_ONLY], capture_output=True, text=True,
-                                  timeout=3600)
-            if proc.returncode != 0:
-                raise RuntimeError(f"ref_npu.py failed:\n{proc.stderr[-4000:]}")
-        if (out / "error").exists():
-            raise RuntimeError(f"ExecuTorch could not lower {name}:\n"
-                               f"{(out / 'error').read_text()[-3000:]}")
-        return out
-
-    return get
+    return _executorch_lowered(tmp_path_factory, "npu_et_ops_u85", "ethos-u85-128", U85_ONLY)

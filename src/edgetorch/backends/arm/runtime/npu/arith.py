@@ -104,3 +104,15 @@ def int_range(bits: int, signed: bool) -> tuple[int, int]:
     if signed:
         return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return 0, (1 << bits) - 1
+
+
+def lut_s16(entries: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """A 16-bit lookup table as the NPU evaluates it (U55/U65 and U85 alike): 512 u32 entries,
+    each a base value (low half) and the slope to the next entry (high half), both signed 16-bit;
+    indexed by the top 9 bits of x + 32768 and interpolated over the low 7 with rounding."""
+    entries = entries.astype(np.int64)
+    base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+    slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+    u = np.clip(x, -32768, 32767) + 32768
+    idx, frac = u >> 7, u & 0x7F
+    return base_v[idx] + ((slope[idx] * frac + 64) >> 7)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .....errors import InvalidProgramError, OperatorMissingError
 from . import ops
-from .arith import int_range, scale_round
+from .arith import int_range, lut_s16, scale_round
 from .cmdstream import Command, DriverPayload
 from .memory import FeatureMap, Memory
 
@@ -51,23 +51,24 @@ class Registers:
     def set(self, cmd: Command) -> None:
         self.values[cmd.name] = (cmd.param, cmd.data)
 
+    def _get(self, name: str, default: int | None) -> tuple[int, int | None] | None:
+        if name in self.values:
+            return self.values[name]
+        if default is None:
+            raise InvalidProgramError(
+                f"Ethos-U command stream: an operation reads {name}, which the stream never "
+                "set; the stream is corrupt or from an unsupported compiler")
+        return None
+
     def p(self, name: str, default: int | None = None) -> int:
-        if name not in self.values:
-            if default is None:
-                raise InvalidProgramError(
-                    f"Ethos-U command stream: an operation reads {name}, which the stream never "
-                    "set; the stream is corrupt or from an unsupported compiler")
-            return default
-        return self.values[name][0]
+        got = self._get(name, default)
+        return default if got is None else got[0]
 
     def d(self, name: str, default: int | None = None) -> int:
-        if name not in self.values:
-            if default is None:
-                raise InvalidProgramError(
-                    f"Ethos-U command stream: an operation reads {name}, which the stream never "
-                    "set; the stream is corrupt or from an unsupported compiler")
+        got = self._get(name, default)
+        if got is None:
             return default
-        param, data = self.values[name]
+        param, data = got
         return (data or 0) | ((param & 0xFF) << 32)
 
 
@@ -186,12 +187,7 @@ class Interpreter:
             raise OperatorMissingError(
                 f"Ethos-U simulation: lookup tables on {ofm.bits}-bit outputs are not simulated; "
                 "run the delegate from its TOSA graph (backend option 'simulation': 'tosa')")
-        entries = self.shram[self.lut_base:self.lut_base + 2048].view("<u4").astype(np.int64)
-        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
-        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
-        u = np.clip(x, -32768, 32767) + 32768
-        idx, frac = u >> 7, u & 0x7F
-        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
+        return lut_s16(self.shram[self.lut_base:self.lut_base + 2048].view("<u4"), x)
 
     # ---- operations --------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import numpy as np
 from .....errors import OperatorMissingError
 from . import ops
 from . import regs_u85 as R
-from .arith import ROUND_NATURAL, ROUND_TRUNCATE, int_range, scale_round
+from .arith import ROUND_NATURAL, ROUND_TRUNCATE, int_range, lut_s16, scale_round
 from .interp import Interpreter, Registers, _s16
 from .memory import Memory
 
@@ -139,12 +139,7 @@ class InterpreterU85(Interpreter):
         # LUT_S16_S16: 512 u32 entries as on the U55 (base in the low half, slope to the next
         # entry in the high half), indexed by the top 9 bits of value + 32768, the low 7 bits
         # interpolating
-        entries = raw.view("<u4").astype(np.int64)
-        base_v = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
-        slope = (((entries >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
-        u = np.clip(x, -32768, 32767) + 32768
-        idx, frac = u >> 7, u & 0x7F
-        return base_v[idx] + ((slope[idx] * frac + 64) >> 7)
+        return lut_s16(raw.view("<u4"), x)
 
     # ---- operations --------------------------------------------------------------------
 
