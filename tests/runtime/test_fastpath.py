@@ -120,6 +120,38 @@ def test_each_preparer_gives_its_kernels_bits(case):
     assert got.tobytes() == want.tobytes(), f"{name}: {got} != {want}"
 
 
+def _arrays(args):
+    for a in args:
+        if isinstance(a, np.ndarray):
+            yield a
+        elif isinstance(a, list):
+            yield from _arrays(a)
+
+
+_RUNTIME_CASES = CASES + [("aten::select_copy.int_out", lambda: (_t(4), 0, 2), (), F32)]
+
+
+@pytest.mark.parametrize("case", _RUNTIME_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(_RUNTIME_CASES)])
+def test_each_preparer_reads_its_inputs_when_it_runs(case):
+    """A prepared call is bound to its arrays, never to their values at load: after new
+    values are written into the inputs (same memory), it computes what the kernel computes."""
+    name, make, shape, dtype = case
+    args = make()
+    out = _o(*shape, dtype=dtype)
+    steps = KERNELS[name].prepare(*args, out)
+    if steps is None:
+        return
+    for a in _arrays(args):
+        if a.size > 1:  # a rotation keeps indices valid and changes every element's place
+            a.reshape(-1)[:] = np.roll(a.reshape(-1).copy(), 1)
+        elif a.dtype.kind == "f":
+            a[...] = a * 2 + 1
+    for step in steps:
+        step()
+    assert out.tobytes() == _kernel(name, args, shape, dtype).tobytes(), name
+
+
 def test_layer_norm_preparer_gives_its_kernels_bits():
     x, w, b = _t(2, 5, 8), _t(8), _t(8)
     outs_fast = [_o(2, 5, 8), _o(2, 5, 1), _o(2, 5, 1)]
