@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_memory_planning_options import Toy
 from torch.export import export
 
 from edgetorch.exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge
@@ -25,15 +26,6 @@ from edgetorch.exir.passes.reinplace import reinplace_pass
 from edgetorch.exir.schema import DeviceType
 from edgetorch.exir.tensor import TensorSpec
 from edgetorch.runtime import Runtime
-
-
-class Toy(torch.nn.Module):
-    def forward(self, a, b):
-        o = a
-        for _ in range(10):
-            o = o * a
-            o = o + b
-        return o
 
 
 class Pools(torch.nn.Module):
