@@ -45,5 +45,11 @@ else
     "$VENV/bin/pip" install "torch==$TORCH_VERSION" "$PACKAGE" "$@"
 fi
 
+# The benchmarks (bench/) run edgetorch inside this venv next to ExecuTorch's runtime, with
+# edgetorch's optional compiled kernels (its `accel` extra).
+if [[ -z "${REF_EXTRA:-}" ]] && ! "$PY" -c "import numba" 2>/dev/null; then
+    "$VENV/bin/pip" install "numba>=0.61" "$@"
+fi
+
 echo "reference python: $PY (tests find it automatically; or set EDGETORCH_REF_PYTHON /"
 echo "EDGETORCH_REF_ARM_PYTHON)"
