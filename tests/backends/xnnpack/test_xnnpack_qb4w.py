@@ -76,11 +76,31 @@ def test_weights_stay_packed_and_the_numpy_blocks_are_made_on_demand():
     np.testing.assert_array_equal(wb.int_weights(), w)
     packed = wb.nbytes
     assert wb.tiles.nbytes == o * k // 2
-    assert packed == o * k // 2 + 2 * 4 * o * (k // group)  # + float32 scales, twice
+    assert packed == o * k // 2 + 4 * o * (k // group)  # + float32 scales
     d = Q.quantize_dynamic(np.ones((2, k), np.float32), 1)
     with accel.disabled():
         QB.dynamic_fc_blockwise(d, wb, None)
-    assert wb.nbytes == packed + 4 * o * k  # the NumPy path keeps float32 blocks
+    # the NumPy path keeps float32 blocks (and their scales in its own layout)
+    assert wb.nbytes == packed + 4 * o * k + 4 * o * (k // group)
+
+
+def test_file_pages_of_packed_weights_are_released(tmp_path):
+    """A constant mapped from the program file: its pages are dropped after re-tiling, and
+    reading it again still gives the file's bytes."""
+    import mmap
+
+    data = np.arange(8 * mmap.PAGESIZE, dtype=np.uint8)
+    path = tmp_path / "w.bin"
+    path.write_bytes(data.tobytes())
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    a = np.frombuffer(memoryview(mm).cast("B"), np.uint8)[100:]
+    assert int(a.sum()) == int(data[100:].sum())  # touched: resident
+    QB.release_file_pages(a)
+    np.testing.assert_array_equal(a, data[100:])
+    QB.release_file_pages(np.ones(10 * mmap.PAGESIZE, np.uint8))  # not mapped: a no-op
+    del a
+    mm.close()
 
 
 @needs_numba
@@ -88,7 +108,7 @@ def test_long_prompts_do_not_keep_float32_blocks():
     o, k, group = 192, 576, 32
     w, scale, bias = _case(o, k, group)
     wb = QB.Blockwise(_pack(w), o, k, scale, group)
-    before = wb.nbytes
+    before = wb.nbytes + 4 * o * (k // group)  # + the block scales in the BLAS layout
     d = Q.quantize_dynamic(np.random.default_rng(2).normal(size=(QB.BLAS_ROWS, k))
                            .astype(np.float32), 1)
     with accel.enabled():

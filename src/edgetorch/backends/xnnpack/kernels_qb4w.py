@@ -22,6 +22,7 @@ beats the loop there), so the float32 copy is never kept.
 from __future__ import annotations
 
 import math
+import mmap
 import threading
 
 import numpy as np
@@ -31,7 +32,7 @@ from .kernels_quant import DynQ, unpack_int4
 
 F32 = np.float32
 TILE = 64  # output channels per tile: one 512-bit vector of int32 sums per 16
-BLAS_ROWS = 48  # from this many rows on, the BLAS path is faster than the compiled loop
+BLAS_ROWS = 160  # from about this many rows on, BLAS (after unpacking) beats the loop
 
 
 @accel.jit
@@ -108,6 +109,24 @@ def _shared_blocks(shape: tuple[int, int, int], dtype: np.dtype) -> np.ndarray:
     return buf[:need].reshape(shape)
 
 
+def release_file_pages(a: np.ndarray) -> None:
+    """Give back the resident pages of ``a`` when it lies in a read-only map of the program file
+    (clean pages: a later read maps them in again); a no-op for any other array."""
+    base: object = a
+    while isinstance(base, (np.ndarray, memoryview)):
+        base = base.base if isinstance(base, np.ndarray) else base.obj
+    if not isinstance(base, mmap.mmap) or a.nbytes < 2 * mmap.PAGESIZE:
+        return
+    start = a.ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
+    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if 0 <= lo < hi <= len(base):
+        try:
+            base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (AttributeError, OSError, ValueError):  # no madvise here: keep the pages
+            pass
+
+
 class Blockwise:
     """qbint4 weights ``[O, K]`` prepared once for :func:`dynamic_fc_blockwise`.
 
@@ -125,15 +144,24 @@ class Blockwise:
         s = np.zeros((nt * TILE, self.nb), F32)
         s[:o] = block_scale
         self.tile_scale = np.ascontiguousarray(s.reshape(nt, TILE, self.nb).transpose(0, 2, 1))
-        self.scale = np.ascontiguousarray(np.asarray(block_scale, F32).T)[:, None, :]
         self._blocks: np.ndarray | None = None  # float32 blocks of the NumPy path, on demand
+        self._scale: np.ndarray | None = None  # their scales [nb, 1, O], likewise
         self._acc: dict[int, np.ndarray] = {}
+        release_file_pages(packed)  # the tiles are a copy: the .pte's bytes are not read again
+
+    @property
+    def scale(self) -> np.ndarray:
+        """float32 ``[nb, 1, O]`` block scales, as the NumPy path multiplies them."""
+        if self._scale is None:
+            s = self.tile_scale.transpose(1, 0, 2).reshape(self.nb, -1)[:, : self.o]
+            self._scale = np.ascontiguousarray(s)[:, None, :]
+        return self._scale
 
     @property
     def nbytes(self) -> int:
         """Bytes held: the packed tiles and scales (plus the NumPy path's blocks once made)."""
-        extra = 0 if self._blocks is None else self._blocks.nbytes
-        return self.tiles.nbytes + self.tile_scale.nbytes + self.scale.nbytes + extra
+        extra = sum(a.nbytes for a in (self._blocks, self._scale) if a is not None)
+        return self.tiles.nbytes + self.tile_scale.nbytes + extra
 
     def int_weights(self) -> np.ndarray:
         """int8 ``[O, K]`` (values -8..7): the weights as the ``.pte`` defines them."""
