@@ -41,6 +41,7 @@ class Ctx:
         self._dtypes = dtypes
         self._consts = consts
         self.node: x.XNode | None = None  # the node being lowered
+        self.clamp_fused = False  # set by a rule whose compute applies the output clamp
         self.where = ""
 
     def slot(self, value_id: int, what: str = "value") -> int:
@@ -104,10 +105,12 @@ def lower(node: x.XNode, ctx: Ctx) -> Step:
             else f"{ctx.where}: no NumPy implementation of XNNPACK node {type(u).__name__}; "
             f"supported: {', '.join(sorted(c.__name__ for c in RULES))}",
             code=ErrorCode.NotImplemented)
+    ctx.clamp_fused = False
     compute, out = fn(u, ctx)
     env = ctx.env
     dtype = ctx.dtype(out)
-    lo, hi = output_range(node) if type(u) in CLAMPED else (-math.inf, math.inf)
+    clamped = type(u) in CLAMPED and not ctx.clamp_fused
+    lo, hi = output_range(node) if clamped else (-math.inf, math.inf)
     if lo == -math.inf and hi == math.inf:
         def step() -> None:
             r = compute()

@@ -5,6 +5,7 @@ Constant filters are rearranged once, at load, into the matrix the kernel multip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import kernels as K
 from . import schema as x
-from .lowering import Compute, Ctx, rule
+from .lowering import Compute, Ctx, output_range, rule
 
 
 def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
@@ -146,8 +147,13 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
     scratch, const = K.Scratch(), ctx.const(f) is not None
-    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const)),
-            ctx.slot(n.output_id, "output"))
+    o = ctx.slot(n.output_id, "output")
+    lo, hi = -math.inf, math.inf
+    if ctx.dtype(o) == ctx.dtype(i) == ctx.dtype(f):  # the kernel clamps: one pass less
+        lo, hi = output_range(ctx.node)
+        ctx.clamp_fused = True
+    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
+                                        lo, hi)), o)
 
 
 @rule(x.XNNConvTranspose2d)
