@@ -62,6 +62,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     bias = _bias(ctx, n.bias_id)
 
     scratch = K.Scratch()
+    wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
+    if wc is not None and (bc is None or ctx.const(bc) is not None):
+        return _fc_constant(env, i, weights(), bias(), flatten, scratch), out_slot
 
     def compute():
         w = weights()
@@ -76,6 +79,31 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
             np.add(out, b, out)
         return out
     return compute, out_slot
+
+
+def _fc_constant(env: list[Any], i: int, w: np.ndarray, b: np.ndarray | None, flatten: bool,
+                 scratch: K.Scratch) -> Compute:
+    """The usual fully connected node (constant filter and bias): the output buffer looked up
+    by input shape alone, the bias added in place (the per-call work of a 32x64 @ 64x64 node
+    was twice its GEMM)."""
+    k, wdt = w.shape[0], w.dtype
+    outs: dict[tuple[int, ...], np.ndarray] = {}
+
+    def compute():
+        v = env[i]
+        if flatten:
+            v = v.reshape(-1, k)
+        out = outs.get(v.shape)
+        if out is None:
+            dt = wdt if v.dtype == wdt else np.result_type(v, w)
+            out = scratch.get("out", v.shape[:-1] + w.shape[1:], dt)
+            if v.dtype == wdt and len(outs) < K.Scratch.MAX_BUFFERS:
+                outs[v.shape] = out
+        np.matmul(v, w, out)
+        if b is not None:
+            np.add(out, b, out)
+        return out
+    return compute
 
 
 @rule(x.XNNBatchMatrixMultiply)
