@@ -191,6 +191,33 @@ def control_flow() -> Feature:
     return Feature(programs={"forward": ep}, calls=calls, eager={"forward": model})
 
 
+class MapRows(torch.nn.Module):
+    """``torch.map`` twice: a closed-over Linear and an extra operand in the first body, the
+    first map's rows mapped again (a loop feeding a loop), then an ordinary op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(11)
+        self.lin = torch.nn.Linear(3, 4)
+
+    def forward(self, x, scale):
+        from torch._higher_order_ops.map import map as torch_map
+
+        rows = torch_map(lambda row, s: torch.relu(self.lin(row) * s), x, scale)
+        rows = torch_map(lambda row, s: row - row.mean() + s[0], rows, scale)
+        return torch.tanh(rows)
+
+
+def map_loop() -> Feature:
+    model = MapRows().eval()
+    g = _gen(12)
+    x, scale = torch.randn(5, 3, generator=g), torch.randn(4, generator=g)
+    ep = export(model, (x, scale), strict=True)
+    calls = [("forward", [x, scale]),
+             ("forward", [torch.randn(5, 3, generator=g), torch.randn(4, generator=g)])]
+    return Feature(programs={"forward": ep}, calls=calls, eager={"forward": model})
+
+
 # ---- external weights ---------------------------------------------------------------------
 
 
@@ -218,5 +245,6 @@ FEATURES: dict[str, Callable[[], Feature]] = {
     "dynamic_shapes": dynamic_shapes,
     "mutable_state": mutable_state,
     "control_flow": control_flow,
+    "map_loop": map_loop,
     "external_weights": external_weights,
 }

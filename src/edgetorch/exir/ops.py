@@ -165,6 +165,20 @@ def is_cond(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target is torch.ops.higher_order.cond
 
 
+def is_map(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is torch.ops.higher_order.map_impl
+
+
+def body_attrs(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The ``get_attr`` nodes naming the sub-graphs a control-flow call runs (``cond``: both
+    branches; ``map_impl``: its body); empty for any other node."""
+    if is_cond(node):
+        return [node.args[1], node.args[2]]
+    if is_map(node):
+        return [node.args[0]]
+    return []
+
+
 # ---- source locations -------------------------------------------------------------------
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -181,7 +195,8 @@ def user_frame(node: torch.fx.Node) -> str | None:
         return None
     # The innermost frame outside torch itself is the user's line (torch's nn.Linear.forward
     # is not where the user can change anything).
-    user = [f for f in frames if not f["file"].startswith(_TORCH_DIR)]
+    # FX's generated code (``<eval_with_key>.3``, e.g. under a ``torch.map``) is no one's line.
+    user = [f for f in frames if not f["file"].startswith((_TORCH_DIR, "<"))]
     m = (user or frames)[-1]
     return f"{m['file']}:{m['line']} in {m['func']}: {m['code'].strip()}"
 

@@ -53,6 +53,8 @@ def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset())
     if isinstance(target, HigherOrderOperator):
         if target is torch.ops.higher_order.cond:
             return None
+        if target is torch.ops.higher_order.map_impl:
+            return map_reason(node)
         if target.__name__ == "executorch_call_delegate":
             return None
         if target.__name__ in _AUTO_FUNCTIONALIZED:  # a mutating custom op, made in place
@@ -65,6 +67,25 @@ def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset())
         return f"{qualified_name(target)} has no out-variant overload the runtime could call"
     if name not in KERNELS:
         return f"the runtime has no kernel for {name}"
+    return None
+
+
+def map_reason(node: torch.fx.Node) -> str | None:
+    """``torch.map`` runs as ExecuTorch's emitter writes it: a loop that selects one slice of
+    ONE mapped tensor per iteration and copies ONE result into the stacked output."""
+    body_attr, mapped, _ = node.args
+    if len(mapped) != 1:
+        return (f"higher-order operator map_impl maps over {len(mapped)} tensors at once; "
+                "ExecuTorch's map loop (and edgetorch's) slices exactly one. Try: map over one "
+                "tensor (torch.stack the others into it, or pass them as extra arguments and "
+                "index them in the body)")
+    body = getattr(node.graph.owning_module, body_attr.target, None)
+    outs = body.graph.output_node().args[0] if body is not None else ()
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    if len(outs) != 1:
+        return (f"higher-order operator map_impl's body returns {len(outs)} tensors; "
+                "ExecuTorch's map loop (and edgetorch's) stacks exactly one. Try: return one "
+                "tensor from the mapped function (torch.cat the results and split them after)")
     return None
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels.portable import conv_accel
 from ...kernels.portable import winograd as wg
 
 
@@ -230,16 +231,25 @@ DW_BLOCK = 1 << 18  # else output elements per block of rows
 
 def depthwise_conv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, win: Window,
                      multiplier: int, scratch: Scratch | None = None,
-                     constant_filter: bool = False) -> np.ndarray:
-    """Depthwise convolution with a ``[1, KH, KW, C*M]`` filter, one tap at a time.
+                     constant_filter: bool = False, lo: float = -math.inf,
+                     hi: float = math.inf) -> np.ndarray:
+    """Depthwise convolution with a ``[1, KH, KW, C*M]`` filter, clamped to ``[lo, hi]``.
 
-    Each tap is a multiply into a temporary and an add into the output buffer. The filter's
-    taps are tiled across the output width first (cached when the filter is a constant): a
-    per-channel vector broadcast over rows would make NumPy loop over C values at a time,
-    the tiled row lets it stream whole (OW, C) rows, about 2x faster."""
+    With the ``accel`` extra, one compiled pass (``kernels.portable.conv_accel``: 2-4x faster
+    on MobileNetV2's layers). Otherwise one tap at a time: each tap is a multiply into a
+    temporary and an add into the output buffer. The filter's taps are tiled across the
+    output width first (cached when the filter is a constant): a per-channel vector
+    broadcast over rows would make NumPy loop over C values at a time, the tiled row lets it
+    stream whole (OW, C) rows, about 2x faster."""
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "depthwise convolution", x.shape)
+    if conv_accel.usable(x, filt) and (bias is None or bias.dtype == x.dtype):
+        if multiplier != 1:  # output channel c*M + m reads input channel c
+            x = np.repeat(x, multiplier, axis=-1)
+        acc = _buffer(scratch, "out", (n, oh, ow, c * multiplier), x.dtype)
+        return conv_accel.depthwise_nhwc(x, filt[0], bias, acc, (win.pad_top, win.pad_left),
+                                       (win.sh, win.sw), (win.dh, win.dw), lo, hi)
     xp = _pad_hw(x, win, 0.0, scratch)
     if multiplier != 1:
         xp = np.repeat(xp, multiplier, axis=-1)
@@ -270,6 +280,8 @@ def depthwise_conv2d(x: np.ndarray, filt: np.ndarray, bias: np.ndarray | None, w
                 np.add(a, t, out=a)
         if tiled_bias is not None:
             a += tiled_bias
+    if lo != -math.inf or hi != math.inf:
+        np.clip(acc, lo, hi, out=acc)
     return acc
 
 

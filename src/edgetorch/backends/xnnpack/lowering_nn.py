@@ -5,6 +5,7 @@ Constant filters are rearranged once, at load, into the matrix the kernel multip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import kernels as K
 from . import schema as x
-from .lowering import Compute, Ctx, rule
+from .lowering import Compute, Ctx, output_range, rule
 
 
 def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
@@ -61,6 +62,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     bias = _bias(ctx, n.bias_id)
 
     scratch = K.Scratch()
+    wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
+    if wc is not None and (bc is None or ctx.const(bc) is not None):
+        return _fc_constant(env, i, weights(), bias(), flatten, scratch), out_slot
 
     def compute():
         w = weights()
@@ -75,6 +79,31 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
             np.add(out, b, out)
         return out
     return compute, out_slot
+
+
+def _fc_constant(env: list[Any], i: int, w: np.ndarray, b: np.ndarray | None, flatten: bool,
+                 scratch: K.Scratch) -> Compute:
+    """The usual fully connected node (constant filter and bias): the output buffer looked up
+    by input shape alone, the bias added in place (the per-call work of a 32x64 @ 64x64 node
+    was twice its GEMM)."""
+    k, wdt = w.shape[0], w.dtype
+    outs: dict[tuple[int, ...], np.ndarray] = {}
+
+    def compute():
+        v = env[i]
+        if flatten:
+            v = v.reshape(-1, k)
+        out = outs.get(v.shape)
+        if out is None:
+            dt = wdt if v.dtype == wdt else np.result_type(v, w)
+            out = scratch.get("out", v.shape[:-1] + w.shape[1:], dt)
+            if v.dtype == wdt and len(outs) < K.Scratch.MAX_BUFFERS:
+                outs[v.shape] = out
+        np.matmul(v, w, out)
+        if b is not None:
+            np.add(out, b, out)
+        return out
+    return compute
 
 
 @rule(x.XNNBatchMatrixMultiply)
@@ -146,8 +175,13 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
     scratch, const = K.Scratch(), ctx.const(f) is not None
-    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const)),
-            ctx.slot(n.output_id, "output"))
+    o = ctx.slot(n.output_id, "output")
+    lo, hi = -math.inf, math.inf
+    if ctx.dtype(o) == ctx.dtype(i) == ctx.dtype(f):  # the kernel clamps: one pass less
+        lo, hi = output_range(ctx.node)
+        ctx.clamp_fused = True
+    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
+                                        lo, hi)), o)
 
 
 @rule(x.XNNConvTranspose2d)

@@ -16,7 +16,7 @@ from torch.fx.passes.infra.pass_base import PassResult
 
 from ...schema.program import TensorShapeDynamism
 from .. import memory
-from ..ops import is_cond, is_out_variant, out_arg_names
+from ..ops import body_attrs, is_cond, is_map, is_out_variant, out_arg_names
 from ..signature import constant_value, placeholder_infos
 from ..tensor import TensorSpec, dim_order_of
 
@@ -80,8 +80,7 @@ def propagate_graph_specs(gm: torch.fx.GraphModule, ep: ExportedProgram | None =
         elif node.op == "call_function":
             node.meta["spec"] = _call_spec(node, val)
             _propagate_requires_grad(node)
-            if is_cond(node):
-                _propagate_branches(gm, node)
+            _propagate_branches(gm, node)
 
 
 class SpecPropPass:
@@ -106,11 +105,11 @@ class SpecPropPass:
 
 
 def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
-    """A branch's nodes get specs as usual; its placeholders get specs of their own, as in
-    ExecuTorch (the emitter binds them to the operands' values; the planner plans each branch
-    on its own and leaves its inputs alone)."""
-    _, true_gm, false_gm, operands = node.args
-    for attr in (true_gm, false_gm):
+    """A control-flow body's nodes (``cond``'s branches, ``map``'s body) get specs as usual;
+    its placeholders get specs of their own, as in ExecuTorch (the emitter binds them to the
+    operands' values -- but for ``map``'s slice of the mapped tensor, a tensor of the body's own
+    -- and the planner plans each body on its own)."""
+    for attr in body_attrs(node):
         branch = getattr(root_gm, attr.target)
         for inner in branch.graph.nodes:
             if inner.op == "placeholder":
@@ -119,15 +118,49 @@ def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> N
             if inner.op == "call_function":
                 inner.meta["spec"] = _call_spec(inner, inner.meta.get("val"))
                 _propagate_requires_grad(inner)
-                if is_cond(inner):
-                    _propagate_branches(branch, inner)
+                _propagate_branches(branch, inner)
+    _bodies_require_grad(root_gm, node)
+
+
+def _bodies_require_grad(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
+    """ExecuTorch's grad-mode re-trace runs a control-flow body on the operands it is bound to
+    (``map``: the mapped slices and the extra operands), so a body computed from a parameter
+    (a closed-over ``nn.Linear``) has ``requires_grad`` results. Same here: the body's inputs
+    take the flag of what they are bound to and its nodes follow; an output requires grad when
+    a body's result for it does."""
+    if is_cond(node):
+        bound = list(node.args[3])
+    elif is_map(node):
+        bound = [*node.args[1], *node.args[2]]
+    else:
+        return
+    for attr in body_attrs(node):
+        body = getattr(root_gm, attr.target)
+        placeholders = [n for n in body.graph.nodes if n.op == "placeholder"]
+        changed = False
+        for ph, arg in zip(placeholders, bound):
+            spec = ph.meta.get("spec")
+            outer = arg.meta.get("spec") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(spec, TensorSpec) and isinstance(outer, TensorSpec) \
+                    and outer.requires_grad and not spec.requires_grad:
+                spec.requires_grad = changed = True
+        if changed:
+            for inner in body.graph.nodes:
+                if inner.op == "call_function":
+                    _propagate_requires_grad(inner)
+                    _bodies_require_grad(body, inner)
+        results = [a.meta.get("spec") if isinstance(a, torch.fx.Node) else None
+                   for a in body.graph.output_node().args[0]]
+        for out, res in zip(_specs(node), results):
+            if isinstance(res, TensorSpec) and res.requires_grad:
+                out.requires_grad = True
 
 
 def _propagate_requires_grad(node: torch.fx.Node) -> None:
     """ExecuTorch re-traces the graph with grad mode on before making specs, so a floating
     point result computed from a parameter has ``requires_grad`` set (the emitter writes it
     into the ``.pte``); our graphs' values lost it. Same rule: any tensor input requiring grad."""
-    if node.target in (memory.alloc, operator.getitem) or is_cond(node):
+    if node.target in (memory.alloc, operator.getitem) or is_cond(node) or is_map(node):
         return
     inputs = [s for a in node.all_input_nodes if a.target is not memory.alloc for s in _specs(a)]
     if not any(s.requires_grad for s in inputs):

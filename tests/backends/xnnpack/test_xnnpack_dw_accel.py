@@ -1,0 +1,157 @@
+"""The XNNPACK depthwise convolution's compiled path (``accel``, numba) against eager PyTorch
+and against its NumPy path (``accel.disabled()``): strides, dilations, depth multipliers,
+asymmetric padding, the fused output clamp, int8 accumulators (exact) and a lowered
+MobileNetV2-style block."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
+from edgetorch.backends.xnnpack import XnnpackPartitioner
+from edgetorch.backends.xnnpack import kernels as K
+from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.exir import to_edge_transform_and_lower
+from edgetorch.kernels import accel
+from edgetorch.runtime import Runtime
+
+pytest.importorskip("numba")
+
+
+def _eager_dw(x, filt, bias, win, mult, lo, hi):
+    """Eager depthwise conv2d of NHWC ``x`` with a ``[1, KH, KW, C*M]`` filter, NHWC out."""
+    c = x.shape[3]
+    xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
+    xt = nn.functional.pad(xt, (win.pad_left, win.pad_right, win.pad_top, win.pad_bottom))
+    wt = torch.from_numpy(filt[0].transpose(2, 0, 1)[:, None].copy())  # [C*M, 1, KH, KW]
+    bt = None if bias is None else torch.from_numpy(bias)
+    y = nn.functional.conv2d(xt, wt, bt, (win.sh, win.sw), 0, (win.dh, win.dw), c)
+    return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
+
+
+CASES = [  # (k, stride, dilation, (top, right, bottom, left), multiplier, channels)
+    (3, 1, 1, (1, 1, 1, 1), 1, 32),
+    (3, 2, 1, (1, 1, 1, 1), 1, 24),
+    (3, 2, 1, (0, 1, 1, 0), 1, 16),  # TensorFlow SAME padding of an even input
+    (3, 1, 2, (2, 2, 2, 2), 1, 8),
+    (5, 1, 1, (2, 2, 2, 2), 1, 12),
+    (5, 2, 1, (1, 2, 3, 0), 1, 7),
+    (3, 1, 1, (1, 1, 1, 1), 2, 6),
+    (1, 1, 1, (0, 0, 0, 0), 1, 10),  # a lone BatchNorm lowered as a 1x1 depthwise conv
+    (3, 3, 1, (0, 0, 0, 0), 1, 5),
+]
+
+
+@pytest.mark.parametrize("k,stride,dil,pad,mult,c", CASES)
+@pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
+def test_compiled_depthwise_matches_eager_and_numpy(k, stride, dil, pad, mult, c, clamp):
+    rng = np.random.default_rng(k * 100 + stride * 10 + c)
+    lo, hi = clamp
+    filt = (rng.standard_normal((1, k, k, c * mult)) / k).astype(np.float32)
+    bias = rng.standard_normal(c * mult, dtype=np.float32)
+    top, right, bottom, left = pad
+    win = K.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
+    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    for seed in range(2):  # the second call reuses the first call's output buffer
+        x = np.random.default_rng(seed).standard_normal((2, 11, 9, c), dtype=np.float32)
+        with accel.enabled():
+            got = K.depthwise_conv2d(x, filt, bias, win, mult, scratch, True, lo, hi).copy()
+        with accel.disabled():
+            ref = K.depthwise_conv2d(x, filt, bias, win, mult, numpy_scratch, True, lo, hi)
+        want = _eager_dw(x, filt, bias, win, mult, lo, hi)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_depthwise_without_bias_and_nan():
+    """No bias; NaN passes through the fused clamp as through the NumPy path's np.clip."""
+    rng = np.random.default_rng(5)
+    filt = rng.standard_normal((1, 3, 3, 16), dtype=np.float32)
+    x = rng.standard_normal((1, 6, 6, 16), dtype=np.float32)
+    x[0, 2, 3, 4] = np.nan
+    win = K.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
+    with accel.enabled():
+        got = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+    with accel.disabled():
+        ref = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.isnan(got).sum() == 9
+    want = _eager_dw(x, filt, None, win, 1, 0.0, 6.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_depthwise_float64():
+    rng = np.random.default_rng(6)
+    filt = rng.standard_normal((1, 3, 3, 8))
+    bias = rng.standard_normal(8)
+    x = rng.standard_normal((1, 7, 7, 8))
+    win = K.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
+    with accel.enabled():
+        got = K.depthwise_conv2d(x, filt, bias, win, 1)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, _eager_dw(x, filt, bias, win, 1, -math.inf, math.inf),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_int8_depthwise_accumulators_exact_both_paths(stride):
+    """The int8 path's centered integers in float32: any summation order is exact, so the
+    compiled and NumPy accumulators both equal int64 arithmetic."""
+    rng = np.random.default_rng(stride)
+    c = 24
+    filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
+    xp = rng.integers(-255, 256, (1, 10, 9, c)).astype(np.float32)  # already padded
+    win = K.Window(3, 3, stride, stride)
+    oh, ow = win.out_size(10, 9)
+    want = np.zeros((1, oh, ow, c), np.int64)
+    for i in range(3):
+        for j in range(3):
+            tap = xp[:, i : i + (oh - 1) * stride + 1 : stride,
+                     j : j + (ow - 1) * stride + 1 : stride].astype(np.int64)
+            want += tap * filt[0, i, j].astype(np.int64)
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            acc = Q.conv_acc(xp, "dwconv", filt, win, c, (1,), K.Scratch())
+        assert np.array_equal(acc, want)
+
+
+class _Block(nn.Module):
+    """MobileNetV2's inverted residual: 1x1 expand, 3x3 depthwise, ReLU6s, 1x1 project."""
+
+    def __init__(self, stride: int) -> None:
+        super().__init__()
+        self.stride = stride
+        self.body = nn.Sequential(
+            nn.Conv2d(8, 48, 1, bias=False), nn.BatchNorm2d(48), nn.ReLU6(),
+            nn.Conv2d(48, 48, 3, stride, 1, groups=48, bias=False), nn.BatchNorm2d(48),
+            nn.ReLU6(), nn.Conv2d(48, 8, 1, bias=False), nn.BatchNorm2d(8))
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.stride == 1 else y
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_lowered_block_compiled_and_numpy(stride):
+    torch.manual_seed(stride)
+    model = _Block(stride).eval()
+    ex = (torch.randn(1, 8, 14, 14),)
+    prog = to_edge_transform_and_lower(torch.export.export(model, ex),
+                                       partitioner=[XnnpackPartitioner()]).to_executorch()
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            method = Runtime.get().load_program(prog.buffer).load_method("forward")
+            for seed in range(2):
+                x = torch.randn(1, 8, 14, 14, generator=torch.Generator().manual_seed(seed))
+                got = method.execute([x.numpy()])[0]
+                with torch.no_grad():
+                    want = model(x).numpy()
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
