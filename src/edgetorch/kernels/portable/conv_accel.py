@@ -64,6 +64,46 @@ def _nhwc(x, w, bias, out, pt, pl, sh, sw, dh, dw, lo, hi):  # pragma: no cover 
                         out[n, oy, ox, ch] = hi
 
 
+@accel.jit
+def _nchw(x, w, bias, out, pt, pl, sh, sw, dh, dw, lo, hi):  # pragma: no cover - compiled
+    """``out[n, c, oy, ox] = clamp(bias[c] + sum_ij x[n, c, iy, ix] * w[c, i, j])``, a plane
+    at a time, each tap a run of an output row. Rows are indexed through slices starting
+    at the first valid column: a possibly negative index makes numba test for wraparound
+    on every element, which kept the loop scalar (4x slower)."""
+    nb, c, h, wd = x.shape
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    for n in range(nb):
+        for ch in range(c):
+            b = bias[ch]
+            for oy in range(oh):
+                orow = out[n, ch, oy]
+                for ox in range(ow):
+                    orow[ox] = b
+                for i in range(kh):
+                    iy = oy * sh - pt + i * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    xrow = x[n, ch, iy]
+                    for j in range(kw):
+                        off = j * dw - pl
+                        first = 0 if off >= 0 else (-off + sw - 1) // sw
+                        last = min(ow, (wd - 1 - off) // sw + 1) if wd - 1 - off >= 0 else 0
+                        if last <= first:
+                            continue
+                        wt = w[ch, i, j]
+                        src = xrow[first * sw + off :]
+                        dst = orow[first:last]
+                        if sw == 1:
+                            for k in range(last - first):
+                                dst[k] += src[k] * wt
+                        else:
+                            for k in range(last - first):
+                                dst[k] += src[k * sw] * wt
+                for ox in range(ow):
+                    orow[ox] = min(max(orow[ox], lo), hi)
+
+
 def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
                    pad: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
                    lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
@@ -75,6 +115,18 @@ def depthwise_nhwc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: n
           x.dtype.type(lo), x.dtype.type(hi))
     return out
 
+
+
+def depthwise_nchw(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
+                   pad: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                   lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
+    """``x`` [N, C, H, W], ``w`` [C, KH, KW] -> ``out`` [N, C, OH, OW] (as
+    :func:`depthwise_nhwc`, channels first: fast for large planes at stride 1)."""
+    b = np.zeros(x.shape[1], x.dtype) if bias is None else bias
+    _nchw(np.ascontiguousarray(x), np.ascontiguousarray(w), np.ascontiguousarray(b, x.dtype),
+          out, pad[0], pad[1], stride[0], stride[1], dilation[0], dilation[1],
+          x.dtype.type(lo), x.dtype.type(hi))
+    return out
 
 # ---- Winograd F(2x2, 3x3) transforms (``winograd.py``) --------------------------------------
 # NumPy makes the input transform B^T d B in 8 whole-array passes through a temporary as
