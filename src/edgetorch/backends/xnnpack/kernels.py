@@ -157,11 +157,13 @@ def _im2col(x: np.ndarray, win: Window, oh: int, ow: int,
 
 
 def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window,
-           groups: int, scratch: Scratch | None = None) -> np.ndarray:
+           groups: int, scratch: Scratch | None = None, lo: float = -math.inf,
+           hi: float = math.inf) -> np.ndarray:
     """Convolution. ``wmat`` is the filter prepared by :func:`conv_filter_matrix`.
 
     One GEMM of the patch matrix (the input itself for a 1x1 stride-1 convolution) by the
-    prepacked filter, written into the node's output buffer; the bias is added in place."""
+    prepacked filter, written into the node's output buffer; the bias is added and the
+    result clamped to [lo, hi] in place (one compiled pass with the ``accel`` extra)."""
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "convolution", x.shape)
@@ -181,8 +183,15 @@ def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window
         res = np.matmul(cols, wmat)  # (G, M, Og)
         out = _buffer(scratch, "out", (m, groups * wmat.shape[2]), res.dtype)
         np.copyto(out.reshape(m, groups, -1), res.transpose(1, 0, 2))
-    if bias is not None:
-        out += bias
+    clamp = lo != -math.inf or hi != math.inf
+    if (bias is not None or clamp) and conv_accel.usable(out) and \
+            (bias is None or bias.dtype == out.dtype):
+        conv_accel.bias_clamp(out, bias, lo, hi)
+    else:
+        if bias is not None:
+            out += bias
+        if clamp:
+            np.clip(out, lo, hi, out=out)
     return out.reshape(n, oh, ow, -1)
 
 
@@ -199,7 +208,8 @@ def winograd_filter(filt: np.ndarray) -> np.ndarray:
 
 
 def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: Window,
-                    scratch: Scratch | None = None) -> np.ndarray:
+                    scratch: Scratch | None = None, lo: float = -math.inf,
+                    hi: float = math.inf) -> np.ndarray:
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "convolution", x.shape)
@@ -208,12 +218,8 @@ def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: 
     shape = (n, 2 * th + 2, 2 * tw + 2, c)  # whole tiles: a row/column more when odd
     xb = scratch.get("wpad", shape, dt, 0.0) if scratch else np.zeros(shape, dt)
     xb[:, win.pad_top : win.pad_top + h, win.pad_left : win.pad_left + w] = x
-    res = wg.conv_nhwc(xb, u, lambda role, shp, dtype: _buffer(scratch, role, shp, dtype))
-    if 2 * th != oh or 2 * tw != ow:
-        res = res[:, :oh, :ow]
-    if bias is not None:
-        res += bias
-    return res
+    return wg.conv_nhwc(xb, u, lambda role, shp, dtype: _buffer(scratch, role, shp, dtype),
+                        (oh, ow), bias, lo, hi)
 
 
 def conv_filter_matrix(filt: np.ndarray, groups: int) -> np.ndarray:

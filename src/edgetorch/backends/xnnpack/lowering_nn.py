@@ -151,14 +151,23 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
                            n.group_input_channels))
     bias = _bias(ctx, n.bias_id)
     scratch = K.Scratch()
+    o = ctx.slot(n.output_id, "output")
+    lo, hi = _fused_clamp(ctx, i, f, o)
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
                                                          n.group_output_channels):
         u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
-        return ((lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch)),
-                ctx.slot(n.output_id, "output"))
+        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi)), o
     wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-    return ((lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch)),
-            ctx.slot(n.output_id, "output"))
+    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi)), o
+
+
+def _fused_clamp(ctx: Ctx, i: int, f: int, o: int) -> tuple[float, float]:
+    """The node's output clamp, for its kernel to apply in its epilogue (one pass less than
+    ``lower``'s separate clamp) when input, filter and output share a dtype."""
+    if ctx.dtype(o) == ctx.dtype(i) == ctx.dtype(f):
+        ctx.clamp_fused = True
+        return output_range(ctx.node)
+    return -math.inf, math.inf
 
 
 @rule(x.XNNDepthwiseConv2d)
@@ -176,10 +185,7 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     bias = _bias(ctx, n.bias_id)
     scratch, const = K.Scratch(), ctx.const(f) is not None
     o = ctx.slot(n.output_id, "output")
-    lo, hi = -math.inf, math.inf
-    if ctx.dtype(o) == ctx.dtype(i) == ctx.dtype(f):  # the kernel clamps: one pass less
-        lo, hi = output_range(ctx.node)
-        ctx.clamp_fused = True
+    lo, hi = _fused_clamp(ctx, i, f, o)
     return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
                                         lo, hi)), o)
 

@@ -1,7 +1,7 @@
-"""The XNNPACK depthwise convolution's compiled path (``accel``, numba) against eager PyTorch
-and against its NumPy path (``accel.disabled()``): strides, dilations, depth multipliers,
-asymmetric padding, the fused output clamp, int8 accumulators (exact) and a lowered
-MobileNetV2-style block."""
+"""The XNNPACK convolutions' compiled paths (``accel``, numba) against eager PyTorch and
+against their NumPy paths (``accel.disabled()``): depthwise (strides, dilations, depth
+multipliers, asymmetric padding, the fused output clamp, int8 accumulators exact, a lowered
+MobileNetV2-style block), Winograd transforms (bit-identical) and the GEMM epilogue."""
 
 from __future__ import annotations
 
@@ -155,3 +155,54 @@ def test_lowered_block_compiled_and_numpy(stride):
                 with torch.no_grad():
                     want = model(x).numpy()
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _eager_conv(x, filt, bias, stride, pad, lo, hi):
+    w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
+    y = nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w,
+                             torch.from_numpy(bias), stride, pad)
+    return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
+
+
+@pytest.mark.parametrize("hw", [(8, 8), (7, 9), (1, 1), (12, 5)])
+@pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
+def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp):
+    """The compiled Winograd transforms do the NumPy path's operations in its order: equal
+    results, bias and clamp included, also on odd sizes (cropped edge tiles)."""
+    rng = np.random.default_rng(hw[0] * 10 + hw[1])
+    cin, cout = 16, 24
+    filt = (rng.standard_normal((cout, 3, 3, cin)) / 12).astype(np.float32)
+    bias = rng.standard_normal(cout, dtype=np.float32)
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    u = K.winograd_filter(filt)
+    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((2, *hw, cin), dtype=np.float32)
+        with accel.enabled():
+            got = K.conv2d_winograd(x, u, bias, win, scratch, *clamp).copy()
+        with accel.disabled():
+            ref = K.conv2d_winograd(x, u, bias, win, numpy_scratch, *clamp)
+        assert np.array_equal(got, ref)
+        np.testing.assert_allclose(got, _eager_conv(x, filt, bias, 1, 1, *clamp),
+                                   rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,stride,groups", [(1, 1, 1), (3, 2, 1), (1, 1, 2)])
+def test_compiled_gemm_epilogue_matches_eager(k, stride, groups):
+    """Convolution by GEMM with the bias and clamp in one compiled pass."""
+    rng = np.random.default_rng(k + stride)
+    cin, cout = 8, 12
+    filt = (rng.standard_normal((cout, k, k, cin // groups)) / k).astype(np.float32)
+    bias = rng.standard_normal(cout, dtype=np.float32)
+    pad = k // 2
+    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = K.conv_filter_matrix(filt, groups)
+    x = rng.standard_normal((1, 9, 10, cin), dtype=np.float32)
+    w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
+    want = nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w,
+                                torch.from_numpy(bias), stride, pad, 1, groups)
+    want = torch.clamp(want, -1.0, 1.5).numpy().transpose(0, 2, 3, 1)
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            got = K.conv2d(x, wmat, bias, win, groups, K.Scratch(), -1.0, 1.5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
