@@ -32,6 +32,12 @@ def _default_sym_shape_eval_pass() -> Any:
     return ConstraintBasedSymShapeEvalPass()
 
 
+def _default_propagate_device_config() -> Any:
+    from .passes.propagate_device_config import PropagateDeviceConfig
+
+    return PropagateDeviceConfig()
+
+
 def _default_memory_planning_pass() -> MemoryPlanningPass:
     from .passes.memory_planning_pass import MemoryPlanningPass
 
@@ -69,3 +75,9 @@ class ExecutorchBackendConfig:
     # mutable tensor becomes index_put_, which needs no buffer of its own.
     run_reinplace_pass: bool = False
     reinplace_extra_ops: Any = None  # more functional ops to re-inplace (a frozenset)
+    # Delegates whose compile specs name a target_device (PropagateDevicePass): True (as
+    # ExecuTorch) plans their tensors in arenas of that device, with host/device copies at
+    # the boundary; False only tags them and plans everything in host memory.
+    enable_non_cpu_memory_planning: bool = True
+    # PropagateDeviceConfig, or {method: PropagateDeviceConfig}.
+    propagate_device_config: Any = field(default_factory=_default_propagate_device_config)

@@ -79,13 +79,22 @@ def _specs(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     propagate_specs(ep)
 
 
+def _devices(ep: ExportedProgram, config: ExecutorchBackendConfig, name: str = "forward") -> None:
+    from .passes.propagate_device_pass import place_on_devices
+
+    place_on_devices(ep.graph_module, config, name)
+
+
 def _sym_shapes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     if config.sym_shape_eval_pass is not None:
         config.sym_shape_eval_pass(ep.graph_module)
 
 
 def _plan(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
-    config.memory_planning_pass.run(ep.graph_module, ep.graph_signature)
+    planner = config.memory_planning_pass
+    if hasattr(planner, "enable_non_cpu_memory_planning"):  # the config decides, as ExecuTorch's
+        planner.enable_non_cpu_memory_planning = config.enable_non_cpu_memory_planning
+    planner.run(ep.graph_module, ep.graph_signature)
 
 
 def share_view_bytes(ep: ExportedProgram) -> None:
@@ -108,6 +117,7 @@ STEPS: list[Step] = [
     ("view_copy -> view", _views),
     ("to out variants", _out_variants),
     ("tensor specs", _specs),
+    ("device placement of delegate tensors (PropagateDevicePass)", _devices),
     ("sizes of dynamic tensors (sym_shape_eval_pass)", _sym_shapes),
     ("memory planning", _plan),
 ]
@@ -154,7 +164,10 @@ def plan_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendCo
     done: list[str] = []
     for step_name, fn in STEPS:
         try:
-            fn(ep, config)
+            if fn is _devices:  # the one step whose options may be given per method
+                fn(ep, config, name)
+            else:
+                fn(ep, config)
         except EdgeTorchError:
             raise
         except Exception as e:

@@ -11,6 +11,13 @@ Imports only NumPy, flatbuffers and the standard library. ExecuTorch's Python AP
 from .. import kernels as _kernels  # noqa: F401  (registers the portable kernels)
 from ..backends import builtin as _builtin_backends  # noqa: F401  (built-in backends: XNNPACK)
 from .backends import BackendRegistry, backend, register_backend
+from .device_allocator import (
+    DeviceAllocator,
+    HostDeviceAllocator,
+    get_device_allocator,
+    register_device_allocator,
+    unregister_device_allocator,
+)
 from .event_tracer import EventTracer, RecordingEventTracer
 from .meta import MethodMeta, TensorInfo
 from .method import Method
@@ -19,7 +26,9 @@ from .runtime import OperatorRegistry, Runtime, Verification
 
 __all__ = [
     "BackendRegistry",
+    "DeviceAllocator",
     "EventTracer",
+    "HostDeviceAllocator",
     "Method",
     "MethodMeta",
     "OperatorRegistry",
@@ -29,5 +38,8 @@ __all__ = [
     "TensorInfo",
     "Verification",
     "backend",
+    "get_device_allocator",
     "register_backend",
+    "register_device_allocator",
+    "unregister_device_allocator",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..schema import program as S
 from ..schema.scalar_type import ELEMENT_SIZE, ScalarType
@@ -77,6 +77,8 @@ class MethodMeta:
     _buffer_sizes: tuple[int, ...]  # planned arenas (ExecuTorch's index 0 left out)
     _num_instructions: int
     _operators: tuple[str, ...]
+    # Planned buffer (0-based) -> (device type, index), for buffers not in host memory.
+    _buffer_devices: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def name(self) -> str:
         return self._name
@@ -98,6 +100,14 @@ class MethodMeta:
 
     def memory_planned_buffer_size(self, i: int) -> int:
         return self._buffer_sizes[i]
+
+    def memory_planned_buffer_device(self, i: int) -> tuple[int, int]:
+        """``(device type, device index)`` of planned buffer ``i`` (``(0, 0)``: CPU), from the
+        plan's ``non_const_buffer_device`` (ExecuTorch's C++ ``MethodMeta`` method)."""
+        if not 0 <= i < len(self._buffer_sizes):
+            raise IndexError(f"planned buffer {i} is out of range: the method plans "
+                             f"{len(self._buffer_sizes)}")
+        return self._buffer_devices.get(i, (0, 0))
 
     def num_instructions(self) -> int:
         return self._num_instructions
@@ -122,4 +132,6 @@ def method_meta(plan: S.ExecutionPlan) -> MethodMeta:
         tuple(int(s) for s in plan.non_const_buffer_sizes[1:]),
         sum(len(c.instructions) for c in plan.chains) if plan.chains else len(instructions),
         tuple(op.qualified_name for op in plan.operators),
+        {int(d.buffer_idx) - 1: (int(d.device_type), int(d.device_index))
+         for d in plan.non_const_buffer_device or [] if int(d.device_type) != 0},
     )

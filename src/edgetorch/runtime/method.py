@@ -71,7 +71,8 @@ class Method:
         self.name = plan.name
         self._busy = threading.Lock()  # one execute at a time: the values and arenas are shared
         self._meta = method_meta(plan)
-        self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name)
+        self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name,
+                                       plan.non_const_buffer_device)
         self._vals: list[Any] = []
         self._slots: dict[int, TensorSlot] = {}
         self.buffers = BufferTable(plan.name)

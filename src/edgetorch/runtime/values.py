@@ -90,8 +90,19 @@ def dtype_of(st: int, where: str) -> np.dtype:
     return to_numpy_dtype(st)
 
 
-def allocate_arenas(sizes: list[int], method: str) -> list[np.ndarray | None]:
-    """One zeroed byte arena per memory id; index 0 is ExecuTorch's reserved slot."""
+def allocate_arenas(sizes: list[int], method: str, devices: list[Any] | None = None
+                    ) -> list[np.ndarray | None]:
+    """One zeroed byte arena per memory id; index 0 is ExecuTorch's reserved slot. An arena
+    that ``devices`` (the plan's ``non_const_buffer_device``) puts on a device comes from that
+    device's registered allocator; without one the method does not load, as in ExecuTorch."""
+    placed = {}
+    for entry in devices or []:
+        if not 0 < entry.buffer_idx < len(sizes):
+            raise InvalidProgramError(
+                f"method {method!r}: non_const_buffer_device names buffer {entry.buffer_idx}, "
+                f"but the method plans buffers 1..{len(sizes) - 1}")
+        if int(entry.device_type) != 0:  # CPU entries change nothing
+            placed[entry.buffer_idx] = (int(entry.device_type), int(entry.device_index))
     arenas: list[np.ndarray | None] = [None]
     for mem_id, size in enumerate(sizes[1:], start=1):
         if size < 0 or size > MAX_ARENA_BYTES:
@@ -99,9 +110,30 @@ def allocate_arenas(sizes: list[int], method: str) -> list[np.ndarray | None]:
                 f"method {method!r}: planned buffer {mem_id} claims {size} bytes, beyond the "
                 f"{MAX_ARENA_BYTES} bytes this runtime allocates; the program is corrupt or "
                 "needs a different memory plan")
+        if mem_id in placed:
+            arenas.append(_device_arena(method, mem_id, size, *placed[mem_id]))
+            continue
         try:
             arenas.append(np.zeros(size, dtype=np.uint8))
         except MemoryError as e:
             raise MemoryAllocationError(
                 f"method {method!r}: cannot allocate planned buffer {mem_id} of {size} bytes") from e
     return arenas
+
+
+def _device_arena(method: str, mem_id: int, size: int, device: int, index: int) -> np.ndarray:
+    from .device_allocator import get_device_allocator
+
+    allocator = get_device_allocator(device)
+    buffer = allocator.allocate(size, index) if allocator is not None else None
+    if buffer is None or buffer.dtype != np.uint8 or buffer.nbytes < size:
+        why = "no device allocator is registered for device type" if allocator is None else \
+            "the device allocator returned no usable buffer for device type"
+        # ExecuTorch's words (its buffer index counts planned buffers from 0).
+        raise MemoryAllocationError(
+            f"Failed to allocate {size} bytes for buffer {mem_id - 1} on device {device}:{index} "
+            f"(method {method!r}: {why} {device}). Try: register one with "
+            "edgetorch.runtime.register_device_allocator(...), or export with "
+            "ExecutorchBackendConfig(enable_non_cpu_memory_planning=False) to plan every "
+            "tensor in host memory")
+    return buffer.reshape(-1)[:size]

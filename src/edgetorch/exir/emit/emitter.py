@@ -160,6 +160,9 @@ class MethodEmitter:
                 if self.emit_mutable_buffer_names:
                     extra = S.ExtraTensorInfo(fully_qualified_name=spec.fqn,
                                               location=S.TensorDataLocation.SEGMENT)
+        if spec.device != S.DeviceType.CPU:  # as ExecuTorch: only a non-CPU device is written
+            extra = extra or S.ExtraTensorInfo()
+            extra.device_type, extra.device_index = spec.device, spec.device_index
         tensor = S.Tensor(
             scalar_type=spec.scalar_type,
             storage_offset=0,
@@ -471,6 +474,8 @@ class MethodEmitter:
             operators=self.operators,
             delegates=self.delegates,
             non_const_buffer_sizes=list(self.ep.graph_module.meta["non_const_buffer_sizes"]),
+            # The planner's list of non-CPU arenas (None when every arena is in host memory).
+            non_const_buffer_device=self.ep.graph_module.meta.get("non_const_buffer_device"),
         )
 
     def _placeholder(self, node: torch.fx.Node, info) -> int:
