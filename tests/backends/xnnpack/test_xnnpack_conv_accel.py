@@ -206,3 +206,66 @@ def test_compiled_gemm_epilogue_matches_eager(k, stride, groups):
         with mode():
             got = K.conv2d(x, wmat, bias, win, groups, K.Scratch(), -1.0, 1.5)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride,pad,izp,ozp,bounds", [
+    (1, 1, -128, 3, (-128, 127)), (2, 1, 5, -7, (-128, 127)), (1, 0, 0, 0, (-100, 90)),
+    (2, 2, 17, -128, (-128, 127)),
+])
+def test_int8_depthwise_compiled_equals_numpy_bit_for_bit(stride, pad, izp, ozp, bounds):
+    """The compiled int8 depthwise loop (int8 in, requantized int8 out, per-channel scales)
+    gives the NumPy path's exact bytes (centering, float32 taps, requantize_f32)."""
+    rng = np.random.default_rng(stride * 7 + pad)
+    c = 20
+    filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
+    bias = rng.integers(-3000, 3000, c).astype(np.float32)
+    scale = rng.uniform(1e-4, 4e-3, c).astype(np.float32)
+    win = K.Window(3, 3, stride, stride, 1, 1, pad, pad, pad, pad)
+    split = Q.exact_splits(filt.reshape(-1, c), Q.input_absmax(izp), bias)
+    assert len(split) == 2
+    lo, hi = bounds
+    for seed in range(2):
+        x = np.random.default_rng(seed).integers(-128, 128, (2, 9, 11, c), dtype=np.int8)
+        got = {}
+        for mode in (accel.enabled, accel.disabled):
+            with mode():
+                got[mode] = Q.static_conv(x, izp, "dwconv", filt, win, c, (1,), bias, split,
+                                          scale, ozp, lo, hi, K.Scratch()).copy()
+        assert got[accel.enabled].dtype == np.int8
+        assert np.array_equal(got[accel.enabled], got[accel.disabled])
+        # and both are the exact integer arithmetic, requantized
+        xp = np.pad(x.astype(np.int64) - izp, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        oh, ow = win.out_size(9, 11)
+        acc = np.zeros((2, oh, ow, c), np.int64)
+        for i in range(3):
+            for j in range(3):
+                acc += xp[:, i : i + (oh - 1) * stride + 1 : stride,
+                          j : j + (ow - 1) * stride + 1 : stride] * filt[0, i, j].astype(np.int64)
+        want = Q.requantize((acc + bias.astype(np.int64)).astype(np.float64), scale, ozp, lo, hi)
+        assert np.array_equal(got[accel.enabled], want)
+
+
+@pytest.mark.parametrize("k,groups", [(1, 1), (3, 1), (3, 2)])
+def test_int8_conv_compiled_requantization_equals_numpy_bit_for_bit(k, groups):
+    """The compiled bias + requantization epilogue of int8 convolution and fully connected
+    layers gives the NumPy passes' bytes."""
+    rng = np.random.default_rng(k + groups)
+    cin, o, izp, ozp = 16, 12, -3, 9
+    filt = rng.integers(-127, 128, (o, k, k, cin // groups)).astype(np.float32)
+    bias = rng.integers(-4000, 4000, o).astype(np.float32)
+    scale = rng.uniform(1e-4, 2e-3, o).astype(np.float32)
+    win = K.Window(k, k, 1, 1, 1, 1, k // 2, k // 2, k // 2, k // 2)
+    w = K.conv_filter_matrix(filt, groups)
+    wk = w if groups == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1)
+    split = Q.exact_splits(wk, Q.input_absmax(izp), bias)
+    x = rng.integers(-128, 128, (1, 7, 6, cin), dtype=np.int8)
+    got = {}
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            got[mode] = (Q.static_conv(x, izp, "conv", w, win, groups, (), bias, split, scale,
+                                       ozp, -120, 127, K.Scratch()).copy(),
+                         Q.static_fc(x.reshape(-1, cin), izp, filt.reshape(o, -1)[:, :cin].T
+                                     .copy(), bias, [0, cin], scale, ozp, -128, 100,
+                                     K.Scratch()).copy())
+    for a, b in zip(got[accel.enabled], got[accel.disabled]):
+        assert a.dtype == np.int8 and np.array_equal(a, b)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...kernels import accel
+from ...kernels.portable import conv_accel
 from . import kernels as K
 
 F32 = np.float32
@@ -282,9 +283,20 @@ def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
             acc64 += bias
         return requantize(acc64, scale, out_zp, lo, hi)
     acc = np.matmul(xc, w, out=scratch.get("acc", shape, np.dtype(F32)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
+                            scratch.get("q", shape, np.dtype(np.int8)))
+
+
+def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,
+                     out_zp: int, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
+    """``acc += bias`` then :func:`requantize_f32` (float32 exact integers, bias included);
+    one compiled pass with the ``accel`` extra, the same bytes either way."""
+    if accel.available() and acc.dtype == F32 and acc.flags.c_contiguous and \
+            (bias is None or bias.dtype == F32):
+        return conv_accel.bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
     if bias is not None:
         acc += bias
-    return requantize_f32(acc, scale, out_zp, lo, hi, scratch.get("q", shape, np.dtype(np.int8)))
+    return requantize_f32(acc, scale, out_zp, lo, hi, out)
 
 
 def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Window,
@@ -296,9 +308,18 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Windo
     :func:`static_fc`; several chunks only for an ungrouped "conv").
 
     The centered input is written straight into the interior of the node's zero-bordered
-    buffer (XNNPACK pads with the input zero point, i.e. a centered 0)."""
+    buffer (XNNPACK pads with the input zero point, i.e. a centered 0). With the ``accel``
+    extra a depthwise convolution is one compiled loop from int8 to int8 instead."""
     n, h, wd, c = x.shape
     f32 = np.dtype(F32)
+    if kind == "dwconv" and extra[0] == 1 and len(bounds) <= 2 and accel.available() and \
+            w.dtype == f32 and (bias is None or bias.dtype == f32):
+        oh, ow = win.out_size(h, wd)
+        K._check_out(oh, ow, "depthwise convolution", x.shape)
+        out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
+        return conv_accel.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
+                                            (win.pad_top, win.pad_left), (win.sh, win.sw),
+                                            (win.dh, win.dw))
     if K._padded(win):
         shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
         xp = scratch.get("qpad", shape, f32, 0.0)
@@ -319,10 +340,8 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Windo
             acc64 += bias
         return requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
     acc = conv_acc(xp, kind, w, win, groups, extra, scratch)
-    if bias is not None:
-        acc += bias
-    return requantize_f32(acc, scale, out_zp, lo, hi,
-                          scratch.get("q", acc.shape, np.dtype(np.int8)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
+                            scratch.get("q", acc.shape, np.dtype(np.int8)))
 
 
 def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,

@@ -128,6 +128,86 @@ def depthwise_nchw(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: n
           x.dtype.type(lo), x.dtype.type(hi))
     return out
 
+
+@accel.jit
+def _nhwc_q8(x, zp, w, bias, scale, out_zp, lo, hi, out, pt, pl, sh, sw, dh,
+             dw):  # pragma: no cover - compiled
+    """int8 depthwise: ``(x - zp) * w`` summed in float32 on exact integers (the caller
+    checked the bound that keeps every partial sum below 2**24), plus ``bias``, then
+    requantized as ``kernels_quant.requantize_f32`` does it: times ``scale[c]``, clamped
+    to [lo, hi] (centered), rounded half to even, plus ``out_zp``, all in float32."""
+    nb, h, wd, c = x.shape
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = out.shape[1], out.shape[2]
+    acc = np.empty((ow, c), np.float32)
+    for n in range(nb):
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    acc[ox, ch] = bias[ch]
+            for i in range(kh):
+                iy = oy * sh - pt + i * dh
+                if iy < 0 or iy >= h:
+                    continue
+                xrow = x[n, iy]
+                for j in range(kw):
+                    off = j * dw - pl
+                    first = 0 if off >= 0 else (-off + sw - 1) // sw
+                    last = min(ow, (wd - 1 - off) // sw + 1) if wd - 1 - off >= 0 else 0
+                    wr = w[i, j]
+                    for ox in range(first, last):
+                        xp = xrow[ox * sw + off]
+                        a = acc[ox]
+                        for ch in range(c):
+                            a[ch] += (np.float32(xp[ch]) - zp) * wr[ch]
+            orow = out[n, oy]
+            for ox in range(ow):
+                for ch in range(c):
+                    v = acc[ox, ch] * scale[ch]
+                    v = min(max(v, lo), hi)
+                    orow[ox, ch] = np.int8(np.rint(v) + out_zp)
+
+
+def depthwise_q8_nhwc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
+                      scale: np.ndarray, out_zp: int, lo: int, hi: int, out: np.ndarray,
+                      pad: tuple[int, int], stride: tuple[int, int],
+                      dilation: tuple[int, int]) -> np.ndarray:
+    """int8 ``x`` [N, H, W, C] (zero point ``x_zp``; padding is the zero point, i.e. adds
+    nothing) by ``w`` [KH, KW, C] (float32 exact integers) -> int8 ``out`` [N, OH, OW, C]
+    with the output bounds ``lo``..``hi`` (int8 values); bit-identical to the NumPy path
+    (centering, float32 taps, ``requantize_f32``)."""
+    c = x.shape[3]
+    f32 = np.float32
+    b = np.zeros(c, f32) if bias is None else np.ascontiguousarray(bias, f32)
+    sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, f32), (c,)))
+    _nhwc_q8(np.ascontiguousarray(x), f32(x_zp), np.ascontiguousarray(w, f32), b, sc,
+             f32(out_zp), f32(lo - out_zp), f32(hi - out_zp), out, pad[0], pad[1], stride[0],
+             stride[1], dilation[0], dilation[1])
+    return out
+
+
+@accel.jit
+def _requantize(acc, bias, scale, out_zp, lo, hi, out):  # pragma: no cover - compiled
+    m, o = acc.shape
+    for i in range(m):
+        for k in range(o):
+            v = (acc[i, k] + bias[k]) * scale[k]
+            out[i, k] = np.int8(np.rint(min(max(v, lo), hi)) + out_zp)
+
+
+def bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,
+                    out_zp: int, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
+    """float32 exact-integer accumulators ``acc`` (..., O) + ``bias`` -> int8 ``out`` in one
+    pass, the operations of ``acc += bias`` then ``kernels_quant.requantize_f32`` (five
+    NumPy passes) in their order: bit-identical."""
+    o = acc.shape[-1]
+    f32 = np.float32
+    b = np.zeros(o, f32) if bias is None else np.ascontiguousarray(bias, f32)
+    sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, f32), (o,)))
+    _requantize(acc.reshape(-1, o), b, sc, f32(out_zp), f32(lo - out_zp), f32(hi - out_zp),
+                out.reshape(-1, o))
+    return out
+
 # ---- Winograd F(2x2, 3x3) transforms (``winograd.py``) --------------------------------------
 # NumPy makes the input transform B^T d B in 8 whole-array passes through a temporary as
 # large as its result, and the output transform A^T M A in 10 more; these loops read each
