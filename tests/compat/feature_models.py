@@ -218,6 +218,24 @@ def map_loop() -> Feature:
     return Feature(programs={"forward": ep}, calls=calls, eager={"forward": model})
 
 
+class AddTwice(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y + y
+
+
+class AddOnce(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def device_programs() -> dict[str, ExportedProgram]:
+    """Two methods; ``forward2``'s adds go to a delegate on ``cuda:0`` (ExecuTorch's
+    DeviceAwarePartitioner), so only it is device planned. Adds only: no Python scalar."""
+    inputs = (torch.ones(2, 2), torch.ones(2, 2))
+    return {"forward": export(AddOnce(), inputs, strict=True),
+            "forward2": export(AddTwice(), inputs, strict=True)}
+
+
 # ---- external weights ---------------------------------------------------------------------
 
 

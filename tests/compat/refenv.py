@@ -243,3 +243,20 @@ def ref_gen_oplist(pte: str | os.PathLike, out: str | os.PathLike) -> str:
     """The selected_operators.yaml text ExecuTorch's ``gen_oplist.py`` writes for ``pte``."""
     _run_tool([str(pte), str(out)], STATS_TIMEOUT_S, REF_OPLIST)
     return Path(out).read_text()
+
+
+REF_DEVICE = Path(__file__).with_name("ref_device.py")
+
+
+def ref_device_export(out: str | os.PathLike) -> Path:
+    """ExecuTorch's device-planned ``.pte`` for ``feature_models.device_programs``."""
+    _run_tool(["export", str(out)], EXPORT_TIMEOUT_S, REF_DEVICE)
+    return Path(out)
+
+
+def ref_device_run(pte: str | os.PathLike) -> dict:
+    """Load a device-planned ``.pte`` in ExecuTorch's runtime (see ref_device.py ``run``)."""
+    with tempfile.TemporaryDirectory(prefix="edgetorch-ref-") as tmp:
+        out = Path(tmp) / "out.json"
+        _run_tool(["run", str(pte), str(out)], RUN_TIMEOUT_S, REF_DEVICE)
+        return json.loads(out.read_text())
