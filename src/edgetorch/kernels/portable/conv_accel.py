@@ -1,17 +1,19 @@
 """Convolution loops compiled with numba (the optional ``accel`` extra, ``kernels.accel``).
 
-NumPy computes a depthwise convolution as one multiply and one add pass over the output per
-filter tap (18 passes for 3x3); these loops read each input row once per tap from cache and
-write each output element once, with the bias added first and the output clamp applied as
-the element is finished. Padding is handled by skipping taps that fall outside the input (a
-zero-padded input contributes nothing there), so no padded copy is made.
+Where NumPy needs many passes over memory, one loop reads each input once and writes each
+result once:
 
-Float32 sums are taken in a different order than the NumPy taps (bias first, taps in
-row-major order), within float32 rounding of eager PyTorch; on exact integers held in
-floats (the int8 path's centered accumulators) every order gives the same result.
+* depthwise convolution (NHWC for XNNPACK, NCHW for the portable kernel; int8 -> int8 for
+  XNNPACK's static int8): NumPy makes one multiply and one add pass per filter tap (18 for
+  3x3). The loops add the bias first and clamp each element as it is finished; taps that fall
+  outside the input are skipped (zero padding, or the zero point for int8, adds nothing), so
+  no padded copy is made. Float32 sums are taken in another order than NumPy's taps, within
+  float32 rounding of eager PyTorch; on exact integers (int8) every order is exact;
+* Winograd F(2x2, 3x3) input and output transforms (``winograd.py``): the NumPy path's
+  operations in its order, bit-identical;
+* GEMM epilogues: bias + clamp (float), bias + requantization (int8, bit-identical).
 
-Callers check :func:`usable` (numba installed and on, matching float dtypes) and otherwise
-take their NumPy path.
+Callers check :func:`usable` (or ``accel.available()``) and otherwise take their NumPy path.
 """
 
 from __future__ import annotations
