@@ -54,6 +54,12 @@ def markdown(result: dict) -> str:
              f"{result['rounds']} interleaved rounds in one process; (ratio to eager PyTorch in the "
              "same run). `ours` = edgetorch's runtime, `ET` = ExecuTorch 1.5.1's runtime; "
              "`on ET's` = on the .pte ExecuTorch exported.", ""]
+    acc = result.get("accel")
+    if acc:
+        lines[-1:-1] = [
+            "", f"Compiled kernels (edgetorch's optional `accel` extra, numba {acc['numba']}): "
+            + (f"on; loops that ran: {', '.join(f'`{c}`' for c in acc['compiled']) or 'none'}."
+               if acc["available"] else "off (NumPy paths).")]
     for threads in sorted({r["threads"] for r in result["rows"]}):
         lines += [f"## {threads} thread(s)", "",
                   "| model | path | eager | " + " | ".join(t for _, t in RUNNERS)

@@ -3,7 +3,8 @@
 For each ``.pte``: greedy generation of ``--new`` tokens after a fixed prompt, one thread
 everywhere, in ``--runs`` interleaved rounds (ours, then ExecuTorch, the order swapped each
 round, so both see the same machine load); each runtime's best round is reported, with the
-median in the JSON. Ours: the runner's Stats (perf_counter phases), the runner loaded once and
+median in the JSON. Peak RSS: a fresh process per runtime that loads the ``.pte`` and
+generates 4 tokens (ExecuTorch's includes the torch its pybindings import). Ours: the runner's Stats (perf_counter phases), the runner loaded once and
 warmed up. ExecuTorch: its pybind ``TextLLMRunner`` Stats JSON (millisecond stamps) from a
 fresh process per round (one warm-up generation, then the measured one), with its llama custom
 ops imported when the program uses them. Also checks both produce the same text.
@@ -24,6 +25,7 @@ import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +38,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
-from refenv import RefToolError, _run_tool, ref_available  # noqa: E402
+from refenv import RefToolError, _clean_env, _run_tool, ref_available, ref_python  # noqa: E402
 
 from edgetorch.extension.llm.runner import GenerationConfig, TextLLMRunner  # noqa: E402
 from edgetorch.extension.llm.tokenizers import gguf_to_tokenizer_json  # noqa: E402
@@ -88,6 +90,36 @@ def bench_executorch(pte: str, tokenizer: str, new: int) -> dict:
             "generated_tokens": st["generated_tokens"]}
 
 
+_OURS_RSS = """
+import sys
+from edgetorch.extension.llm.runner import GenerationConfig, TextLLMRunner
+TextLLMRunner(sys.argv[1], sys.argv[2]).generate(sys.argv[3], GenerationConfig(
+    echo=False, max_new_tokens=4, temperature=0.0))
+"""
+# runs a command as its only child and prints that child's peak RSS in KiB
+_RSS_WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def peak_rss_mb(pte: str, tokenizer: str, who: str) -> float | None:
+    """Peak resident memory (MB) of a fresh process loading ``pte`` and generating 4 tokens."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if who == "ours":
+            cmd, env = [sys.executable, "-c", _OURS_RSS, pte, tokenizer, PROMPT], None
+        else:
+            extra = ["--custom-ops"] if uses_llama_ops(pte) else []
+            cmd = [str(ref_python()), str(REF_LLM), "generate", pte, tokenizer, PROMPT, "4",
+                   str(Path(tmp) / "et.json"), "--threads", "1", *extra]
+            env = _clean_env()
+        try:
+            out = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, *cmd], env=env,
+                                 capture_output=True, text=True, check=True, timeout=1800)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            return None
+    return int(out.stdout.strip()) / 1024
+
+
 def _best(runs: list[dict]) -> dict:
     """The run with the fastest decode, plus the median decode / prefill of all runs."""
     ok = [r for r in runs if "error" not in r]
@@ -129,20 +161,25 @@ def main() -> int:
                             ets.append({"error": str(e).splitlines()[0]})
             del runner
             row = {"pte": pte, "mb": os.path.getsize(pte) / 2**20, "ours": _best(ours)}
+            row["ours"]["peak_rss_mb"] = peak_rss_mb(pte, tokenizer, "ours")
             if ets:
                 row["et"] = _best(ets)
+                row["et"]["peak_rss_mb"] = peak_rss_mb(pte, tokenizer, "et")
             rows.append(row)
     head = (f"{'program':<34} {'MB':>6} {'prefill tok/s ours / ET':>24} "
-            f"{'decode tok/s ours / ET':>23} {'decode ratio':>12}  same text")
+            f"{'decode tok/s ours / ET':>23} {'decode ratio':>12} {'peak RSS MB ours / ET':>22}"
+            "  same text")
     print(head)
     print("-" * len(head))
     for r in rows:
         o, e = r["ours"], r.get("et", {})
         ratio = f"{o['decode_tps'] / e['decode_tps']:.2f}x" if e.get("decode_tps") else "-"
         same = "-" if "text" not in e else ("yes" if e["text"].startswith(o["text"]) else "NO")
+        rss = f"{o.get('peak_rss_mb') or 0:>9.0f} / {e.get('peak_rss_mb') or 0:>8.0f}"
         print(f"{Path(r['pte']).name:<34} {r['mb']:>6.1f} "
               f"{o['prefill_tps']:>11.1f} / {e.get('prefill_tps', 0):>10.1f} "
-              f"{o['decode_tps']:>10.1f} / {e.get('decode_tps', 0):>10.1f} {ratio:>12}  {same}")
+              f"{o['decode_tps']:>10.1f} / {e.get('decode_tps', 0):>10.1f} {ratio:>12} "
+              f"{rss:>22}  {same}")
         if "error" in e:
             print(f"  ExecuTorch: {e['error']}")
     print(f"prompt {PROMPT!r}, {args.new} new tokens, best of {args.runs} interleaved rounds, "

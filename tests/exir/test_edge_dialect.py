@@ -105,8 +105,10 @@ def test_to_edge_graph_holds_edge_ops_that_user_passes_match():
     gm = edge.exported_program().graph_module
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     assert all(isinstance(t, EdgeOpOverload) for t in targets)
+    # `* 2`: the 2 is a lifted int64 constant cast to float32 first, as in ExecuTorch
     assert targets == [exir_ops.edge.aten.add.Tensor, exir_ops.edge.aten.relu.default,
-                       exir_ops.edge.aten.mul.Scalar]
+                       exir_ops.edge.dim_order_ops._to_dim_order_copy.default,
+                       exir_ops.edge.aten.mul.Tensor]
     assert targets[0] == aten.add.Tensor  # code comparing with torch.ops.aten.* still matches
     assert "exir_ops.edge.aten.add.Tensor" in str(gm.graph)
 
@@ -115,27 +117,30 @@ def test_edge_program_emits_aten_out_variants():
     x, y = torch.randn(2, 3), torch.randn(2, 3)
     et = to_edge(torch.export.export(AddRelu(), (x, y))).to_executorch()
     ops = [(o.name, o.overload) for o in et.executorch_program.execution_plan[0].operators]
-    assert ops == [("aten::add", "out"), ("aten::relu", "out"), ("aten::mul", "Scalar_out")]
+    # the cast of the lifted 2 is folded into a float32 constant (fold_constants=True)
+    assert ops == [("aten::add", "out"), ("aten::relu", "out"), ("aten::mul", "out")]
     out = Runtime.get().load_program(et.buffer).load_method("forward").execute([x, y])
     torch.testing.assert_close(out[0], torch.relu(x + y) * 2, rtol=1e-5, atol=1e-5)
 
 
-class HalfPlusBFloat(torch.nn.Module):
+class HalfFmodBFloat(torch.nn.Module):
     def forward(self, x, y):
-        return x + y  # float16 + bfloat16: torch promotes, ExecuTorch's add.Tensor refuses
+        return torch.fmod(x, y)  # float16, bfloat16: torch promotes, ExecuTorch's fmod refuses
 
 
 def test_verifier_names_op_argument_dtype_node_and_line():
-    ep = torch.export.export(HalfPlusBFloat(), (torch.ones(2, dtype=torch.float16),
+    # (x + y would be cast first: to_edge casts the operands of add/sub/mul/div/minimum to
+    # the promoted dtype, as ExecuTorch's RemoveMixedTypeOperators does.)
+    ep = torch.export.export(HalfFmodBFloat(), (torch.ones(2, dtype=torch.float16),
                                                 torch.ones(2, dtype=torch.bfloat16)))
     with pytest.raises(UnsupportedOperatorError) as info:
         to_edge(ep)
     msg = str(info.value)
-    assert "aten::add.Tensor" in msg
+    assert "aten::fmod.Tensor" in msg
     assert "argument 'self'" in msg and "float16" in msg
     assert "with other=bfloat16, out=float32 it accepts float32" in msg
-    assert "node %add" in msg
-    assert "test_edge_dialect.py" in msg and "return x + y" in msg
+    assert "node %fmod" in msg
+    assert "test_edge_dialect.py" in msg and "return torch.fmod(x, y)" in msg
     assert "Try:" in msg
     # The same program exports when the user opts out of IR checks, as in ExecuTorch.
     to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))

@@ -84,6 +84,13 @@ CASES = [
     ("aten::_softmax.out", lambda: (np.array([[-np.inf, -np.inf], [1, -np.inf]], F32), 1, False),
      (2, 2), F32),
     ("aten::_softmax.out", lambda: (_t(4, 6), 0, False), (4, 6), F32),
+    ("aten::mean.out", lambda: (_t(1, 16, 64) * 3, [-1], True, None), (1, 16, 1), F32),
+    ("aten::mean.out", lambda: (_t(3, 7, 33) ** 2, [2], False, None), (3, 7), F32),
+    ("aten::mean.out", lambda: (_t(5, 300, dtype=np.float64), [1], True, None), (5, 1),
+     np.float64),
+    ("aten::any.out", lambda: (_t(1, 4, 16, 16) > 1.5, -1, True), (1, 4, 16, 1), np.bool_),
+    ("aten::any.out", lambda: (_t(3, 5, 2) > 1, 1, False), (3, 2), np.bool_),
+    ("aten::any.out", lambda: (np.zeros((6, 3), np.bool_), -1, False), (6,), np.bool_),
     ("aten::embedding.out", lambda: (_t(10, 4), np.array([[1, 9], [0, 1]]), -1, False, False),
      (2, 2, 4), F32),
 ]

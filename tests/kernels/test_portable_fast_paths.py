@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from edgetorch.exir import to_edge
-from edgetorch.kernels import get_kernel
+from edgetorch.kernels import accel, get_kernel
 from edgetorch.kernels.portable import nn as pnn
 from edgetorch.kernels.portable import pooling
 from edgetorch.runtime import Runtime
@@ -37,8 +37,18 @@ def _conv(x, w, b, stride, pad, dil, groups):
 ])
 @pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("nhwc", [False, True])
+@pytest.mark.parametrize("compiled", [False, True])
 def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, dil, blocked,
-                                           nhwc, monkeypatch):
+                                           nhwc, compiled, monkeypatch):
+    """NumPy paths, and with ``compiled`` the accel extra's depthwise loops (NCHW on large
+    planes at stride 1, channels-last otherwise: ``nhwc`` moves the boundary)."""
+    if compiled:
+        pytest.importorskip("numba")
+    with accel.enabled() if compiled else accel.disabled():
+        _conv_into_out(cin, cout, groups, k, stride, pad, dil, blocked, nhwc, monkeypatch)
+
+
+def _conv_into_out(cin, cout, groups, k, stride, pad, dil, blocked, nhwc, monkeypatch):
     if blocked:  # large depthwise layers run in blocks of channels: force blocks of 1-2
         monkeypatch.setattr(pnn, "DW_WHOLE_MAX", 0)
         monkeypatch.setattr(pnn, "DW_BLOCK", 150)

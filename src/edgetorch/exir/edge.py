@@ -1,6 +1,6 @@
 """ATen dialect -> Edge dialect: core-ATen decomposition and the rewrites ExecuTorch's Edge
-dialect makes (views become copies, layout changes become dim-order ops, scalar arguments
-move to ``.Scalar`` overloads, assertion nodes go), and last every operator becomes its Edge
+dialect makes (views become copies, scalar arguments of Tensor operands become lifted 0-d
+constants, mixed operands are cast, layout changes become dim-order ops, assertion nodes go), and last every operator becomes its Edge
 form (``exir_ops.edge.*``). Each rewrite is a pass ``ep -> bool`` (see ``exir/passes``);
 ``EDGE_PASSES`` lists them in order."""
 
@@ -21,8 +21,10 @@ from .config import EdgeCompileConfig
 from .debug_handles import generate_debug_handles
 from .dialects._ops import ops as exir_ops
 from .dialects.edge._ops import EdgeOpOverload
+from .passes.remove_mixed_type_operators import remove_mixed_type_operators
 from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
 from .passes.rewrite import erase, rewrite
+from .passes.scalar_to_tensor_pass import lift_scalar_arguments
 from .tensor import dim_order_of
 
 Pass = Callable[[ExportedProgram], bool]
@@ -68,9 +70,14 @@ def views_to_copies(ep: ExportedProgram) -> bool:
 
 
 def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
-    """``aten.add.Tensor(x, 2)`` -> ``aten.add.Scalar(x, 2)``."""
+    """In nested graphs (``cond`` branches, ``map`` bodies): ``aten.add.Tensor(x, 2)`` ->
+    ``aten.add.Scalar(x, 2)``. The top graph's scalars were lifted to constant tensors
+    (``lift_scalar_arguments``); ExecuTorch keeps a nested graph's as ``get_attr`` constants
+    of the submodule, which edgetorch's emitter does not take."""
     changed = False
     for node in _op_nodes(ep.graph_module):
+        if node.graph is ep.graph:
+            continue
         args = node.target._schema.arguments
         if any(isinstance(args[i].type, torch.TensorType) and isinstance(a, (int, float, bool))
                for i, a in enumerate(node.args[1:len(args)], start=1)):
@@ -83,12 +90,11 @@ def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
 
 def _to_dim_order_op(node: torch.fx.Node) -> bool:
     kwargs = dict(node.kwargs)
-    fmt = kwargs.pop("memory_format", None)
+    kwargs.pop("memory_format", None)
     val = node.meta.get("val")
     # The output's layout (what memory_format asked for, or what it preserved).
-    explicit = fmt not in (None, torch.preserve_format)
-    has_layout = isinstance(val, torch.Tensor) and (explicit or val.dim() > 0)
-    kwargs["dim_order"] = list(dim_order_of(val)) if has_layout else None
+    # ExecuTorch's MemoryFormatOpsPass always writes a list: [] for a 0-d tensor.
+    kwargs["dim_order"] = list(dim_order_of(val)) if isinstance(val, torch.Tensor) else None
     node.target = _DIM_ORDER_OPS[node.target]
     node.kwargs = kwargs
     return True
@@ -110,10 +116,60 @@ def remove_asserts(ep: ExportedProgram) -> bool:
     return rewrite(ep.graph_module, dict.fromkeys(_ASSERT_OPS, erase))
 
 
+# By name: the quantized_decomposed library registers these only when quantization is imported.
+_DEQUANTIZE = {"quantized_decomposed::dequantize_per_tensor", "quantized_decomposed::dequantize_per_channel"}
+_QUANTIZE = {"quantized_decomposed::quantize_per_tensor", "quantized_decomposed::quantize_per_channel"}
+
+
+def _is_default_of(node: object, names: set[str]) -> bool:
+    target = getattr(node, "target", None)
+    return (isinstance(target, OpOverload) and target._overloadname == "default"
+            and target._schema.name in names)
+
+
+def _static_shape(val: object) -> tuple[int, ...] | None:
+    if isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in val.shape):
+        return tuple(val.shape)
+    return None
+
+
+def _is_noop(node: torch.fx.Node) -> bool:
+    """A ``slice_copy`` that keeps the whole tensor, or a ``_to_copy`` that changes nothing
+    (dtype, device, shape and strides kept): ExecuTorch's RemoveNoopPass/RemoveToCopyPass."""
+    src = node.args[0] if node.args else None
+    before, after = (src.meta.get("val") if isinstance(src, torch.fx.Node) else None,
+                     node.meta.get("val"))
+    if not (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)):
+        return False
+    if node.target == torch.ops.aten.slice_copy.Tensor:
+        return _static_shape(before) is not None and _static_shape(before) == _static_shape(after)
+    return (before.dtype == after.dtype and before.device == after.device
+            and before.shape == after.shape and before.stride() == after.stride())
+
+
 def remove_noops(ep: ExportedProgram) -> bool:
-    """Drop ``aten.alias_copy`` (its output is its input)."""
-    return rewrite(ep.graph_module, {
+    """Drop ``aten.alias_copy`` (its output is its input) everywhere, and in the top graph
+    whole-tensor ``slice_copy`` and no-change ``_to_copy`` (as ExecuTorch does; a
+    ``dequantize -> slice -> quantize`` left with equal parameters goes with its slice)."""
+    changed = rewrite(ep.graph_module, {
         torch.ops.aten.alias_copy.default: lambda node: erase(node, node.args[0])})
+    for node in list(ep.graph.nodes):
+        if node.op != "call_function" or node.target not in (
+                torch.ops.aten.slice_copy.Tensor, torch.ops.aten._to_copy.default):
+            continue
+        if not _is_noop(node):
+            continue
+        src = node.args[0]
+        node.replace_all_uses_with(src)
+        ep.graph.erase_node(node)
+        changed = True
+        if node.target == torch.ops.aten.slice_copy.Tensor and _is_default_of(src, _DEQUANTIZE):
+            for user in list(src.users):
+                if _is_default_of(user, _QUANTIZE) and list(user.args[1:]) == list(src.args[1:]):
+                    user.replace_all_uses_with(src.args[0])
+    if changed:
+        ep.graph_module.recompile()
+    return changed
 
 
 def _sort_as_topk(node: torch.fx.Node) -> bool:
@@ -162,51 +218,24 @@ def to_edge_ops(ep: ExportedProgram) -> bool:
     return changed
 
 
+def cast_mixed_operands(ep: ExportedProgram) -> bool:
+    """ExecuTorch's ``RemoveMixedTypeOperators``: operands of add/sub/mul/div/minimum are
+    cast to the dtype the operator computes in."""
+    return remove_mixed_type_operators(ep.graph_module)
+
+
+# ExecuTorch's order: scalars are lifted, then mixed operands cast, then layout ops become
+# dim-order ops (the casts are ``_to_copy`` nodes).
 EDGE_PASSES: list[Pass] = [
     remove_asserts,
     views_to_copies,
+    lift_scalar_arguments,
     scalars_to_scalar_overloads,
+    remove_noops,
+    cast_mixed_operands,
     layout_ops_to_dim_order_ops,
     sort_to_topk,
-    remove_noops,
 ]
-
-
-def _wrapped_number_dtype(number: int | float, result: object) -> torch.dtype:
-    """A float joins a floating result in its dtype (torch's wrapped-number promotion);
-    otherwise floats are float32 and ints int64."""
-    if isinstance(number, float):
-        if isinstance(result, torch.Tensor) and result.dtype.is_floating_point:
-            return result.dtype
-        return torch.float32
-    return torch.int64
-
-
-def scalars_to_tensors(ep: ExportedProgram) -> bool:
-    """A Python number left in a Tensor argument (``1.0 - x`` exports as
-    ``sub.Tensor(1.0, x)``) becomes a 0-d constant tensor, as ExecuTorch's ScalarToTensorPass
-    does: kernels (ours and ExecuTorch's) read a Tensor there."""
-    from .passes.constant_fold import add_constant
-
-    changed = False
-    for node in list(ep.graph.nodes):  # the constants live in the top graph's placeholders
-        if node.op != "call_function" or not isinstance(node.target, OpOverload):
-            continue
-        schema = node.target._schema
-        args = list(node.args)
-        before = list(args)
-        for i, arg in enumerate(args):
-            if i >= len(schema.arguments) or isinstance(arg, bool):
-                continue
-            if isinstance(schema.arguments[i].type, torch.TensorType) and isinstance(arg, (int, float)):
-                value = torch.tensor(arg, dtype=_wrapped_number_dtype(arg, node.meta.get("val")))
-                args[i] = add_constant(ep, f"_scalar_{node.name}_{i}", value, value, node)
-                changed = True
-        if args != before:
-            node.args = tuple(args)
-    if changed:
-        ep.graph_module.recompile()
-    return changed
 
 
 _DEFAULT_TABLE: tuple[int, dict] | None = None  # (registered-operator count, materialized table)
@@ -240,7 +269,7 @@ def to_edge_dialect(
     remove_unused_parameters_pass(ep)  # on the decomposed copy: the caller's ep is untouched
     passes = [p for p in EDGE_PASSES
               if not (config._skip_dim_order and p is layout_ops_to_dim_order_ops)]
-    for edge_pass in [*passes, scalars_to_tensors, to_edge_ops]:
+    for edge_pass in [*passes, to_edge_ops]:
         edge_pass(ep)
     for mod in list(_ops.graph_modules(ep.graph_module)):
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)

@@ -156,8 +156,11 @@ def lower_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendC
 
 def plan_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendConfig
                 ) -> ExportedProgram:
-    """Every step of ``to_executorch`` up to emission (a copy of ``edge_ep``, memory planned)."""
-    ep = copy_program(edge_ep)
+    """Every step of ``to_executorch`` up to emission, on ``edge_ep`` itself (returned, memory
+    planned). As in ExecuTorch, ``to_executorch`` lowers the Edge program in place: afterwards
+    the EdgeProgramManager's program holds the out variants and the plan, and a second
+    ``to_executorch`` starts from that lowered graph (every step leaves lowered nodes alone)."""
+    ep = edge_ep
     done: list[str] = []
     for step_name, fn in STEPS:
         try:

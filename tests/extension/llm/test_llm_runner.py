@@ -265,6 +265,28 @@ def test_prefill_then_generate_continues_the_conversation(files):
         runner.generate("", cfg)
 
 
+def test_reuse_prefix_keeps_the_shared_kv_cache_rows(files):
+    """A chat re-rendered each turn: only the tokens after the shared prefix are prefilled,
+    and the reply equals a fresh generation on the whole conversation."""
+    runner = TextLLMRunner(files["random"], files["tok"])
+    cfg = GenerationConfig(max_new_tokens=4, **GREEDY)
+    turn1 = "hello there"
+    reply1 = runner.generate(turn1, cfg, reuse_prefix=True)
+    fed = runner.pos
+    turn2 = turn1 + reply1 + " and more"
+    reply2 = runner.generate(turn2, cfg, reuse_prefix=True)
+    ids2 = runner.tokenizer.encode(turn2)
+    assert runner.stats.num_prompt_tokens < len(ids2)  # the shared rows were not fed again
+    assert runner.pos == len(ids2) + runner.stats.num_generated_tokens and fed > 0
+    fresh = TextLLMRunner(files["random"], files["tok"])
+    assert reply2 == fresh.generate(turn2, cfg)
+    # A prompt that shares nothing with the cache rewinds it to position 0.
+    other = "zzz"
+    assert runner.generate(other, cfg, reuse_prefix=True) == TextLLMRunner(
+        files["random"], files["tok"]).generate(other, cfg)
+    assert runner.stats.num_prompt_tokens == len(runner.tokenizer.encode(other))
+
+
 def test_num_bos_prepends_the_bos_token(files):
     runner = TextLLMRunner(files["random"], files["tok"])
     runner.generate("hi", GenerationConfig(max_new_tokens=3, num_bos=1, **GREEDY))

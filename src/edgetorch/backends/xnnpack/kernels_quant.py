@@ -27,10 +27,13 @@ products (exact while ``|acc| < 2**53``). Deviations from XNNPACK are noted per 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels import accel
+from ...kernels.portable import conv_accel
 from . import kernels as K
 
 F32 = np.float32
@@ -136,6 +139,38 @@ def qd8_params(rmin: np.ndarray, rmax: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return scale, zp
 
 
+@accel.jit
+def _qd8_rows(x, q, qc, scale, zp):  # pragma: no cover - compiled
+    """:func:`quantize_dynamic` of ``x`` ``[rows, n]`` in one pass per row, every float32
+    operation as the NumPy path does it; False (nothing usable written) when a value is not
+    finite, which the NumPy path handles."""
+    rows, n = x.shape
+    f = np.float32
+    for r in range(rows):
+        lo, hi = f(0), f(0)
+        for k in range(n):
+            v = x[r, k]
+            if not np.isfinite(v):
+                return False
+            lo = min(lo, v)
+            hi = max(hi, v)
+        mult = f(f(255) / (f(255) if lo == hi else f(hi - lo)))
+        dmin, dmax = f(lo * mult), f(hi * mult)
+        if f(f(f(-128) + dmin) + f(f(127) + dmax)) > 0:
+            z = f(f(-128) - dmin)
+        else:
+            z = f(f(127) - dmax)
+        z = np.rint(min(max(z, f(-128)), f(127)))
+        zp[r] = np.int32(z)
+        scale[r] = f(f(1) / mult)
+        qlo, qhi = f(f(-128) - z), f(f(127) - z)
+        for k in range(n):
+            v = np.rint(min(max(f(x[r, k] * mult), qlo), qhi))
+            qc[r, k] = v
+            q[r, k] = np.int8(v + z)
+    return True
+
+
 def quantize_dynamic(x: np.ndarray, num_nonbatch_dims: int) -> DynQ:
     """fp32 -> qdint8: one (scale, zero point) per row of the ``num_nonbatch_dims`` inner dims."""
     x = np.asarray(x, F32)
@@ -144,6 +179,14 @@ def quantize_dynamic(x: np.ndarray, num_nonbatch_dims: int) -> DynQ:
         rows = x.shape[: x.ndim - num_nonbatch_dims]
         return DynQ(x.astype(np.int8), np.ones(rows, F32), np.zeros(rows, np.int32),
                     num_nonbatch_dims)
+    if accel.available():  # one compiled pass instead of ~15 NumPy passes (per-token LLMs)
+        lead = x.shape[: x.ndim - num_nonbatch_dims]
+        x2 = np.ascontiguousarray(x).reshape(math.prod(lead), -1)
+        q, qc = np.empty(x2.shape, np.int8), np.empty(x2.shape, F32)
+        scale, zp = np.empty(x2.shape[0], F32), np.empty(x2.shape[0], np.int32)
+        if _qd8_rows(x2, q, qc, scale, zp):
+            return DynQ(q.reshape(x.shape), scale.reshape(lead), zp.reshape(lead),
+                        num_nonbatch_dims, qc.reshape(x.shape))
     mult, zp = qd8_params(x.min(axis=axes), x.max(axis=axes))
     shape = mult.shape + (1,) * num_nonbatch_dims
     m, z = mult.reshape(shape), zp.reshape(shape).astype(F32)
@@ -240,9 +283,20 @@ def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
             acc64 += bias
         return requantize(acc64, scale, out_zp, lo, hi)
     acc = np.matmul(xc, w, out=scratch.get("acc", shape, np.dtype(F32)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
+                            scratch.get("q", shape, np.dtype(np.int8)))
+
+
+def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,
+                     out_zp: int, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
+    """``acc += bias`` then :func:`requantize_f32` (float32 exact integers, bias included);
+    one compiled pass with the ``accel`` extra, the same bytes either way."""
+    if accel.available() and acc.dtype == F32 and acc.flags.c_contiguous and \
+            (bias is None or bias.dtype == F32):
+        return conv_accel.bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
     if bias is not None:
         acc += bias
-    return requantize_f32(acc, scale, out_zp, lo, hi, scratch.get("q", shape, np.dtype(np.int8)))
+    return requantize_f32(acc, scale, out_zp, lo, hi, out)
 
 
 def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Window,
@@ -254,9 +308,18 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Windo
     :func:`static_fc`; several chunks only for an ungrouped "conv").
 
     The centered input is written straight into the interior of the node's zero-bordered
-    buffer (XNNPACK pads with the input zero point, i.e. a centered 0)."""
+    buffer (XNNPACK pads with the input zero point, i.e. a centered 0). With the ``accel``
+    extra a depthwise convolution is one compiled loop from int8 to int8 instead."""
     n, h, wd, c = x.shape
     f32 = np.dtype(F32)
+    if kind == "dwconv" and extra[0] == 1 and len(bounds) <= 2 and accel.available() and \
+            w.dtype == f32 and (bias is None or bias.dtype == f32):
+        oh, ow = win.out_size(h, wd)
+        K._check_out(oh, ow, "depthwise convolution", x.shape)
+        out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
+        return conv_accel.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
+                                            (win.pad_top, win.pad_left), (win.sh, win.sw),
+                                            (win.dh, win.dw))
     if K._padded(win):
         shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
         xp = scratch.get("qpad", shape, f32, 0.0)
@@ -277,10 +340,8 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Windo
             acc64 += bias
         return requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
     acc = conv_acc(xp, kind, w, win, groups, extra, scratch)
-    if bias is not None:
-        acc += bias
-    return requantize_f32(acc, scale, out_zp, lo, hi,
-                          scratch.get("q", acc.shape, np.dtype(np.int8)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
+                            scratch.get("q", acc.shape, np.dtype(np.int8)))
 
 
 def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
@@ -289,61 +350,6 @@ def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray |
     ``float(acc) * in_scale * w_scale + bias``."""
     acc = x.centered() @ w_t
     out = acc.astype(F32) * x.row_scale(acc.ndim) * w_scale
-    if bias is not None:
-        out += bias
-    return out
-
-
-class Blockwise:
-    """qbint4 weights prepared once for :func:`dynamic_fc_blockwise`.
-
-    ``w``: int8 ``[O, K]`` (values -8..7), ``block_scale``: float32 ``[O, K/block]``. The
-    weights are kept as float32 ``[K/block, block, O]`` (4 bytes a weight, 8x the packed
-    size) so one batched BLAS product gives every block's integer sum: the sums are exact in
-    float32 while ``255 * 8 * block < 2**24`` (blocks up to 8192); wider blocks use float64."""
-
-    def __init__(self, w: np.ndarray, block_scale: np.ndarray, block: int) -> None:
-        o, k = w.shape
-        self.nb, self.block, self.o = k // block, block, o
-        self.acc_dtype = np.dtype(F32 if 255 * 8 * block < 2**24 else np.float64)
-        self.w = np.ascontiguousarray(
-            w.reshape(o, self.nb, block).transpose(1, 2, 0), self.acc_dtype)
-        self.scale = np.ascontiguousarray(block_scale.T, F32)[:, None, :]  # [nb, 1, O]
-        self._acc: dict[int, np.ndarray] = {}
-
-    def block_sums(self, xc: np.ndarray) -> np.ndarray:
-        """``[nb, M, O]`` exact integer sums of each block (``xc``: centered ``[M, K]``)."""
-        m = xc.shape[0]
-        acc = self._acc.get(m)
-        if acc is None:
-            if len(self._acc) > 8:  # many prompt lengths: keep the buffers bounded
-                self._acc.clear()
-            acc = self._acc[m] = np.empty((self.nb, m, self.o), self.acc_dtype)
-        xb = xc.reshape(m, self.nb, self.block).transpose(1, 0, 2)
-        return np.matmul(xb, self.w, out=acc)
-
-
-def dynamic_fc_blockwise(x: DynQ, wb: Blockwise, bias: np.ndarray | None) -> np.ndarray:
-    """qdint8 x qbint4 (``qd8-f32-qb4w-gemm``) -> float32.
-
-    Each block's exact integer sum is scaled by its block scale and the blocks are summed in
-    float32 in order, then multiplied by the row scale. XNNPACK folds the input zero point in
-    through a precomputed float ``ksum``; we fold it into the integer sums (measured bit-exact
-    with ExecuTorch 1.5.1's XNNPACK on SmolLM2-sized layers)."""
-    if x.qc is not None and x.qc.dtype == wb.acc_dtype:
-        xc = x.qc
-    else:
-        xc = x.q.astype(wb.acc_dtype)
-        xc -= x.zero_point.reshape(x.zero_point.shape + (1,) * x.num_nonbatch_dims)
-    lead = xc.shape[:-1]
-    xc = xc.reshape(-1, xc.shape[-1])
-    acc = wb.block_sums(xc)
-    if acc.dtype != F32:
-        acc = acc.astype(F32)
-    acc *= wb.scale
-    out = np.add.reduce(acc, axis=0)  # over the outer axis: block 0, then 1, ... (in order)
-    out = out.reshape(lead + (wb.o,))
-    out *= x.row_scale(len(lead) + 1)
     if bias is not None:
         out += bias
     return out

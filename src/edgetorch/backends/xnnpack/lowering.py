@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ErrorCode, FormatError, InvalidProgramError, RegistrationError
+from ...kernels import activation as act
 from ...kernels.portable.elementwise import erf
 from . import schema as x
 
@@ -41,6 +42,7 @@ class Ctx:
         self._dtypes = dtypes
         self._consts = consts
         self.node: x.XNode | None = None  # the node being lowered
+        self.clamp_fused = False  # set by a rule whose compute applies the output clamp
         self.where = ""
 
     def slot(self, value_id: int, what: str = "value") -> int:
@@ -104,10 +106,12 @@ def lower(node: x.XNode, ctx: Ctx) -> Step:
             else f"{ctx.where}: no NumPy implementation of XNNPACK node {type(u).__name__}; "
             f"supported: {', '.join(sorted(c.__name__ for c in RULES))}",
             code=ErrorCode.NotImplemented)
+    ctx.clamp_fused = False
     compute, out = fn(u, ctx)
     env = ctx.env
     dtype = ctx.dtype(out)
-    lo, hi = output_range(node) if type(u) in CLAMPED else (-math.inf, math.inf)
+    clamped = type(u) in CLAMPED and not ctx.clamp_fused
+    lo, hi = output_range(node) if clamped else (-math.inf, math.inf)
     if lo == -math.inf and hi == math.inf:
         def step() -> None:
             r = compute()
@@ -143,10 +147,8 @@ def _binary(n: x.XNNNode2x1, ctx: Ctx) -> tuple[Compute, int]:
     fn, env = _BINARY[type(n)], ctx.env
     a, b = ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2")
 
-    def compute():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return fn(env[a], env[b])
-    return compute, ctx.slot(n.output_id, "output")
+    # (floating-point warnings are silenced once per delegate call, in runtime.run)
+    return (lambda: fn(env[a], env[b])), ctx.slot(n.output_id, "output")
 
 
 @rule(x.XNNPReLU)
@@ -200,11 +202,38 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
 @rule(*_UNARY)
 def _unary(n: x.XNNNode1x1, ctx: Ctx) -> tuple[Compute, int]:
     fn, env, i = _UNARY[type(n)], ctx.env, ctx.slot(n.input_id, "input")
+    o = ctx.slot(n.output_id, "output")
+    if type(n) in (x.XNNGelu, x.XNNSoftmax) and ctx.dtype(i) == ctx.dtype(o) and \
+            ctx.dtype(o) in _SHAPED:
+        return _shaped(type(n), env, i, ctx.dtype(o)), o
+    return (lambda: fn(env[i])), o
+
+
+_SHAPED = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _shaped(kind: type, env: list[Any], i: int, dtype: np.dtype) -> Compute:
+    """GELU and softmax prepared per input shape (``kernels.activation``: buffers made once,
+    fewer passes); a node that sees many shapes keeps its last few."""
+    ready: dict[tuple[int, ...], Callable[[Any], Any]] = {}
 
     def compute():
-        with np.errstate(all="ignore"):
-            return fn(env[i])
-    return compute, ctx.slot(n.output_id, "output")
+        v = env[i]
+        f = ready.get(v.shape)
+        if f is None:
+            if v.dtype != dtype:
+                return _UNARY[kind](v)
+            if len(ready) >= 8:
+                ready.clear()
+            if kind is x.XNNSoftmax:
+                f = act.prepare_softmax(v.shape, dtype)
+            elif dtype == np.float32:
+                f = act.prepare_gelu(v.shape)
+            else:
+                f = _gelu
+            ready[v.shape] = f
+        return f(v)
+    return compute
 
 
 @rule(x.XNNConvert)

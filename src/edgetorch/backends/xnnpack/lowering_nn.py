@@ -5,6 +5,7 @@ Constant filters are rearranged once, at load, into the matrix the kernel multip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import kernels as K
 from . import schema as x
-from .lowering import Compute, Ctx, rule
+from .lowering import Compute, Ctx, output_range, rule
 
 
 def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
@@ -27,6 +28,17 @@ def _prepared(ctx: Ctx, slot: int, prepare: Callable[[np.ndarray], Any]) -> Call
         ready = prepare(const)
         return lambda: ready
     return lambda: prepare(env[slot])
+
+
+# [O, K] filters up to this size are packed at load into the [K, O] matrix the GEMM reads
+# fastest (a 32x64 @ 64x64 GEMM with a transposed operand takes ~2x as long in OpenBLAS).
+# Larger ones stay views of the program's mapped data, multiplied transposed: a transformer
+# of 86 MB would otherwise copy ~half its file at load (issue 12: RSS grows < 10% of the file).
+PACK_MAX_BYTES = 1 << 18
+
+
+def _pack(w: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(w.T) if w.nbytes <= PACK_MAX_BYTES else w.T
 
 
 def _bias(ctx: Ctx, bias_id: int) -> Callable[[], Any]:
@@ -56,11 +68,13 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     if (in_dims and not flatten and in_dims[-1] != k) or (out_dims and out_dims[-1] != o):
         raise ctx.fail(f"input {list(in_dims)}, filter {list(ctx.dims(f))} and output "
                        f"{list(out_dims)} disagree on channels (in {k}, out {o})")
-    weights = _prepared(ctx, f, (lambda v: v) if transposed
-                        else (lambda v: np.ascontiguousarray(v.T)))
+    weights = _prepared(ctx, f, (lambda v: v) if transposed else _pack)
     bias = _bias(ctx, n.bias_id)
 
     scratch = K.Scratch()
+    wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
+    if wc is not None and (bc is None or ctx.const(bc) is not None):
+        return _fc_constant(env, i, weights(), bias(), flatten, scratch), out_slot
 
     def compute():
         w = weights()
@@ -75,6 +89,31 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
             np.add(out, b, out)
         return out
     return compute, out_slot
+
+
+def _fc_constant(env: list[Any], i: int, w: np.ndarray, b: np.ndarray | None, flatten: bool,
+                 scratch: K.Scratch) -> Compute:
+    """The usual fully connected node (constant filter and bias): the output buffer looked up
+    by input shape alone, the bias added in place (the per-call work of a 32x64 @ 64x64 node
+    was twice its GEMM)."""
+    k, wdt = w.shape[0], w.dtype
+    outs: dict[tuple[int, ...], np.ndarray] = {}
+
+    def compute():
+        v = env[i]
+        if flatten:
+            v = v.reshape(-1, k)
+        out = outs.get(v.shape)
+        if out is None:
+            dt = wdt if v.dtype == wdt else np.result_type(v, w)
+            out = scratch.get("out", v.shape[:-1] + w.shape[1:], dt)
+            if v.dtype == wdt and len(outs) < K.Scratch.MAX_BUFFERS:
+                outs[v.shape] = out
+        np.matmul(v, w, out)
+        if b is not None:
+            np.add(out, b, out)
+        return out
+    return compute
 
 
 @rule(x.XNNBatchMatrixMultiply)
@@ -122,14 +161,23 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
                            n.group_input_channels))
     bias = _bias(ctx, n.bias_id)
     scratch = K.Scratch()
+    o = ctx.slot(n.output_id, "output")
+    lo, hi = _fused_clamp(ctx, i, f, o)
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
                                                          n.group_output_channels):
         u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
-        return ((lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch)),
-                ctx.slot(n.output_id, "output"))
+        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi)), o
     wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-    return ((lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch)),
-            ctx.slot(n.output_id, "output"))
+    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi)), o
+
+
+def _fused_clamp(ctx: Ctx, i: int, f: int, o: int) -> tuple[float, float]:
+    """The node's output clamp, for its kernel to apply in its epilogue (one pass less than
+    ``lower``'s separate clamp) when input, filter and output share a dtype."""
+    if ctx.dtype(o) == ctx.dtype(i) == ctx.dtype(f):
+        ctx.clamp_fused = True
+        return output_range(ctx.node)
+    return -math.inf, math.inf
 
 
 @rule(x.XNNDepthwiseConv2d)
@@ -146,8 +194,10 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
     scratch, const = K.Scratch(), ctx.const(f) is not None
-    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const)),
-            ctx.slot(n.output_id, "output"))
+    o = ctx.slot(n.output_id, "output")
+    lo, hi = _fused_clamp(ctx, i, f, o)
+    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
+                                        lo, hi)), o)
 
 
 @rule(x.XNNConvTranspose2d)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import ErrorCode, InvalidProgramError
 from . import kernels as K
+from . import kernels_qb4w as QB
 from . import kernels_quant as Q
 from . import schema as x
 from .lowering import _UNARY, RULES, Compute, Ctx, Step, lower, output_range
@@ -235,9 +236,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
             assert w is not None
             if transposed:
                 raise ctx.fail("blockwise int4 weights cannot be transposed")
-            wb = Q.Blockwise(w, qf.scale, gs)  # prepared once: float32 blocks
-            return (lambda: clamp(Q.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), wb,
-                                                        bias))), o
+            wb = QB.Blockwise(w, dims[0], dims[1], qf.scale, gs)  # packed tiles, once
+            return (lambda: clamp(QB.dynamic_fc_blockwise(_flat(env[i], flatten, dims[1]), wb,
+                                                         bias))), o
         wc, ws, _ = _weights(ctx, f, 1 if transposed else 0, n_out)
         w_t = wc if transposed else np.ascontiguousarray(wc.T)
         return (lambda: clamp(Q.dynamic_fc(_flat(env[i], flatten, w_t.shape[0]), w_t, ws,

@@ -11,7 +11,8 @@
 * ``PerTokenDynamicQuant`` (qdint8): no data; quantized at run time, one scale and zero point
   per row of the ``num_nonbatch_dims`` inner dimensions.
 
-Constant int4 weights are unpacked to int8 once, at load. Parameters that do not fit their
+Constant per-channel int4 weights are unpacked to int8 once, at load; blockwise ones (the
+8da4w LLM layers) stay packed as uint8 ``[O, K/2]`` for ``kernels_qb4w``. Parameters that do not fit their
 value raise ``FormatError`` (or ``InvalidProgramError`` for combinations ExecuTorch never
 writes) before anything runs.
 """
@@ -34,7 +35,8 @@ _STORAGE = {
     D.xnn_datatype_qint8: np.int8, D.xnn_datatype_quint8: np.uint8,
     D.xnn_datatype_qint32: np.int32, D.xnn_datatype_qcint8: np.int8,
     D.xnn_datatype_qcint32: np.int32, D.xnn_datatype_qdint8: np.int8,
-    D.xnn_datatype_qcint4: np.int8, D.xnn_datatype_qbint4: np.int8,  # unpacked at load
+    D.xnn_datatype_qcint4: np.int8,  # unpacked at load
+    D.xnn_datatype_qbint4: np.uint8,  # kept packed, two a byte (kernels_qb4w)
 }
 _ALLOWED = {
     x.PerTensorQuant: (D.xnn_datatype_qint8, D.xnn_datatype_quint8, D.xnn_datatype_qint32),
@@ -181,6 +183,8 @@ def _constant(raw: Any, datatype: x.XNNDatatype, dims: tuple[int, ...], dtype: n
             raise FormatError(f"{where}: int4 constant holds {len(raw)} bytes, dims "
                               f"{list(dims)} need {need}")
         packed = np.frombuffer(raw, np.uint8, count=need)
+        if datatype == D.xnn_datatype_qbint4:  # cols is even (checked with the groups)
+            return packed.reshape(rows, cols // 2)
         return Q.unpack_int4(packed, rows, cols)
     count = math.prod(dims)
     if len(raw) < count * dtype.itemsize:

@@ -269,17 +269,20 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
                     f"XNNPACK delegate argument {ext} (value {args[ext]}) must be a {dtype} "
                     f"tensor, got {got}")
         env[slot] = a if a.flags.c_contiguous else _physical(a)
+    k = 0
     try:
-        k = 0
-        if tracer is None:
-            for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
-                step()
-        else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
-            for k, step in enumerate(g.steps):  # noqa: B007
-                name, handle = g.node_ids[k]
-                start = now_ns()
-                step()
-                tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
+        # XNNPACK computes inf and nan without complaint: NumPy's warnings are off for the
+        # whole graph (one errstate per call, not one per node)
+        with np.errstate(all="ignore"):
+            if tracer is None:
+                for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
+                    step()
+            else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
+                for k, step in enumerate(g.steps):  # noqa: B007
+                    name, handle = g.node_ids[k]
+                    start = now_ns()
+                    step()
+                    tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
     except EdgeTorchError:
         raise
     except Exception as e:

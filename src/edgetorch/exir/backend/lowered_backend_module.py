@@ -145,6 +145,7 @@ class LoweredBackendModule(torch.nn.Module):
                  constant_tensor_alignment: int | None = None,
                  delegate_alignment: int | None = None) -> Any:
         from ..config import EdgeCompileConfig, ExecutorchBackendConfig
+        from ..lowering import copy_program
         from ..program import EdgeProgramManager
 
         config = ExecutorchBackendConfig(
@@ -154,7 +155,8 @@ class LoweredBackendModule(torch.nn.Module):
             delegate_alignment=delegate_alignment)
         if memory_planning is not None:
             config.memory_planning_pass = memory_planning
-        edge = EdgeProgramManager({"forward": self.exported_program()},
+        # to_executorch lowers its programs in place; this module's program stays as it is.
+        edge = EdgeProgramManager({"forward": copy_program(self.exported_program())},
                                   compile_config=EdgeCompileConfig(_check_ir_validity=False))
         return edge.to_executorch(config)
 

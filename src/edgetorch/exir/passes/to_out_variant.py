@@ -48,10 +48,26 @@ def _as_view(node: torch.fx.Node) -> bool:
     return True
 
 
+def _from_first_non_view(node: torch.fx.Node) -> bool:
+    """ExecuTorch's ``NormalizeViewCopyBasePass``: a view of a view reads the first base that
+    is no view (in graph order, so one step suffices); a view left without users goes, as
+    ExecuTorch's dead-code elimination drops it (no value, no buffer)."""
+    base = node.args[0]
+    if not (isinstance(base, torch.fx.Node) and base.op == "call_function"
+            and base.target == torch.ops.aten.view_copy.default):
+        return False
+    node.args = (base.args[0], *node.args[1:])
+    if not base.users:
+        node.graph.erase_node(base)
+    return True
+
+
 def view_copy_to_view(ep: ExportedProgram) -> bool:
     """ExecuTorch's ``remove_view_copy``: a ``view_copy`` of a contiguous, non-output tensor
     becomes a view that shares its base's memory (no copy, no planned buffer)."""
-    return rewrite(ep.graph_module, {torch.ops.aten.view_copy.default: _as_view})
+    rule = torch.ops.aten.view_copy.default
+    normalized = rewrite(ep.graph_module, {rule: _from_first_non_view})
+    return rewrite(ep.graph_module, {rule: _as_view}) or normalized
 
 
 def _to_out_variant(node: torch.fx.Node) -> bool:

@@ -35,6 +35,8 @@ def insert_write_back(ep: ExportedProgram) -> bool:
         value = outs[i]
         if dest is None or not isinstance(value, torch.fx.Node) or value is dest:
             continue
+        if value.target == torch.ops.aten.copy_.default and value.args[0] is dest:
+            continue  # written back already (a second to_executorch of the same program)
         with graph.inserting_before(output):
             copy = graph.call_function(torch.ops.aten.copy_.default, (dest, value))
         copy.meta["val"] = dest.meta.get("val")

@@ -94,10 +94,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                and len(history) > 2):
             del history[:2]
             prompt = runner.tokenizer.apply_chat_template(_messages(args.system, history))
-        # The whole conversation is prefilled again each turn: a prompt re-rendered by the
-        # template need not extend the previous tokens exactly, and prefill is the fast part.
-        runner.reset()
-        reply = runner.generate(prompt, config, _print)
+        # The template re-renders the whole conversation each turn; the runner keeps the KV
+        # cache of the tokens it shares with what was fed (all but the new turn, usually).
+        reply = runner.generate(prompt, config, _print, reuse_prefix=True)
         print()
         history.append({"role": "assistant", "content": reply})
         if args.stats:

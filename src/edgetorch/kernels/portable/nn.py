@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from ..registry import kernel
-from . import winograd
+from . import conv_accel, winograd
 from ._util import (
     INT64,
     expand_param,
@@ -104,6 +104,10 @@ def _conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
     Og, P, KK = Cout // G, math.prod(out_size), math.prod(K)
     if winograd.eligible(K, stride, dilation, G, C, Cout) and is_float(x.dtype):
         _conv_winograd(x, w, padding, out_size, dst)
+    elif Cg == 1 and G > 1 and Og == 1 and nsp == 2 and conv_accel.usable(x, w, dst) and \
+            (bias is None or bias.dtype == x.dtype):
+        _depthwise_accel(x, w.reshape(C, *K), bias, stride, dilation, padding, out_size, dst)
+        return dst  # the bias is added by the compiled loop
     elif Cg == 1 and G > 1 and Og == 1 and nsp == 2 and \
             x.shape[2] * x.shape[3] <= DW_NHWC_MAX_PLANE:
         _depthwise_nhwc(x, w.reshape(C, KK), K, stride, dilation, padding, out_size, dst)
@@ -258,6 +262,21 @@ def _depthwise_nhwc(x, wk, K, stride, dilation, padding, out_size, acc):
             np.multiply(tap, tiled[t], out=tmp)
             np.add(res, tmp, out=res)
     np.copyto(acc, res.transpose(0, 3, 1, 2))
+
+
+def _depthwise_accel(x, w, bias, stride, dilation, padding, out_size, dst):
+    """2-D depthwise with the ``accel`` extra: large planes at stride 1 in NCHW, the rest
+    channels-last between two transposing copies (as :func:`_depthwise_nhwc`; measured on
+    MobileNetV2's layers, each where it is faster)."""
+    N, C, H, W = x.shape
+    if stride[0] == stride[1] == 1 and H * W > DW_NHWC_MAX_PLANE:
+        conv_accel.depthwise_nchw(x, w, bias, dst, padding, stride, dilation)
+        return
+    xh = _SCRATCH.get("dw_accel_in", (N, H, W, C), x.dtype)
+    np.copyto(xh, x.transpose(0, 2, 3, 1))
+    res = _SCRATCH.get("dw_accel_out", (N, *out_size, C), x.dtype)
+    conv_accel.depthwise_nhwc(xh, w.transpose(1, 2, 0), bias, res, padding, stride, dilation)
+    np.copyto(dst, res.transpose(0, 3, 1, 2))
 
 
 def _cols(x, K, stride, dilation, out_size, G):

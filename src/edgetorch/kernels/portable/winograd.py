@@ -12,10 +12,13 @@ Also: ``constant_cache``, the once-per-constant cache of derived weight arrays.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 
 import numpy as np
+
+from . import conv_accel
 
 MIN_CHANNELS = 16
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
@@ -62,9 +65,40 @@ def tiles(oh: int, ow: int) -> tuple[int, int]:
     return -(-oh // 2), -(-ow // 2)
 
 
-def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer) -> np.ndarray:
+def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer,
+              out_size: tuple[int, int] | None = None, bias: np.ndarray | None = None,
+              lo: float = -math.inf, hi: float = math.inf) -> np.ndarray:
     """Convolve the zero-bordered NHWC input ``xb`` (covering whole tiles) by transformed
-    filters ``u``; returns ``(N, 2*th, 2*tw, O)`` (crop to the real output size)."""
+    filters ``u``, plus ``bias``, clamped to [lo, hi]; returns ``(N, OH, OW, O)``
+    (``out_size``, by default the whole tiles ``(2*th, 2*tw)``).
+
+    With the ``accel`` extra the two transforms are compiled loops (``conv_accel``: the
+    same operations in the same order, one pass each, the output transform adding the bias
+    and clamp and cropping); the GEMMs are NumPy's either way."""
+    n, hb, wb, c = xb.shape
+    th, tw = (hb - 2) // 2, (wb - 2) // 2
+    o, dt = u.shape[2], np.result_type(xb, u)
+    oh, ow = out_size or (2 * th, 2 * tw)
+    count = n * th * tw
+    if conv_accel.usable(xb, u) and (bias is None or bias.dtype == dt):
+        v = buffer("wino_vt", (n, th, tw, 16, c), dt)  # tile-major (see conv_accel)
+        conv_accel.winograd_input(xb, v)
+        m = buffer("wino_mt", (n, th, tw, 16, o), dt)
+        np.matmul(v.reshape(count, 16, c).transpose(1, 0, 2), u,
+                  out=m.reshape(count, 16, o).transpose(1, 0, 2))  # BLAS with lda = 16*C
+        out = buffer("out", (n, oh, ow, o), dt)
+        return conv_accel.winograd_output(m, bias, out, lo, hi)
+    res = _conv_nhwc_numpy(xb, u, buffer)
+    if (oh, ow) != (2 * th, 2 * tw):
+        res = res[:, :oh, :ow]
+    if bias is not None:
+        res += bias
+    if lo != -math.inf or hi != math.inf:
+        np.clip(res, lo, hi, out=res)
+    return res
+
+
+def _conv_nhwc_numpy(xb: np.ndarray, u: np.ndarray, buffer: Buffer) -> np.ndarray:
     n, hb, wb, c = xb.shape
     th, tw = (hb - 2) // 2, (wb - 2) // 2
     o, dt = u.shape[2], np.result_type(xb, u)

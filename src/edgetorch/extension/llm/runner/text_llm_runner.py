@@ -56,7 +56,7 @@ class TextLLMRunner:
         self.stats = Stats()
         self._method = None
         self._pos = 0  # positions of the KV cache already written
-        self._history: list[int] = []  # tokens fed so far (only used without a KV cache)
+        self._history: list[int] = []  # tokens fed so far: the KV cache's rows 0.._pos-1
         self._prefill_next: int | None = None
         #: token ids the last generate/stream produced (the one from prefill first)
         self.generated_ids: list[int] = []
@@ -115,12 +115,12 @@ class TextLLMRunner:
 
     def _forward(self, tokens: list[int]) -> np.ndarray:
         """One ``forward`` call on ``tokens`` at the current position; logits of the last one."""
+        self._history.extend(tokens)
         if self._use_kv_cache:
             pos = (np.array([self._pos]) if self._pos_numel == 1
                    else np.arange(self._pos, self._pos + len(tokens)))
             inputs = [np.array([tokens], dtype=self._token_dtype), pos.astype(self._pos_dtype)]
         else:
-            self._history.extend(tokens)
             inputs = [np.array([self._history], dtype=self._token_dtype)]
         self.stats.on_model_execution_begin()
         outputs = self._method.execute(inputs)
@@ -163,12 +163,19 @@ class TextLLMRunner:
 
     def generate(self, prompt: str, config: GenerationConfig | None = None,
                  token_callback: Callable[[str], None] | None = None,
-                 stats_callback: Callable[[Stats], None] | None = None) -> str:
+                 stats_callback: Callable[[Stats], None] | None = None, *,
+                 reuse_prefix: bool = False) -> str:
         """Generate from ``prompt``: ``token_callback`` gets the prompt (with ``echo``) and then
         each piece of text, ``stats_callback`` the :class:`Stats` at the end. Returns the
-        generated text."""
+        generated text.
+
+        ``reuse_prefix=True`` treats ``prompt`` as the whole conversation so far (a chat
+        re-rendered by its template each turn): the KV-cache rows of the longest token prefix it
+        shares with what was already fed are kept and only the rest is prefilled. Rows past
+        that prefix are overwritten before they are read (attention at a position only reads
+        rows up to it), so the result equals ``reset()`` + ``generate(prompt)``."""
         out = []
-        for piece, generated in self._run(prompt, config or GenerationConfig()):
+        for piece, generated in self._run(prompt, config or GenerationConfig(), reuse_prefix):
             if generated:
                 out.append(piece)
             if token_callback is not None:
@@ -184,7 +191,20 @@ class TextLLMRunner:
         for piece, _ in self._run(prompt, config):
             yield piece
 
-    def _run(self, prompt: str, config: GenerationConfig) -> Iterator[tuple[str, bool]]:
+    def _rewind_to_shared_prefix(self, ids: list[int]) -> list[int]:
+        """Keep the cached positions ``ids`` starts with (at least one token is left to
+        prefill, for its logits); returns the ids still to feed."""
+        keep = 0
+        limit = min(len(self._history), len(ids) - 1)
+        while keep < limit and self._history[keep] == ids[keep]:
+            keep += 1
+        self._pos = keep
+        del self._history[keep:]
+        self._prefill_next = None
+        return ids[keep:]
+
+    def _run(self, prompt: str, config: GenerationConfig,
+             reuse_prefix: bool = False) -> Iterator[tuple[str, bool]]:
         """The generation loop shared by generate and stream: yields (piece, is_generated)."""
         st = self.stats
         if not self.is_loaded():
@@ -201,6 +221,8 @@ class TextLLMRunner:
         st.aggregate_sampling_time_ms = st.aggregate_model_execution_time_ms = 0
         if prompt:
             ids = self._encode(prompt, config)
+            if reuse_prefix:
+                ids = self._rewind_to_shared_prefix(ids)
             st.token_encode_end_ms = time_in_ms()
             if config.echo:
                 yield prompt, False

