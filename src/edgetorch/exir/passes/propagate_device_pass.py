@@ -88,10 +88,7 @@ def _copy_node(graph: torch.fx.Graph, op: object, src: torch.fx.Node, spec: Tens
     node.meta["val"] = src.meta.get("val")
     if "tensor_meta" in src.meta:
         node.meta["tensor_meta"] = src.meta["tensor_meta"]
-    for key in ("stack_trace", "debug_handle"):
-        if key in src.meta:
-            node.meta[key] = src.meta[key]
-    return node
+    return node  # no debug handle, as ExecuTorch's: no Edge node runs in a copy
 
 
 class PropagateDevicePass(PassBase):
