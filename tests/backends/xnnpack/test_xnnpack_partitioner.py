@@ -154,11 +154,11 @@ class _Rejected(nn.Module):
 @pytest.mark.parametrize("expected", [
     "did not take %slice_1 (aten.slice_copy.Tensor): step 2 (XNNPACK slices with step 1 only)",
     "did not take %_softmax (aten._softmax.default): softmax over dim 0 of a rank-2 tensor",
-    "did not take %add (aten.add.Scalar): input %i is torch.int64 (edgetorch lowers float32 "
+    "did not take %add (aten.add.Tensor): input %i is torch.int64 (edgetorch lowers float32 "
     "to XNNPACK)",
     "did not take %_to_copy (dim_order_ops._to_dim_order_copy.default): the output is "
     "torch.float16",
-    "did not take %mul_1 (aten.mul.Scalar): input %_to_copy is torch.float16",
+    "did not take %mul_1 (aten.mul.Tensor): input %_to_copy is torch.float16",
 ])
 def test_each_rejection_is_logged_with_its_reason(caplog, expected):
     inputs = (torch.randn(4, 6), torch.arange(3))
