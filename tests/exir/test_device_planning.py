@@ -144,3 +144,11 @@ def test_et_copy_ops_trace_as_clones():
     out = torch.empty(3)
     torch.ops.et_copy._d2h_copy.out(x, out=out)
     assert torch.equal(out, x)
+
+
+def test_lowering_a_lowered_program_again_gives_the_same_file():
+    """to_executorch lowers the Edge program in place (as ExecuTorch's); a second call must
+    not copy to the device twice."""
+    edge = to_edge(device_programs()).to_backend({"forward2": DeviceAwarePartitioner()})
+    first = edge.to_executorch().buffer
+    assert edge.to_executorch().buffer == first

@@ -185,3 +185,9 @@ def test_unsupported_map_variants_fail_at_to_edge(model, what):
     edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
     with pytest.raises(UnsupportedOperatorError, match=what):
         edge.to_executorch()
+
+
+def test_lowering_a_lowered_map_program_again_gives_the_same_file():
+    edge = to_edge(export(MapLinear(), (torch.randn(5, 3), torch.randn(3))))
+    first = edge.to_executorch().buffer
+    assert edge.to_executorch().buffer == first

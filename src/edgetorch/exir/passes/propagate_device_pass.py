@@ -81,6 +81,11 @@ def _clone_on(spec: TensorSpec, device: DeviceType, index: int) -> TensorSpec:
     return new
 
 
+def _is_copy(node: torch.fx.Node, name: str) -> bool:
+    packet = getattr(node.target, "overloadpacket", None)
+    return node.op == "call_function" and packet is getattr(torch.ops.et_copy, name)
+
+
 def _copy_node(graph: torch.fx.Graph, op: object, src: torch.fx.Node, spec: TensorSpec
                ) -> torch.fx.Node:
     node = graph.call_function(op, (src,))
@@ -145,6 +150,9 @@ class PropagateDevicePass(PassBase):
             spec = arg.meta.get("spec") if isinstance(arg, torch.fx.Node) else None
             if not isinstance(spec, TensorSpec):
                 continue
+            if _is_copy(arg, "_h2d_copy"):  # copied already: a lowered program lowered again
+                changed |= _tag(spec, device, index)
+                continue
             if self.skip_h2d_for_method_inputs and arg.op == "placeholder":
                 if len(arg.users) != 1:
                     raise ExportError(
@@ -175,6 +183,8 @@ class PropagateDevicePass(PassBase):
             return True
         if self.skip_d2h_for_method_outputs and all(u.op == "output" for u in node.users):
             return True
+        if any(_is_copy(u, "_d2h_copy") for u in node.users):
+            return True  # copied back already (a lowered program lowered again)
         with gm.graph.inserting_after(node):
             back = _copy_node(gm.graph, torch.ops.et_copy._d2h_copy.default, node,
                               _clone_on(spec, DeviceType.CPU, 0))
