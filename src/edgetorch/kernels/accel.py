@@ -84,9 +84,14 @@ class LazyJit:
                 if self._compiled is None:
                     import numba  # the optional extra; only reached when available()
 
-                    self._compiled = numba.njit(cache=True, nogil=True, **self._options)(
-                        self.py_func
-                    )
+                    try:
+                        self._compiled = numba.njit(cache=True, nogil=True, **self._options)(
+                            self.py_func
+                        )
+                    except RuntimeError:
+                        # No writable cache location for this source file (numba: "no
+                        # locator available"): compile in memory, once per process.
+                        self._compiled = numba.njit(nogil=True, **self._options)(self.py_func)
         return self._compiled
 
     def __call__(self, *args: Any) -> Any:
