@@ -5,21 +5,15 @@ are checked against eager PyTorch."""
 from __future__ import annotations
 
 import gc
-import os
-import tracemalloc
 
 import numpy as np
 import pytest
 import torch
+from memory_probe import rss_bytes, steady_state_growth
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge
 from edgetorch.runtime import Runtime
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _load(model: torch.nn.Module, inputs: tuple) -> object:
@@ -82,26 +76,11 @@ def test_thread_count_option_keeps_eager_numbers(threads):
 def test_ten_thousand_calls_do_not_grow_memory(tiny):
     _, method = tiny
     x = [np.random.default_rng(1).standard_normal((1, 20)).astype(np.float32)]
-    for _ in range(200):  # warm-up: caches, first-touch pages
-        method.execute(x)
-    gc.collect()
-    rss = _rss_bytes()
-    tracemalloc.start()
-    try:
-        for _ in range(100):
-            method.execute(x)
-        gc.collect()
-        start, _ = tracemalloc.get_traced_memory()
-        for _ in range(10_000):
-            method.execute(x)
-        gc.collect()
-        end, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    rss_growth, traced_growth, _ = steady_state_growth(lambda: method.execute(x))
     # Nothing is kept from call to call: what the calls allocated (outputs, kernel
     # temporaries) is released; a leak of even one small object per call would show as 500 KB+.
-    assert end - start < 16 * 1024, f"traced Python memory grew by {end - start} bytes"
-    assert _rss_bytes() - rss < 4 * 2**20, "RSS grew over 10,000 execute calls"
+    assert traced_growth < 16 * 1024, f"traced Python memory grew by {traced_growth} bytes"
+    assert rss_growth < 4 * 2**20, "RSS grew over 10,000 execute calls"
 
 
 def test_loading_a_large_program_maps_its_constants(tmp_path):
@@ -114,9 +93,9 @@ def test_loading_a_large_program_maps_its_constants(tmp_path):
     assert size > 80 * 2**20
     del model
     gc.collect()
-    rss = _rss_bytes()
+    rss = rss_bytes()
     method = Runtime.get().load_program(path).load_method("forward")
-    grown = _rss_bytes() - rss
+    grown = rss_bytes() - rss
     assert grown < size / 10, f"loading grew RSS by {grown} bytes for a {size}-byte file"
     out = method.execute([x.numpy()])[0]
     torch.manual_seed(0)

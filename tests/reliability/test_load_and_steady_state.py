@@ -6,21 +6,15 @@ programs keep RSS and traced Python memory flat. Numbers are checked against eag
 from __future__ import annotations
 
 import gc
-import os
-import tracemalloc
 
 import numpy as np
 import pytest
 import torch
+from memory_probe import rss_bytes, steady_state_growth
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge, to_edge_transform_and_lower
 from edgetorch.runtime import Runtime
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _export(model: torch.nn.Module, args: tuple, xnnpack: bool) -> bytes:
@@ -61,9 +55,9 @@ def test_minilm_loads_without_copying_its_constants(tmp_path, monkeypatch, xnnpa
     assert size > 80 * 2**20
     del model
     gc.collect()
-    rss = _rss_bytes()
+    rss = rss_bytes()
     method = Runtime.get().load_program(path).load_method("forward")
-    grown = _rss_bytes() - rss
+    grown = rss_bytes() - rss
     assert grown < size / 10, f"loading grew RSS by {grown} bytes for a {size}-byte file"
     got = method.execute([a.numpy() for a in args])[0]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
@@ -78,25 +72,10 @@ def test_ten_thousand_xnnpack_calls_do_not_grow_memory(name):
     with torch.no_grad():
         want = model(*inputs)
     want = want if isinstance(want, tuple) else (want,)
-    for _ in range(200):  # warm-up: node buffers, first-touch pages
-        method.execute(x)
-    gc.collect()
-    rss = _rss_bytes()
-    tracemalloc.start()
-    try:
-        for _ in range(100):
-            method.execute(x)
-        gc.collect()
-        start, _ = tracemalloc.get_traced_memory()
-        for _ in range(10_000):
-            got = method.execute(x)
-        gc.collect()
-        end, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    rss_growth, traced_growth, got = steady_state_growth(lambda: method.execute(x))
     # a leak of one small object per call would show as 500 KB+
-    assert end - start < 16 * 1024, f"traced Python memory grew by {end - start} bytes"
-    assert _rss_bytes() - rss < 4 * 2**20, "RSS grew over 10,000 execute calls"
+    assert traced_growth < 16 * 1024, f"traced Python memory grew by {traced_growth} bytes"
+    assert rss_growth < 4 * 2**20, "RSS grew over 10,000 execute calls"
     for g, w in zip(got, want):  # and the 10,000th call still computes the model
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
 
@@ -116,9 +95,9 @@ def test_large_xnnpack_weights_stay_mapped_and_small_ones_are_packed(tmp_path):
     Runtime.get().load_program(path).load_method("forward")  # first-use imports and caches
     program = Runtime.get().load_program(path)
     gc.collect()
-    rss = _rss_bytes()
+    rss = rss_bytes()
     method = program.load_method("forward")  # the delegate's init: where weights get packed
-    grown = _rss_bytes() - rss
+    grown = rss_bytes() - rss
     assert grown < size / 20, f"load_method grew RSS by {grown} bytes for a {size}-byte file"
     for _ in range(2):
         x = torch.randn(4, 1024)
