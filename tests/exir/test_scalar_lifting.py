@@ -131,3 +131,28 @@ def test_whole_slices_and_views_of_views_are_dropped():
     got = Runtime.get().load_program(et.buffer).load_method("forward").execute([x])
     for g, w in zip(got, M()(x)):
         torch.testing.assert_close(torch.as_tensor(g), w)
+
+
+def test_scalar_on_a_channels_last_tensor_keeps_the_scalar_overload():
+    """ExecuTorch's portable mul/add kernels need one dim order across their tensors; a lifted
+    0-d constant is never channels-last, so lifting here would write a program ExecuTorch's
+    runtime refuses (InvalidArgument). The scalar overload is kept instead, and the result is
+    eager's, in eager's layout. (ExecuTorch runs it: tests/devtools/test_bundled_program_compat.py
+    ::test_executorch_verifies_our_channels_last_bpte.)"""
+
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2.0 + 1
+
+    x = torch.randn(1, 3, 4, 4).to(memory_format=torch.channels_last)
+    edge = to_edge(torch.export.export(Scale(), (x,)))
+    ep = edge.exported_program()
+    targets = [t for t, _, _ in _calls(ep)]
+    assert exir_ops.edge.aten.mul.Scalar in targets and exir_ops.edge.aten.add.Scalar in targets
+    assert not any(s.target and "_lifted_tensor_constant" in s.target
+                   for s in ep.graph_signature.input_specs)
+    method = Runtime.get().load_program(edge.to_executorch().buffer).load_method("forward")
+    got = method.execute([x.numpy()])[0]
+    want = Scale()(x)
+    torch.testing.assert_close(torch.from_numpy(got.copy()), want.contiguous(), rtol=1e-5,
+                               atol=1e-6)

@@ -70,14 +70,13 @@ def views_to_copies(ep: ExportedProgram) -> bool:
 
 
 def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
-    """In nested graphs (``cond`` branches, ``map`` bodies): ``aten.add.Tensor(x, 2)`` ->
-    ``aten.add.Scalar(x, 2)``. The top graph's scalars were lifted to constant tensors
-    (``lift_scalar_arguments``); ExecuTorch keeps a nested graph's as ``get_attr`` constants
-    of the submodule, which edgetorch's emitter does not take."""
+    """``aten.add.Tensor(x, 2)`` -> ``aten.add.Scalar(x, 2)`` for the scalars
+    ``lift_scalar_arguments`` left: in nested graphs (``cond`` branches, ``map`` bodies;
+    ExecuTorch keeps those as ``get_attr`` constants of the submodule, which edgetorch's
+    emitter does not take) and on channels-last tensors in the top graph (lifted, they would
+    not run in ExecuTorch's runtime)."""
     changed = False
     for node in _op_nodes(ep.graph_module):
-        if node.graph is ep.graph:
-            continue
         args = node.target._schema.arguments
         if any(isinstance(args[i].type, torch.TensorType) and isinstance(a, (int, float, bool))
                for i, a in enumerate(node.args[1:len(args)], start=1)):

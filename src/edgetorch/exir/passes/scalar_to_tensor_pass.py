@@ -48,6 +48,26 @@ class ScalarToTensorPass(ExportPass):
         return PassResult(result.graph_module, self._modified)
 
 
+def _mixes_with_a_non_contiguous_tensor(node: torch.fx.Node) -> bool:
+    """True when the node reads or writes a tensor whose dim order is not contiguous
+    (channels-last). ExecuTorch's portable elementwise kernels require every tensor operand to
+    share one dim order (``tensors_have_same_dim_order``): a 0-d constant's order counts as
+    contiguous, never channels-last, so ``mul.Tensor(x_channels_last, tensor(2.0))`` fails
+    there with InvalidArgument -- ExecuTorch 1.5.1's own export of ``relu(x) * 2.0`` on a
+    channels-last input does not run in its runtime. Such nodes keep the number
+    (``edge.scalars_to_scalar_overloads`` calls the ``.Scalar`` overload, which checks only
+    the tensor and the output)."""
+    from ..ops import scalar_overload
+    from ..tensor import dim_order_of
+
+    if scalar_overload(node.target) is None:
+        return False
+    vals = [node.meta.get("val")]
+    vals += [a.meta.get("val") for a in node.all_input_nodes]
+    return any(isinstance(v, torch.Tensor) and v.dim() > 0
+               and tuple(dim_order_of(v)) != tuple(range(v.dim())) for v in vals)
+
+
 def lift_scalar_arguments(ep: ExportedProgram) -> bool:
     """``to_edge``'s form of the pass (ExecuTorch's ``ScalarToTensorPass`` followed by its
     ``lift_constant_tensor_pass``), on the top graph: every Python number given where the
@@ -57,12 +77,15 @@ def lift_scalar_arguments(ep: ExportedProgram) -> bool:
     ExecuTorch lifts it: a persistent buffer ``_lifted_tensor_constant<N>`` (N counts the
     buffers before it), placed before the first user input, in the order of the graph.
 
-    Nested graphs (``cond`` branches, ``map`` bodies) keep their scalars: see
+    Nested graphs (``cond`` branches, ``map`` bodies) keep their scalars, and so do operators
+    on channels-last tensors (ExecuTorch's runtime could not run them lifted): see
     ``edge.scalars_to_scalar_overloads``."""
     graph = ep.graph
     lifted: list[tuple[torch.fx.Node, str | int, torch.Tensor]] = []
     for node in graph.nodes:
         if node.op != "call_function" or not isinstance(node.target, OpOverload):
+            continue
+        if _mixes_with_a_non_contiguous_tensor(node):
             continue
         for i, arg in enumerate(node.target._schema.arguments):
             if arg.name in node.kwargs:
