@@ -112,5 +112,5 @@ def test_cli_prints_table_and_tsv(files):
            str(files / "run.etdp"), "--etrecord_path", str(files / "debug.etrecord"),
            "--tsv_path", str(tsv)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout
-    assert "native_call_mul.Scalar_out" in out
+    assert "native_call_mul.out" in out
     assert tsv.read_text().splitlines()[0].split("\t")[:2] == ["event_block_name", "event_name"]
