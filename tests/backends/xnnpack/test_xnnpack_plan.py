@@ -190,3 +190,148 @@ def test_plans_can_be_switched_off(monkeypatch):
     for _ in range(3):
         _call(backend, handle, b, inputs)
     assert not handle.plans
+
+
+# ---- fused chains (fusion.py) ---------------------------------------------------------------
+
+
+def _rope_graph(dims: tuple[int, ...], swap_add: bool = False, cos_sin_const: bool = False,
+                expose: bool = False):
+    """x -> its two halves -> cat(x1*c - x2*s, x1*s + x2*c), as llama graphs lower RoPE."""
+    rng = np.random.default_rng(7)
+    h = dims[-1] // 2
+    half = list(dims[:-1]) + [h]
+    b = GraphBuilder()
+    xin = b.input(*dims)
+    c_val = rng.standard_normal(dims[-2:-1] + (h,)).astype(np.float32)
+    s_val = rng.standard_normal(dims[-2:-1] + (h,)).astype(np.float32)
+    if cos_sin_const:
+        c, s = b.const(c_val), b.const(s_val)
+    else:
+        c, s = b.input(*c_val.shape), b.input(*s_val.shape)
+    out = b.output(*dims)
+    extra = b.output(*half) if expose else None
+    x1, x2 = b.tensor(*half), b.tensor(*half)
+    zeros = [0] * len(dims)
+    b.node(x.XNNStaticSlice(len(dims), zeros, half, xin, x1))
+    b.node(x.XNNStaticSlice(len(dims), zeros[:-1] + [h], half, xin, x2))
+    m = [b.tensor(*half) for _ in range(4)]
+    b.node(x.XNNMultiply(x1, c, m[0]))
+    b.node(x.XNNMultiply(s, x2, m[1]))  # (the factor first: either order)
+    b.node(x.XNNMultiply(x1, s, m[2]))
+    b.node(x.XNNMultiply(x2, c, m[3]))
+    first = extra if expose else b.tensor(*half)
+    second = b.tensor(*half)
+    b.node(x.XNNSubtract(m[0], m[1], first))
+    b.node(x.XNNAdd(*((m[3], m[2]) if swap_add else (m[2], m[3])), second))
+    b.node(x.XNNConcatenate2(len(dims) - 1, first, second, 0, 0, out))
+    xs = rng.standard_normal(dims).astype(np.float32)
+    inputs = [xs] if cos_sin_const else [xs, c_val, s_val]
+    return b, inputs, (xs, c_val, s_val)
+
+
+def _rope_torch(torch, xs, c, s):
+    xt, ct, st = (torch.from_numpy(a) for a in (xs, c, s))
+    h = xs.shape[-1] // 2
+    x1, x2 = xt[..., :h], xt[..., h:]
+    return torch.cat([x1 * ct - x2 * st, x1 * st + x2 * ct], -1).numpy()
+
+
+def _fusions(handle) -> list[str]:
+    return sorted({f.name for f in handle.fusions.values()})
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("dims,swap_add,const", [((1, 4, 16, 16), False, False),
+                                                 ((2, 3, 5, 8), True, True),
+                                                 ((6, 10), False, False)])
+def test_rope_chain_runs_fused_with_the_reference_bits(dims, swap_add, const, compiled):
+    torch = pytest.importorskip("torch")
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    with (_noop() if compiled else accel.disabled()):
+        b, inputs, (xs, c, s) = _rope_graph(dims, swap_add, const)
+        backend, handle = _handle(b)
+        assert _fusions(handle) == ["rope"]
+        runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert "# rope: nodes 0, 1, 2, 3, 4, 5, 6, 7, 8" in str(handle.plan)
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    np.testing.assert_allclose(runs[2][0], _rope_torch(torch, xs, c, s), rtol=1e-6, atol=1e-6)
+
+
+def test_a_chain_whose_inner_value_is_also_an_output_is_not_fused():
+    b, inputs, _ = _rope_graph((1, 2, 4, 8), expose=True)
+    backend, handle = _handle(b)
+    assert not handle.fusions
+    runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert _same(runs[0], runs[2])
+
+
+def _rms_graph(n: int = 64, rows: int = 16):
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    xin, m = b.input(1, rows, n), b.input(1, rows, 1)
+    weights = rng.standard_normal(n).astype(np.float32)
+    eps, w = b.const(np.array([1e-5], np.float32)), b.const(weights)
+    out = b.output(1, rows, n)
+    t, r, y = b.tensor(1, rows, 1), b.tensor(1, rows, 1), b.tensor(1, rows, n)
+    b.node(x.XNNAdd(m, eps, t))
+    b.node(x.XNNReciprocalSquareRoot(t, r))
+    b.node(x.XNNMultiply(xin, r, y))
+    b.node(x.XNNMultiply(y, w, out))
+    xs = rng.standard_normal((1, rows, n)).astype(np.float32)
+    ms = np.mean(xs * xs, -1, keepdims=True)
+    return b, [xs, ms], weights
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_rmsnorm_tail_runs_fused_with_the_reference_bits(compiled):
+    torch = pytest.importorskip("torch")
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    with (_noop() if compiled else accel.disabled()):
+        b, inputs, weights = _rms_graph()
+        backend, handle = _handle(b)
+        assert _fusions(handle) == ["rms_tail"]
+        runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+        fused = "# rms_tail" in str(handle.plan)
+    assert fused == compiled  # NumPy runs the nodes: a fused NumPy chain would be no faster
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    xs, ms = (torch.from_numpy(a) for a in inputs)
+    want = (xs * torch.rsqrt(ms + 1e-5) * torch.from_numpy(weights)).numpy()
+    np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
+
+
+# ---- whole programs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["llama_decoder", "bert_encoder", "transformer_encoder", "cnn"])
+def test_example_program_plans_match_eager_and_the_reference_bits(name):
+    pytest.importorskip("torch")
+    from xnn_aot_cases import eager, lower
+
+    from edgetorch.examples import EXAMPLES
+    from edgetorch.runtime import Runtime
+
+    model, inputs = EXAMPLES[name].build()
+    _, et = lower(model, inputs)
+    method = Runtime.get().load_program(et.buffer).load_method("forward")
+    runs = [[np.asarray(o) for o in method.execute(list(inputs))] for _ in range(4)]
+    for run in runs[1:]:  # the first call ran the reference path, the next ones the plans
+        assert _same(runs[0], run), name
+    for got, want in zip(runs[-1], eager(model, inputs)):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4, err_msg=name)
+
+
+def test_dynamic_batch_programs_plan_each_size():
+    pytest.importorskip("torch")
+    from xnn_aot_cases import dynamic_batch_programs, eager
+
+    from edgetorch.runtime import Runtime
+
+    for name, model, et, batches in dynamic_batch_programs():
+        method = Runtime.get().load_program(et.buffer).load_method("forward")
+        for inputs in batches * 3:
+            got, want = np.asarray(method.execute(list(inputs))[0]), eager(model, inputs)[0]
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} {want.shape}")

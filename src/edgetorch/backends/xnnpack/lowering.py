@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import ErrorCode, FormatError, InvalidProgramError, RegistrationError
 from ...kernels import activation as act
 from ...kernels.portable.elementwise import erf
+from . import kernels_fused as KF
 from . import schema as x
 
 try:
@@ -45,14 +46,17 @@ class Op:
     functions below follow this). VIEW: ``fn(*inputs, *extra)`` returns a view of its input
     (layout nodes). CALL: ``fn(*inputs, *extra)`` returns an array it owns or a fresh one.
     Called with no arguments it reads its inputs from the graph's environment, so an ``Op``
-    is also a plain ``compute``.
+    is also a plain ``compute``. ``expand`` lists the ``extra`` arrays that combine
+    elementwise with the output (a bias), which a plan may expand to the output's shape.
     """
 
-    __slots__ = ("env", "fn", "ins", "extra", "kind")
+    __slots__ = ("env", "fn", "ins", "extra", "kind", "expand")
 
     def __init__(self, env: list[Any], fn: Callable[..., Any], ins: tuple[int, ...],
-                 extra: tuple[Any, ...] = (), kind: str = OUT) -> None:
+                 extra: tuple[Any, ...] = (), kind: str = OUT, expand: tuple[int, ...] = ()
+                 ) -> None:
         self.env, self.fn, self.ins, self.extra, self.kind = env, fn, ins, extra, kind
+        self.expand = expand
 
     def __call__(self) -> Any:
         env = self.env
@@ -304,7 +308,7 @@ def _shaped(kind: type, dtype: np.dtype) -> Callable[[Any], Any]:
             if len(ready) >= 8:
                 ready.clear()
             if kind is x.XNNSoftmax:
-                f = act.prepare_softmax(v.shape, dtype)
+                f = KF.prepare_softmax(v.shape, dtype)
             elif dtype == np.float32:
                 f = act.prepare_gelu(v.shape)
             else:

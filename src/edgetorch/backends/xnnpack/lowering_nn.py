@@ -75,7 +75,8 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
     if wc is not None and (bc is None or ctx.const(bc) is not None):
         # constant filter and bias: packed once; the compiled plan runs it into its buffer
-        return Op(env, _fc_into, (i,), (weights(), bias(), k if flatten else 0)), out_slot
+        return (Op(env, _fc_into, (i,), (weights(), bias(), k if flatten else 0), expand=(1,)),
+                out_slot)
 
     def compute():
         w = weights()

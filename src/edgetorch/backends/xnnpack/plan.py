@@ -149,7 +149,13 @@ def build(g: CompiledGraph, ins: list[np.ndarray], values: list[Any], args: Any,
     try:
         for k, rec in enumerate(g.nodes):
             try:
-                _node(w, k, rec)
+                f = g.fusions.get(k)
+                if f is None:
+                    _node(w, k, rec)
+                elif k == f.nodes[-1] and not _fused(w, k, f):
+                    for j in f.nodes:  # one by one, late (nothing else reads their values)
+                        _node(w, j, g.nodes[j])
+                # (an inner node of a chain runs with its last node)
             except EdgeTorchError:
                 raise
             except Exception as e:
@@ -194,16 +200,22 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
         return _closure(w, k)
     names = [w.name[s] for s in op.ins]
     if op.kind == OUT:
-        if op.fn in _BROADCASTING and r.nbytes <= BROADCAST_MAX_BYTES:
+        args = list(op.extra)
+        if r.nbytes <= BROADCAST_MAX_BYTES:
             for j, s in enumerate(op.ins):
-                if s in w.fixed and vals[j].shape != r.shape and vals[j].size > 1 and \
-                        w.g.initial[s] is not None:
+                if op.fn in _BROADCASTING and w.g.initial[s] is not None and \
+                        _expands(vals[j], r):
                     vals[j] = np.ascontiguousarray(np.broadcast_to(vals[j], r.shape))
                     names[j] = w.constant(vals[j], f"c{s}x")
                     w.nbytes += vals[j].nbytes
+            for j in op.expand:
+                if _expands(args[j], r):
+                    args[j] = np.ascontiguousarray(np.broadcast_to(args[j], r.shape))
+                    extra[j] = w.constant(args[j], "E")
+                    w.nbytes += args[j].nbytes
         buf = np.empty(r.shape, r.dtype)
         w.nbytes += buf.nbytes
-        op.fn(*vals, *op.extra, out=buf)
+        op.fn(*vals, *args, out=buf)
         out = w.define(rec.out, buf, True)
         w.emit(f"{fn}({', '.join([*names, *extra])}, out={out})", k)
     else:
@@ -216,6 +228,35 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
         _clip(r, lo, hi, r)
         w.emit(f"CLIP({out}, {w.constant(lo, 'E')}, {w.constant(hi, 'E')}, {out})", k)
     return None
+
+
+def _fused(w: _Writer, k: int, f: Any) -> bool:
+    """Emit fusion ``f`` (ending at node ``k``) as one OUT step, if this call's values fit."""
+    vals = [w.value.get(s) for s in f.ins]
+    if not all(type(v) is np.ndarray for v in vals):
+        return False
+    prepared = f.prepare(vals)
+    if prepared is None:
+        return False
+    fn, extra = prepared
+    r = fn(*vals, *extra)
+    if r.dtype != w.g.nodes[k].dtype:
+        return False
+    buf = np.empty(r.shape, r.dtype)
+    w.nbytes += buf.nbytes
+    fn(*vals, *extra, out=buf)
+    out = w.define(f.out, buf, True)
+    names = [w.name[s] for s in f.ins] + [w.constant(e, "E") for e in extra]
+    w.emit(f"{w.constant(fn, 'F')}({', '.join(names)}, out={out})  # {f.name}: nodes "
+           f"{', '.join(map(str, f.nodes))}", k)
+    return True
+
+
+def _expands(a: Any, r: np.ndarray) -> bool:
+    """Whether ``a`` is an array that broadcasts against the result ``r`` (more than a
+    scalar: NumPy's scalar loops are as fast as its same-shape ones)."""
+    return type(a) is np.ndarray and a.size > 1 and a.shape != r.shape and \
+        np.broadcast_shapes(a.shape, r.shape) == r.shape
 
 
 def _closure(w: _Writer, k: int) -> None:

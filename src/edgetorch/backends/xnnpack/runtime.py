@@ -31,7 +31,10 @@ from ...errors import (
     KernelError,
 )
 from ...runtime.event_tracer import now_ns
-from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
+from . import (
+    fusion,
+    lowering_nn,  # noqa: F401  (registers the GEMM, convolution and pooling rules)
+)
 from . import plan as planning
 from . import schema as x
 from .lowering import Lowered, Step
@@ -74,6 +77,7 @@ class CompiledGraph:
     node_ids: list[tuple[str, int]] = field(default_factory=list)
     nodes: list[Lowered] = field(default_factory=list)  # what plan.py compiles
     node_slots: list[tuple[int, ...]] = field(default_factory=list)  # value slots per node
+    fusions: dict[int, fusion.Fusion] = field(default_factory=dict)  # node -> its chain
     # Plans by input-shape signature, the last one run, and how often unplanned ones came.
     plans: dict[tuple[tuple[int, ...], ...], planning.Plan] = field(default_factory=dict)
     plan: planning.Plan | None = None
@@ -196,9 +200,10 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     externs = [e[0] for e in inputs] + [e[0] for e in outputs]
     if len(set(externs)) != len(externs):
         raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
+    external = {s for _, s, _ in inputs} | {s for _, s in outputs}
     return CompiledGraph(env, list(consts), [n.step for n in nodes], descriptions, inputs,
                          outputs, max(externs, default=-1) + 1, nbytes, node_ids, nodes,
-                         node_slots)
+                         node_slots, fusion.find(nodes, node_slots, consts, external))
 
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
