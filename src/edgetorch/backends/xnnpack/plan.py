@@ -278,7 +278,9 @@ def _closure(w: _Writer, k: int) -> None:
 
 def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
     g = w.g
-    lines = ["def plan(values, args, resize):"]
+    lines = ["def plan(values, args, resize):",
+             f"    if len(args) < {g.num_args}:",
+             "        return False"]
     for (ext, s, _), a in zip(g.inputs, ins):
         x, dt = f"x{s}", w.constant(a.dtype, "D")
         lines += [f"    {x} = values[args[{ext}]]",
