@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
 # Calls with the same input shapes before a graph gets a plan for them: the first call of a
 # shape runs the reference path (a shape seen once, e.g. each new length of a growing
 # sequence, never pays for a plan), the second builds the plan, the later ones run it.
-PLAN_AFTER = 2
+# EDGETORCH_XNNPACK_PLAN_AFTER=0 switches plans off, =1 plans from the first call (tests).
+_PLAN_AFTER_ENV = os.environ.get("EDGETORCH_XNNPACK_PLAN_AFTER", "").strip()
+PLAN_AFTER = int(_PLAN_AFTER_ENV) if _PLAN_AFTER_ENV.isdigit() else 2
 MAX_PLANS = 8  # input-shape signatures planned per graph; others run the reference path
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
 
