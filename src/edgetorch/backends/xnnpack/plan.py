@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,7 @@ class _Writer:
         self.value: dict[int, Any] = {}  # slot -> its value in this call
         self.fixed: set[int] = set()  # slots whose value is the same object on every call
         self.in_env: set[int] = set()  # slots the plan stores into the environment
+        self.written: dict[int, str] = {}  # slot -> the buffer an OUT step writes it into
         self.nbytes = 0
 
     def constant(self, obj: Any, prefix: str) -> str:
@@ -219,7 +221,7 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
         buf = np.empty(r.shape, r.dtype)
         w.nbytes += buf.nbytes
         op.fn(*vals, *args, out=buf)
-        out = w.define(rec.out, buf, True)
+        out = w.written[rec.out] = w.define(rec.out, buf, True)
         w.emit(f"{fn}({', '.join([*names, *extra])}, out={out})", k)
     else:
         assert op.kind == CALL
@@ -248,7 +250,7 @@ def _fused(w: _Writer, k: int, f: Any) -> bool:
     buf = np.empty(r.shape, r.dtype)
     w.nbytes += buf.nbytes
     fn(*vals, *extra, out=buf)
-    out = w.define(f.out, buf, True)
+    out = w.written[f.out] = w.define(f.out, buf, True)
     names = [w.name[s] for s in f.ins] + [w.constant(e, "E") for e in extra]
     w.emit(f"{w.constant(fn, 'F')}({', '.join(names)}, out={out})  # {f.name}: nodes "
            f"{', '.join(map(str, f.nodes))}", k)
@@ -279,6 +281,17 @@ def _closure(w: _Writer, k: int) -> None:
             w.emit(f"{w.define(s, env[s], False)} = ENV[{s}]", k)
 
 
+def _direct_outputs(w: _Writer, outs: list[Any]) -> dict[int, tuple[str, np.ndarray]]:
+    """External outputs the step computing them can write into the method's tensor: an OUT
+    step's buffer that no node reads (nor aliases) and that only this output shows."""
+    g = w.g
+    read = {s for k, slots in enumerate(g.node_slots) for s in slots if s != g.nodes[k].out}
+    slots = [s for _, s in g.outputs]
+    inputs = {s for _, s, _ in g.inputs}
+    return {ext: (w.written[s], r) for (ext, s), r in zip(g.outputs, outs)
+            if s in w.written and s not in read and s not in inputs and slots.count(s) == 1}
+
+
 def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
     g = w.g
     lines = ["def plan(values, args, resize):",
@@ -293,15 +306,29 @@ def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
                   f"        {x} = PHYS({x})",
                   f"    if {x}.shape != {a.shape!r}:",
                   "        return False"]
+    body = list(w.body)
+    direct = _direct_outputs(w, outs)
+    for ext, (buf, r) in direct.items():
+        # (XNNPACK writes its external outputs in place too: they never alias the inputs)
+        o, t = f"o{ext}", f"t{ext}"
+        lines += [f"    {o} = values[args[{ext}]]",
+                  f"    {t} = {o} if type({o}) is ndarray and {o}.shape == {r.shape!r} and "
+                  f"{o}.dtype is {w.constant(r.dtype, 'D')} and {o}.flags.c_contiguous "
+                  f"else {buf}"]
+        token = re.compile(rf"\b{re.escape(buf)}\b")
+        body = [(token.sub(t, line), k) for line, k in body]
     lines += ["    token = QUIET()", "    try:"]
     node_at = {}
-    for line, k in w.body:
+    for line, k in body:
         lines.append(f"        {line}")
         node_at[len(lines)] = k
     lines += ["        pass", "    finally:", "        LOUD(token)"]
     for (ext, s), r in zip(g.outputs, outs):
         src = w.name.get(s, "None")
-        if type(r) is np.ndarray:
+        if ext in direct:
+            lines += [f"    if t{ext} is not o{ext}:",
+                      f"        STORE(o{ext}, {src}, {ext}, args[{ext}], resize)"]
+        elif type(r) is np.ndarray:
             lines += [f"    o = values[args[{ext}]]",
                       f"    if type(o) is ndarray and o.shape == {r.shape!r} and "
                       f"o.dtype is {w.constant(r.dtype, 'D')} and o.flags.c_contiguous:",
