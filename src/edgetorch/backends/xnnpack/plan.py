@@ -117,6 +117,12 @@ class _Writer:
         self.fixed: set[int] = set()  # slots whose value is the same object on every call
         self.in_env: set[int] = set()  # slots the plan stores into the environment
         self.written: dict[int, str] = {}  # slot -> the buffer an OUT step writes it into
+        self.readers: dict[int, int] = {}  # slot -> how many nodes read it
+        for k, slots in enumerate(g.node_slots):
+            for s in slots:
+                if s != g.nodes[k].out:
+                    self.readers[s] = self.readers.get(s, 0) + 1
+        self.external = {s for _, s, _ in g.inputs} | {s for _, s in g.outputs}
         self.nbytes = 0
 
     def constant(self, obj: Any, prefix: str) -> str:
@@ -218,10 +224,15 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
                     args[j] = np.ascontiguousarray(np.broadcast_to(args[j], r.shape))
                     extra[j] = w.constant(args[j], "E")
                     w.nbytes += args[j].nbytes
-        buf = np.empty(r.shape, r.dtype)
-        w.nbytes += buf.nbytes
+        spent = _in_place(w, k, op, vals, r)
+        if spent is None:
+            buf = np.empty(r.shape, r.dtype)
+            w.nbytes += buf.nbytes
+            name = None
+        else:  # an elementwise ufunc over a buffer only it reads: into that buffer
+            buf, name = w.value[spent], w.name[spent]
         op.fn(*vals, *args, out=buf)
-        out = w.written[rec.out] = w.define(rec.out, buf, True)
+        out = w.written[rec.out] = w.define(rec.out, buf, True, name)
         w.emit(f"{fn}({', '.join([*names, *extra])}, out={out})", k)
     else:
         assert op.kind == CALL
@@ -232,6 +243,20 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
         lo, hi = np.asarray(rec.lo, rec.dtype), np.asarray(rec.hi, rec.dtype)
         _clip(r, lo, hi, r)
         w.emit(f"CLIP({out}, {w.constant(lo, 'E')}, {w.constant(hi, 'E')}, {out})", k)
+    return None
+
+
+def _in_place(w: _Writer, k: int, op: Any, vals: list[np.ndarray], r: np.ndarray
+              ) -> int | None:
+    """An input slot of node ``k`` whose buffer the node may write its result into: a NumPy
+    ufunc (elementwise: in place is exact) over a same-shaped buffer of this plan that no
+    other node reads, views or returns (fewer buffers: a smaller working set)."""
+    if not isinstance(op.fn, np.ufunc):
+        return None
+    for s, v in zip(op.ins, vals):
+        if s in w.written and w.readers.get(s) == 1 and s not in w.external and \
+                v.shape == r.shape and v.dtype == r.dtype and v.flags.c_contiguous:
+            return s
     return None
 
 
@@ -285,11 +310,11 @@ def _direct_outputs(w: _Writer, outs: list[Any]) -> dict[int, tuple[str, np.ndar
     """External outputs the step computing them can write into the method's tensor: an OUT
     step's buffer that no node reads (nor aliases) and that only this output shows."""
     g = w.g
-    read = {s for k, slots in enumerate(g.node_slots) for s in slots if s != g.nodes[k].out}
     slots = [s for _, s in g.outputs]
     inputs = {s for _, s, _ in g.inputs}
     return {ext: (w.written[s], r) for (ext, s), r in zip(g.outputs, outs)
-            if s in w.written and s not in read and s not in inputs and slots.count(s) == 1}
+            if s in w.written and s not in w.readers and s not in inputs and
+            slots.count(s) == 1}
 
 
 def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
