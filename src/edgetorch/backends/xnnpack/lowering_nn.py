@@ -96,10 +96,17 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
 def _fc_into(v: np.ndarray, w: np.ndarray, b: np.ndarray | None, k: int,
              out: np.ndarray | None = None) -> np.ndarray:
     """One GEMM (``[..., K] @ [K, O]``, the input flattened to ``[-1, k]`` when ``k``) and the
-    bias added in place."""
+    bias added in place. A contiguous input of more than two dimensions is multiplied as one
+    matrix of all its rows (np.matmul would make one GEMM per leading index)."""
     if k:
         v = v.reshape(-1, k)
-    out = np.matmul(v, w, out)
+    elif v.ndim > 2 and v.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        shape = v.shape[:-1] + w.shape[1:]
+        rows = np.matmul(v.reshape(-1, v.shape[-1]), w,
+                         None if out is None else out.reshape(-1, w.shape[1]))
+        out = rows.reshape(shape) if out is None else out
+    else:
+        out = np.matmul(v, w, out)
     if b is not None:
         np.add(out, b, out)
     return out
