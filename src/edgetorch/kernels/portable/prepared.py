@@ -17,7 +17,9 @@ from functools import partial
 
 import numpy as np
 
+from .. import accel
 from ..registry import prepares
+from . import norm_accel
 from ._util import INT64, invalid, scalar
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -469,8 +471,10 @@ def _mean(x, dim, keepdim, dtype, out):
     # one row (or an empty one) would be a contiguous 1-d reduction, which NumPy sums pairwise
     if rows < 2 or n < 1 or out.shape != want or not out.flags.c_contiguous:
         return None
-    work = np.empty((n, rows), x.dtype)
     total = out.reshape(rows)
+    if accel.available():  # one compiled step: each row added in order, then divided
+        return [partial(norm_accel.row_mean, x.reshape(rows, n), x.dtype.type(n), total)]
+    work = np.empty((n, rows), x.dtype)
     return [partial(np.copyto, work, x.reshape(rows, n).T),
             partial(np.add.reduce, work, axis=0, out=total),
             partial(np.true_divide, total, x.dtype.type(n), out=total)]
@@ -512,6 +516,9 @@ def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
     for p in (weight, bias):
         if p is not None and not (_float(p, x) and _fits(out0, x.shape, p.shape)):
             return None
+    compiled = _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out2)
+    if compiled is not None:
+        return compiled
     ct = x.dtype.type
     n, e = ct(math.prod(normalized_shape)), ct(eps)
     d, sq = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
@@ -533,6 +540,28 @@ def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
     for j, (f, p) in enumerate(tail):
         steps.append(partial(f, d, p, out=out0 if j == len(tail) - 1 else d))
     return steps
+
+
+def _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out2):
+    """One step: the compiled row loop (``norm_accel``), the kernel's bits in one pass per
+    row instead of a dozen NumPy calls. None when numba is off or the operands are not plain
+    contiguous rows with a weight and bias of the normalised shape."""
+    n = math.prod(normalized_shape)
+    if not accel.available() or not 0 < n <= norm_accel.MAX_ROW:
+        return None
+    arrays = (x, out0, out1, out2) + tuple(p for p in (weight, bias) if p is not None)
+    if not all(a.flags.c_contiguous for a in arrays):
+        return None
+    if any(p is not None and p.shape != tuple(normalized_shape) for p in (weight, bias)):
+        return None
+    rows = x.size // n
+    ct = x.dtype.type
+    flat = [None if p is None else p.reshape(n) for p in (weight, bias)]
+    stand_in = x.reshape(rows, n)[0] if rows else np.zeros(n, x.dtype)
+    args = (x.reshape(rows, n), *(stand_in if p is None else p for p in flat),
+            weight is not None, bias is not None, ct(n), ct(eps), ct(1), ct(0),
+            out0.reshape(rows, n), out1.reshape(rows), out2.reshape(rows))
+    return [partial(norm_accel.layer_norm_loop, *args)]
 
 
 # ---- indexing ------------------------------------------------------------------------------
