@@ -142,3 +142,31 @@ def test_programs_with_prepared_norms_give_the_closures_bits(name, mode):
     eager = [eager] if isinstance(eager, torch.Tensor) else list(eager)
     for g, e in zip(got, eager):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_prepared_gelu_gives_the_kernels_bits():
+    if not accel.available():
+        pytest.skip("numba is not installed (the accel extra)")
+    x = (R.standard_normal((2, 16, 128)) * 4).astype(np.float32)
+    x.reshape(-1)[:9] = [np.nan, np.inf, -np.inf, 0, -0.0, 6.0, -5.99, 1e30, 6.0625]
+    fast, slow = np.empty_like(x), np.empty_like(x)
+    (step,) = KERNELS["aten::gelu.out"].prepare(x, "none", fast)
+    step()
+    KERNELS["aten::gelu.out"].fn(x, "none", slow)
+    assert fast.tobytes() == slow.tobytes()
+    x *= -0.5  # read when it runs
+    step()
+    KERNELS["aten::gelu.out"].fn(x, "none", slow)
+    assert fast.tobytes() == slow.tobytes()
+    finite = np.isfinite(x)  # (torch's own float32 GELU gives nan at +inf)
+    want = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(fast[finite], want[finite], rtol=1e-6, atol=1e-6)
+
+
+def test_gelu_preparer_keeps_the_kernel_elsewhere():
+    x, out = np.ones((4, 8), np.float32), np.empty((4, 8), np.float32)
+    prep = KERNELS["aten::gelu.out"].prepare
+    assert prep(x, "tanh", out) is None
+    assert prep(x.astype(np.float64), "none", out.astype(np.float64)) is None
+    with accel.disabled():
+        assert prep(x, "none", out) is None

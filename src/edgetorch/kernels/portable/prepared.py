@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import accel
 from ..registry import prepares
-from . import norm_accel
+from . import norm_accel, special_accel
 from ._util import INT64, invalid, scalar
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -192,6 +192,16 @@ def _sigmoid(x, out):
             partial(np.add, 1, e, out=p), partial(np.true_divide, 1, p, out=r),
             partial(np.true_divide, e, p, out=out), partial(np.greater_equal, x, 0, out=pos),
             partial(np.copyto, out, r, where=pos)]
+
+
+@prepares("aten::gelu.out")
+def _gelu(x, approximate, out):
+    """The erf form in one compiled loop (``special_accel``), the kernel's bits; the tanh
+    form and the NumPy path keep the kernel."""
+    if approximate != "none" or type(x) is not np.ndarray or type(out) is not np.ndarray:
+        return None
+    step = special_accel.gelu_step(x, out)
+    return None if step is None else [step]
 
 
 @prepares("aten::where.self_out")
