@@ -56,21 +56,48 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
+    substituted: set[int] = set()  # instructions whose steps read folded results directly
+    copies: dict[int, tuple[int, Callable[[], Any]]] = {}  # folded value -> (instr, its copy)
     for rec in m.records:
         new = pairs.get(rec.index)
         if new is not None:
             pass
         elif rec.kind == "kernel":
             new = _fold(m, rec, fixed, folded, written, once)
-            if new is None:
+            if new is not None:
+                copies[_single_out(m, rec)] = (rec.index, new[0])
+            else:
                 new = _prepare(m, rec, fixed, written, folded)
+            if new is not None:
+                substituted.add(rec.index)
         elif rec.kind == "free":
             new = []
         if new is None:
             new = [rec.run]
         steps += new
         owner += [rec.index] * len(new)
+    dropped = _unread_copies(m, copies, substituted)
+    if dropped:
+        kept = [k for k, step in enumerate(steps) if id(step) not in dropped]
+        steps, owner = [steps[k] for k in kept], [owner[k] for k in kept]
     return steps, owner
+
+
+def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
+                   substituted: set[int]) -> set[int]:
+    """The copies of folded results into planned memory that nothing reads: every reader's
+    steps were prepared with the folded array itself (e.g. ExecuTorch's programs transpose
+    each linear weight with a ``permute_copy`` the matrix product then reads), the value is no
+    method output, and no other value sharing its bytes is read before they are rewritten."""
+    if not copies:
+        return set()
+    try:
+        reads = fold_bn.readers(m)
+        return {id(step) for v, (idx, step) in copies.items()
+                if all(r in substituted for r in reads.get(v, ()))
+                and not fold_bn.alias_read(m, v, idx)}
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load: keep the copies
+        return set()
 
 
 def _fixed(m: Method, written: set[int]) -> set[int]:

@@ -75,7 +75,7 @@ def _span(m: Method, i: int) -> tuple[int, int, int] | None:
     return id(slot.buffer), slot.offset, slot.offset + slot.capacity * slot.dtype.itemsize
 
 
-def _alias_read(m: Method, y: int, start: int) -> bool:
+def alias_read(m: Method, y: int, start: int) -> bool:
     """Whether another value sharing y's bytes (a view the emitter left as a value of its
     own) is read after instruction ``start`` before anything writes those bytes: it would
     read the convolution's result, which folding no longer writes."""
@@ -113,7 +113,7 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
     x_i, w_i, b_i, *params_i, y_i = conv.args  # y: the convolution's result
     if reads.get(y_i) != [bn.index] or any(i in written for i in params_i):
         return None
-    if _alias_read(m, y_i, conv.index):
+    if alias_read(m, y_i, conv.index):
         return None
     _, g_i, beta_i, mean_i, var_i, _, eps_i, out_i, s1, s2 = bn.args
     if reads.get(s1) or reads.get(s2) or eps_i in written:
