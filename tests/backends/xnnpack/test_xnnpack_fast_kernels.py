@@ -223,3 +223,40 @@ def test_lowered_conv_bn_net_twice_with_different_inputs():
         outs.append((got, want))
     for got, want in outs:  # earlier outputs are not overwritten by later calls
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_winograd_only_with_enough_tiles():
+    """Small feature maps (ResNet-18's 7x7x512 layers) take the direct GEMM: Winograd's
+    16 filter matrices cost more to read than they save there."""
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    assert K.winograd_eligible(win, 1, 64, 64, (1, 56, 56, 64))
+    assert K.winograd_eligible(win, 1, 256, 256, (1, 14, 14, 256))
+    assert not K.winograd_eligible(win, 1, 512, 512, (1, 7, 7, 512))
+    assert K.winograd_eligible(win, 1, 512, 512, (4, 7, 7, 512))  # 4 images: 64 tiles
+    assert K.winograd_eligible(win, 1, 512, 512)  # dims unknown: the shape-free rule
+
+
+def test_workspace_shared_by_nodes_does_not_leak_results():
+    """Convolutions of one graph share their temporaries (patch matrices, Winograd tiles):
+    each node's result is its own, whatever ran before it with the same memory."""
+    rng = np.random.default_rng(5)
+    work = K.Workspace()
+    layers = []
+    for k, stride, cin, cout, hw in [(3, 1, 16, 16, 12), (3, 2, 16, 24, 9), (3, 1, 24, 16, 5),
+                                     (5, 1, 3, 16, 12), (3, 1, 16, 16, 13)]:
+        filt = _layer_weights(rng, (cout, k, k, cin))
+        win = K.Window(k, k, stride, stride, 1, 1, k // 2, k // 2, k // 2, k // 2)
+        layers.append((filt, win, stride, k // 2, cin, hw, K.Scratch()))
+    for _ in range(2):
+        outs = []
+        for filt, win, stride, pad, cin, hw, scratch in layers:
+            x = rng.standard_normal((1, hw, hw, cin), dtype=np.float32)
+            if K.winograd_eligible(win, 1, cin, filt.shape[0], x.shape):
+                got = K.conv2d_winograd(x, K.winograd_filter(filt), None, win, scratch,
+                                        work=work)
+            else:
+                got = K.conv2d(x, K.conv_filter_matrix(filt, 1), None, win, 1, scratch,
+                               work=work)
+            outs.append((got, _torch_conv(x, filt, None, stride, pad)))
+        for got, want in outs:  # checked after all ran: later nodes did not overwrite them
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

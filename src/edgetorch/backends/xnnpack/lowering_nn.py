@@ -151,6 +151,15 @@ def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
                        f"{list(want)}")
 
 
+def _workspace(ctx: Ctx) -> K.Workspace:
+    """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles (kept
+    on the context so that ``lowering.py`` need not know about it)."""
+    work = getattr(ctx, "conv_workspace", None)
+    if work is None:
+        work = ctx.conv_workspace = K.Workspace()  # type: ignore[attr-defined]
+    return work
+
+
 @rule(x.XNNConv2d)
 def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input1_id, "input")
@@ -163,12 +172,13 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     scratch = K.Scratch()
     o = ctx.slot(n.output_id, "output")
     lo, hi = _fused_clamp(ctx, i, f, o)
+    work = _workspace(ctx)
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
-                                                         n.group_output_channels):
+                                                         n.group_output_channels, ctx.dims(i)):
         u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
-        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi)), o
+        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)), o
     wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi)), o
+    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)), o
 
 
 def _fused_clamp(ctx: Ctx, i: int, f: int, o: int) -> tuple[float, float]:
