@@ -404,3 +404,28 @@ def test_folded_copies_nobody_reads_are_dropped(out_too):
         eager = model(x)
     for g, e in zip(got, [eager] if isinstance(eager, torch.Tensor) else eager):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _BigTransposedWeight(torch.nn.Module):
+    """A 4.4 MB weight transposed by a permute_copy the product reads (beyond what is folded
+    as a copy: the view of the constant stands in for it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1000, 1100))
+        self.b = torch.nn.Parameter(torch.randn(1000))
+
+    def forward(self, x):  # (the weight read twice: edgetorch's export keeps the permutes)
+        return torch.addmm(self.b, x, self.w.permute(1, 0)) + torch.mm(x, self.w.t())
+
+
+def test_large_transposed_constants_are_read_in_place():
+    model, x = _BigTransposedWeight().eval(), torch.randn(2, 1100)
+    fast, slow = _methods(model, (x,))
+    perms = [r.index for r in fast.records if "permute_copy" in r.name]
+    assert perms and not set(perms) & set(fast._steps[1])  # no step copies the weight
+    for _ in range(2):
+        got, want = fast.execute([x.numpy()])[0], slow.execute([x.numpy()])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-4)

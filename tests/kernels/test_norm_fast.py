@@ -100,19 +100,30 @@ def test_compiled_pairwise_sum_is_numpys():
         assert fn(a, 0, n, True, np.float32(0), st, vals) == np.add.reduce(a * a)
 
 
+MEAN_CASES = [((1, 16, 64), [-1], True), ((3, 7, 33), [-1], True), ((4, 1), [1], True),
+              ((1, 1280, 7, 7), [-1, -2], True), ((2, 8, 5, 3), [3, 2], False),
+              ((1, 300), [-1], True), ((2, 3, 4), [1], True)]
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("shape", [(1, 16, 64), (3, 7, 33), (4, 1)])
-def test_prepared_mean_gives_the_kernels_bits(shape, mode):
+@pytest.mark.parametrize("case", MEAN_CASES, ids=[str(c) for c in MEAN_CASES])
+def test_prepared_mean_gives_the_kernels_bits(case, mode):
+    shape, dims, keep = case
     x = (R.standard_normal(shape) ** 2).astype(np.float32)
-    out, want = (np.full(shape[:-1] + (1,), np.nan, np.float32) for _ in range(2))
+    want_shape = tuple(1 if i in [d % len(shape) for d in dims] else s
+                       for i, s in enumerate(shape)) if keep else \
+        tuple(s for i, s in enumerate(shape) if i not in [d % len(shape) for d in dims])
+    out, want = (np.full(want_shape, np.nan, np.float32) for _ in range(2))
     with _mode(mode):
-        steps = KERNELS["aten::mean.out"].prepare(x, [-1], True, None, out)
-    if steps is None:  # one row: the kernel runs
-        assert x.size // x.shape[-1] < 2
+        steps = KERNELS["aten::mean.out"].prepare(x, dims, keep, None, out)
+    KERNELS["aten::mean.out"].fn(x, dims, keep, None, want)
+    if steps is None:  # a middle axis; one row without numba: the kernel runs
+        assert dims == [1] and len(shape) == 3 or (mode == "numpy" and shape[0] == 1)
         return
     _run(steps)
-    KERNELS["aten::mean.out"].fn(x, [-1], True, None, want)
     assert out.tobytes() == want.tobytes()
+    np.testing.assert_allclose(out, torch.from_numpy(x).mean(dims, keepdim=keep).numpy(),
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -157,3 +157,33 @@ def layer_norm_loop(*args) -> None:
 def row_mean(x: np.ndarray, n, out: np.ndarray) -> None:
     """``_row_mean``, compiled on the first call."""
     _row_mean.compiled()(x, n, out)
+
+
+# ---- a folded BatchNorm's epilogue: per-channel bias and the activation after it ---------
+
+
+@accel.jit
+def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
+    """``out`` (N, C, P) += bias[c], then clamped as the activation kernel clamps: hardtanh
+    is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN stays),
+    relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays)."""
+    nb, c, p = out.shape
+    for n in range(nb):
+        for ch in range(c):
+            b = bias[ch]
+            row = out[n, ch]
+            for i in range(p):
+                v = row[i] + b
+                if v == v:  # NaN passes through both
+                    if relu:
+                        v = v if v >= lo else lo
+                    else:
+                        v = v if v > lo else lo
+                        v = v if v < hi else hi
+                row[i] = v
+
+
+def channel_bias_clamp(out: np.ndarray, bias: np.ndarray, lo, hi, relu: bool) -> None:
+    """``_channel_bias_clamp`` on ``out`` viewed (N, C, P) (contiguous), ``lo``/``hi`` of
+    its dtype."""
+    _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)

@@ -464,26 +464,33 @@ def _softmax(x, dim, half_to_float, out):
 
 @prepares("aten::mean.out")
 def _mean(x, dim, keepdim, dtype, out):
-    """Mean over the last axis (RMSNorm's ``mean(x * x, -1, keepdim=True)``) with the kernel's
-    summation order: element by element along the row (``reduction._ordered_sum``). The rows
-    are copied transposed, ``(n, rows)``, and ``np.add.reduce`` over the outer axis adds them
-    one after the other into a row-sized accumulator: the same order and bits, without the
-    kernel's accumulate temporary and per-row loop (30 -> 4 us for 16 rows of 64)."""
+    """Mean over the trailing axes (RMSNorm's ``mean(x * x, -1, keepdim=True)``, a global
+    average pool's ``mean(x, [-1, -2])``) with the kernel's summation order: element by
+    element along each flattened row (``reduction._ordered_sum``). With the accel extra one
+    compiled loop adds each row in order; otherwise the rows are copied transposed,
+    ``(n, rows)``, and ``np.add.reduce`` over the outer axis adds them one after the other
+    into a row-sized accumulator: the same order and bits, without the kernel's accumulate
+    temporary and per-row loop (30 -> 4 us for 16 rows of 64)."""
     if not (_float(x, out) and x.ndim >= 1 and dtype is None and x.flags.c_contiguous
             and _apart(out, x)):
         return None
     dims = [dim] if type(dim) is int else list(dim) if dim is not None else None
-    if dims is None or len(dims) != 1 or _dim(dims[0], x.ndim) != x.ndim - 1:
+    axes = sorted(_dim(d, x.ndim) for d in dims) if dims and None not in \
+        [_dim(d, x.ndim) for d in dims] else None
+    k = len(axes) if axes else 0
+    if not axes or axes != list(range(x.ndim - k, x.ndim)):
         return None
-    n = x.shape[-1]
-    rows = x.size // n if n else 0
-    want = x.shape[:-1] + (1,) if keepdim else x.shape[:-1]
-    # one row (or an empty one) would be a contiguous 1-d reduction, which NumPy sums pairwise
-    if rows < 2 or n < 1 or out.shape != want or not out.flags.c_contiguous:
+    lead = x.shape[:x.ndim - k]
+    n = math.prod(x.shape[x.ndim - k:])
+    rows = math.prod(lead)
+    want = lead + (1,) * k if keepdim else lead
+    if rows < 1 or n < 1 or out.shape != want or not out.flags.c_contiguous:
         return None
     total = out.reshape(rows)
     if accel.available():  # one compiled step: each row added in order, then divided
         return [partial(norm_accel.row_mean, x.reshape(rows, n), x.dtype.type(n), total)]
+    if rows < 2:  # one row would be a contiguous 1-d reduction, which NumPy sums pairwise
+        return None
     work = np.empty((n, rows), x.dtype)
     return [partial(np.copyto, work, x.reshape(rows, n).T),
             partial(np.add.reduce, work, axis=0, out=total),
