@@ -71,8 +71,11 @@ class Scratch:
 
     MAX_BUFFERS = 16
 
-    def __init__(self) -> None:
+    def __init__(self, pinned: dict[str, np.ndarray] | None = None) -> None:
         self._bufs: dict[tuple, np.ndarray] = {}
+        # role -> flat uint8 memory the role's buffers are views of when they fit (the
+        # output's place in the graph's arena, ``memory_plan``)
+        self._pinned = pinned or {}
 
     def get(self, role: str, shape: tuple[int, ...], dtype: np.dtype,
             fill: float | None = None) -> np.ndarray:
@@ -81,7 +84,12 @@ class Scratch:
         if buf is None:
             if len(self._bufs) >= self.MAX_BUFFERS:
                 self._bufs.clear()
-            buf = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+            flat = self._pinned.get(role) if fill is None else None
+            nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+            if flat is not None and nbytes <= flat.nbytes:
+                buf = flat[:nbytes].view(dtype).reshape(shape)
+            else:
+                buf = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
             self._bufs[key] = buf
         return buf
 

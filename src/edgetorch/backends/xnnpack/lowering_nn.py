@@ -151,6 +151,13 @@ def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
                        f"{list(want)}")
 
 
+def _scratch(ctx: Ctx, out: int) -> K.Scratch:
+    """A node's buffers, its output placed in the graph's arena when ``memory_plan`` planned
+    it (``plan_outputs`` ran on the graph before its nodes were lowered)."""
+    flat = getattr(ctx, "out_plan", {}).get(out)
+    return K.Scratch(None if flat is None else {"out": flat})
+
+
 def _workspace(ctx: Ctx) -> K.Workspace:
     """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles (kept
     on the context so that ``lowering.py`` need not know about it)."""
@@ -169,8 +176,8 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
                            n.group_input_channels))
     bias = _bias(ctx, n.bias_id)
-    scratch = K.Scratch()
     o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
     work = _workspace(ctx)
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
@@ -203,8 +210,9 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     _check_filter(ctx, f, (1, win.kh, win.kw, n.groups * mult))
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
-    scratch, const = K.Scratch(), ctx.const(f) is not None
+    const = ctx.const(f) is not None
     o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
     return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
                                         lo, hi)), o)
@@ -234,8 +242,9 @@ def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> K.Window:
 def _max_pool2d(n: x.XNNMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input_id, "input")
     win = _pool_window(n, ctx, i)
-    scratch = K.Scratch()
-    return (lambda: K.max_pool2d(env[i], win, scratch)), ctx.slot(n.output_id, "output")
+    o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
+    return (lambda: K.max_pool2d(env[i], win, scratch)), o
 
 
 @rule(x.XNNAvgPooling2d)

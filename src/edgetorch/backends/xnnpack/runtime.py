@@ -34,6 +34,7 @@ from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and po
 from . import schema as x
 from .lowering import Step
 from .lowering_quant import QCtx, lower_node, plan_clamp_fusion
+from .memory_plan import plan_outputs
 from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
@@ -171,6 +172,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     env: list[Any] = list(consts)
     ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
     plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
+    plan_outputs(g.xnodes, ctx, {s for _, s in outputs})  # convolutions' outputs in one arena
     steps, descriptions, node_ids = [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__
