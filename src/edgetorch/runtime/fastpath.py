@@ -92,10 +92,10 @@ def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
     if not copies:
         return set()
     try:
-        reads = fold_bn.readers(m)
+        reads, where = fold_bn.readers(m), fold_bn.spans(m)
         return {id(step) for v, (idx, step) in copies.items()
                 if all(r in substituted for r in reads.get(v, ()))
-                and not fold_bn.alias_read(m, v, idx)}
+                and not fold_bn.alias_read(m, v, idx, where)}
     except Exception:  # noqa: BLE001 - an optimisation never fails a load: keep the copies
         return set()
 

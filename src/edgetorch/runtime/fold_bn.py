@@ -60,6 +60,7 @@ def readers(m: Method) -> dict[int, list[int]]:
 def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callable[[], Any]]]:
     """Instruction index -> its replacement steps, for each convolution + BatchNorm pair."""
     reads = readers(m)
+    where = spans(m)
     producer = {rec.outputs[0]: rec for rec in m.records
                 if rec.kind == "kernel" and len(rec.outputs) == 1}
     plan: dict[int, list[Callable[[], Any]]] = {}
@@ -69,11 +70,11 @@ def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callab
         conv = producer.get(bn.args[0])
         if conv is None or conv.name != CONV or conv.index >= bn.index:
             continue
-        act = _activation(m, bn, fixed, written, reads) if FUSE_ACTIVATIONS else None
-        steps = _fold_pair(m, conv, bn, fixed, written, reads, act)
+        act = _activation(m, bn, fixed, written, reads, where) if FUSE_ACTIVATIONS else None
+        steps = _fold_pair(m, conv, bn, fixed, written, reads, where, act)
         if steps is None and act is not None:
             act = None
-            steps = _fold_pair(m, conv, bn, fixed, written, reads, None)
+            steps = _fold_pair(m, conv, bn, fixed, written, reads, where, None)
         if steps is not None:
             plan[conv.index] = steps
             plan[bn.index] = []
@@ -94,7 +95,8 @@ class _Act(NamedTuple):
 
 
 def _activation(m: Method, bn, fixed: set[int], written: set[int],
-                reads: dict[int, list[int]]) -> _Act | None:
+                reads: dict[int, list[int]], where: dict[int, tuple[int, int, int]]
+                ) -> _Act | None:
     """The hardtanh (ReLU6) or relu right after the BatchNorm, when it is the BatchNorm
     output's only reader, writes a static tensor of its shape, and nothing runs in between
     (the convolution then writes the activation's memory earlier than the program did)."""
@@ -117,7 +119,9 @@ def _activation(m: Method, bn, fixed: set[int], written: set[int],
     out_i = act.args[-1]
     out, src = vals[out_i], vals[y]
     if out_i not in fixed or type(out) is not np.ndarray or out.shape != src.shape \
-            or out.dtype != src.dtype or not out.flags.c_contiguous or alias_read(m, y, bn.index):
+            or out.dtype != src.dtype or not out.flags.c_contiguous:
+        return None
+    if alias_read(m, y, bn.index, where):
         return None
     return _Act(act, out, float(lo), float(hi), act.name != HARDTANH)
 
@@ -129,11 +133,24 @@ def _span(m: Method, i: int) -> tuple[int, int, int] | None:
     return id(slot.buffer), slot.offset, slot.offset + slot.capacity * slot.dtype.itemsize
 
 
-def alias_read(m: Method, y: int, start: int) -> bool:
+def spans(m: Method) -> dict[int, tuple[int, int, int]]:
+    """Value -> (buffer, first byte, end byte) of every planned tensor (for ``alias_read``)."""
+    out = {}
+    for i in m._slots:
+        s = _span(m, i)
+        if s is not None:
+            out[i] = s
+    return out
+
+
+def alias_read(m: Method, y: int, start: int,
+               where: dict[int, tuple[int, int, int]] | None = None) -> bool:
     """Whether another value sharing y's bytes (a view the emitter left as a value of its
     own) is read after instruction ``start`` before anything writes those bytes: it would
-    read the convolution's result, which folding no longer writes."""
-    ys = _span(m, y)
+    read the convolution's result, which folding no longer writes. ``where``: ``spans(m)``,
+    when the caller asks about many values."""
+    where = spans(m) if where is None else where
+    ys = where.get(y)
     if ys is None:
         return True
     written: list[tuple[int, int, int]] = []  # bytes written since (by any value's writer)
@@ -145,12 +162,14 @@ def alias_read(m: Method, y: int, start: int) -> bool:
         for i in rec.args:
             if i == y or (i in rec.outputs and rec.kind == "kernel"):
                 continue
-            s = _span(m, i)
+            s = where.get(i)
             if s is not None and overlaps(s, ys) and not any(overlaps(s, w) for w in written):
                 return True
         for i in rec.outputs if rec.kind != "delegate" else rec.args:
-            s = _span(m, i)
+            s = where.get(i)
             if s is not None:
+                if s[0] == ys[0] and s[1] <= ys[1] and ys[2] <= s[2]:
+                    return False  # all of y's bytes rewritten: nothing later reads its value
                 written.append(s)
     return False
 
@@ -163,11 +182,12 @@ def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
 
 
 def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
-               reads: dict[int, list[int]], act: _Act | None) -> list[Callable[[], Any]] | None:
+               reads: dict[int, list[int]], where: dict[int, tuple[int, int, int]],
+               act: _Act | None) -> list[Callable[[], Any]] | None:
     x_i, w_i, b_i, *params_i, y_i = conv.args  # y: the convolution's result
     if reads.get(y_i) != [bn.index] or any(i in written for i in params_i):
         return None
-    if alias_read(m, y_i, conv.index):
+    if alias_read(m, y_i, conv.index, where):
         return None
     _, g_i, beta_i, mean_i, var_i, _, eps_i, out_i, s1, s2 = bn.args
     if reads.get(s1) or reads.get(s2) or eps_i in written:
