@@ -12,7 +12,9 @@ once per method:
   convolution with folded weights (``fold_bn.py``);
 * **constant folding**: an instruction whose inputs are all constants (or results of folded
   instructions) computes the same thing on every call, so its kernel runs here, once, and
-  ``execute`` only copies the result into its planned memory.
+  ``execute`` only copies the result into its planned memory, and not even that when every
+  reader was prepared with the folded array itself. A large copy of a view of constants
+  (a transposed weight) is folded as the view: no memory, and its readers read it in place.
 
 The traced loop keeps the closures (one event per instruction, the kernels themselves); both
 give the same bits, which the tests check.

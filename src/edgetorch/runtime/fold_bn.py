@@ -12,6 +12,11 @@ alone, every parameter is a constant of the program, the BatchNorm's statistics 
 read by nobody, and the tensors are static float32/float64. Folding changes rounding (like
 ExecuTorch's folding pass): results agree with eager PyTorch within float tolerance, not bit
 for bit, which is why the traced loop, one event per instruction, runs the two kernels.
+
+A hardtanh (ReLU6) or relu right after the BatchNorm, reading nothing else, rides along too
+(as XNNPACK fuses an output clamp into its convolution): the folded convolution writes the
+activation's output and clamps it in its epilogue, with the very bits of the folded
+convolution followed by the activation kernel.
 """
 
 from __future__ import annotations
