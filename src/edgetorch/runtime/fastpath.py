@@ -17,7 +17,8 @@ once per method:
   (a transposed weight) is folded as the view: no memory, and its readers read it in place.
 
 The traced loop keeps the closures (one event per instruction, the kernels themselves); both
-give the same bits, which the tests check.
+give the same bits (but for BatchNorm folding and products read from a folded view, equal within
+float rounding), which the tests check.
 """
 
 from __future__ import annotations
