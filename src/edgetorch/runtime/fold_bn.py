@@ -179,6 +179,27 @@ def alias_read(m: Method, y: int, start: int,
     return False
 
 
+def touched(m: Method, values, span: tuple[int, int, int] | None,
+            where: dict[int, tuple[int, int, int]]) -> bool:
+    """Whether any of ``values`` (or the tensors of a list among them) has bytes in ``span``
+    (None: unknown, True)."""
+    if span is None:
+        return True
+    for i in values:
+        v = m._vals[i] if 0 <= i < len(m._vals) else None
+        items = getattr(v, "items", None) if type(v) is not np.ndarray else None
+        for j in (i, *(items or ())):
+            s = where.get(j)
+            if s is not None and s[0] == span[0] and s[1] < span[2] and span[1] < s[2]:
+                return True
+    return False
+
+
+def io(records) -> list[int]:
+    """The values ``records`` read or write."""
+    return [i for r in records for i in (*r.args, *r.outputs)]
+
+
 def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
     v = m._vals[i]
     if type(v) is np.ndarray and i in fixed and i not in m._slots and v.dtype in _FLOATS:
@@ -225,8 +246,9 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
     scale = g.astype(w.dtype).reshape((-1,) + (1,) * (w.ndim - 1))
     params = [vals[i] for i in params_i]
     shared = any(w_i in r.args for r in m.records if r.index != conv.index)
-    if act is not None and (np.may_share_memory(act.out, x) or w.ndim != 4):
-        return None
+    if act is not None and (np.may_share_memory(act.out, x) or w.ndim != 4 or touched(
+            m, io(m.records[conv.index + 1:bn.index]), where.get(act.rec.args[-1]), where)):
+        return None  # (the activation's output is now written at the convolution's place)
     compiled = accel.available()  # decided at load, as the preparers do
 
     def build() -> Callable[[], Any]:

@@ -76,20 +76,5 @@ def _target_free(m: Method, rec, copy, t: int,
                  where: dict[int, tuple[int, int, int]]) -> bool:
     """No instruction from the producer (its inputs) up to the copy reads or writes the
     target's bytes, so writing the target at the producer's place changes nothing else."""
-    ts = where.get(t)
-    if ts is None:
-        return False
-    for r in m.records[rec.index:copy.index]:
-        for i in (*r.args, *r.outputs):
-            if r is rec and i in rec.outputs:
-                continue
-            s = where.get(i)
-            if s is not None and s[0] == ts[0] and s[1] < ts[2] and ts[1] < s[2]:
-                return False
-            v = m._vals[i] if 0 <= i < len(m._vals) else None
-            items = getattr(v, "items", None) if type(v) is not np.ndarray else None
-            for j in items or ():
-                s = where.get(j)
-                if s is not None and s[0] == ts[0] and s[1] < ts[2] and ts[1] < s[2]:
-                    return False
-    return True
+    between = fold_bn.io(m.records[rec.index + 1:copy.index])
+    return not fold_bn.touched(m, [*rec.args, *between], where.get(t), where)
