@@ -596,9 +596,10 @@ def _embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out):
             and _apart(out, weight, indices)):
         return None
     n = weight.shape[0]
+    as_unsigned = indices.view(np.uint64)  # negative indices become >= 2**63: one max checks both
 
     def run() -> None:  # the indices are data: checked on every call, as the kernel does
-        if indices.size and (indices.min() < 0 or indices.max() >= n):
+        if indices.size and as_unsigned.max() >= n:
             raise invalid(f"embedding: index out of range for a table of {n} rows")
         np.take(weight, indices, axis=0, out=out, mode="clip")  # in range: clip is a no-op
     return [run]
