@@ -186,6 +186,9 @@ def _sigmoid(x, out):
     """The kernel's exp(-|x|) form: 1 / (1 + e) where x >= 0, e / (1 + e) elsewhere."""
     if not _contiguous(x, out):
         return None
+    compiled = special_accel.sigmoid_steps(x, out)
+    if compiled is not None:
+        return compiled
     e, p, r = (np.empty(x.shape, x.dtype) for _ in range(3))
     pos = np.empty(x.shape, np.bool_)
     return [partial(np.abs, x, out=e), partial(np.negative, e, out=e), partial(np.exp, e, out=e),

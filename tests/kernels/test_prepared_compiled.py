@@ -1,6 +1,7 @@
-"""Prepared normalisations (kernels/portable/prepared.py, norm_accel.py): the compiled row
-loops (numba) and the NumPy steps give the kernel's very bits, and whole programs keep eager
-PyTorch's numbers, with the compiled loops and without them (``accel.disabled()``)."""
+"""Prepared kernels with compiled loops (kernels/portable/prepared.py, norm_accel.py,
+special_accel.py: layer norm, mean, softmax, GELU, sigmoid): the compiled steps (numba) and
+the NumPy steps give the kernel's very bits, and whole programs keep eager PyTorch's numbers,
+with the compiled loops and without them (``accel.disabled()``)."""
 
 from __future__ import annotations
 
@@ -221,3 +222,24 @@ def test_prepared_layer_norm_of_constant_rows_without_eps(mode):
     KERNELS[LN].fn(x, [8], None, None, 0.0, *slow)
     for f, s in zip(fast, slow):
         assert f.tobytes() == s.tobytes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prepared_sigmoid_gives_the_kernels_bits(mode):
+    x = np.concatenate([R.standard_normal(60) * 30, [np.inf, -np.inf, 0, -0.0, np.nan, 88,
+                                                       -88, 1e-30]]).astype(np.float32)
+    x = x.reshape(4, 17)
+    fast, slow = np.empty_like(x), np.empty_like(x)
+    with _mode(mode):
+        steps = KERNELS["aten::sigmoid.out"].prepare(x, fast)
+    assert steps is not None and (mode == "numpy" or len(steps) == 3)
+    _run(steps)
+    KERNELS["aten::sigmoid.out"].fn(x, slow)
+    assert fast.tobytes() == slow.tobytes()
+    x *= -0.25
+    _run(steps)
+    KERNELS["aten::sigmoid.out"].fn(x, slow)
+    assert fast.tobytes() == slow.tobytes()
+    ok = ~np.isnan(x)
+    np.testing.assert_allclose(fast[ok], torch.sigmoid(torch.from_numpy(x)).numpy()[ok],
+                               rtol=1e-6, atol=1e-7)
