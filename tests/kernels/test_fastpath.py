@@ -194,6 +194,9 @@ def test_prepared_embedding_still_checks_its_indices():
     idx[1] = 4
     with pytest.raises(Exception, match="index out of range"):
         run()
+    idx[1] = -1  # negative: out of range too (torch's embedding has no wraparound)
+    with pytest.raises(Exception, match="index out of range"):
+        run()
 
 
 # ---- whole programs ------------------------------------------------------------------------

@@ -12,10 +12,13 @@ once per method:
   convolution with folded weights (``fold_bn.py``);
 * **constant folding**: an instruction whose inputs are all constants (or results of folded
   instructions) computes the same thing on every call, so its kernel runs here, once, and
-  ``execute`` only copies the result into its planned memory.
+  ``execute`` only copies the result into its planned memory, and not even that when every
+  reader was prepared with the folded array itself. A large copy of a view of constants
+  (a transposed weight) is folded as the view: no memory, and its readers read it in place.
 
 The traced loop keeps the closures (one event per instruction, the kernels themselves); both
-give the same bits, which the tests check.
+give the same bits (but for BatchNorm folding and products read from a folded view, equal within
+float rounding), which the tests check.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..kernels.registry import get_kernel
 from ..schema import program as S
-from . import fold_bn
+from . import fold_bn, forward_copies
 from .values import BoxedList
 
 if TYPE_CHECKING:
@@ -57,7 +60,9 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
     substituted: set[int] = set()  # instructions whose steps read folded results directly
+    prepared: set[int] = set()  # instructions run by their preparer's steps
     copies: dict[int, tuple[int, Callable[[], Any]]] = {}  # folded value -> (instr, its copy)
+    per: dict[int, list[Callable[[], Any]]] = {}  # instruction -> its steps
     for rec in m.records:
         new = pairs.get(rec.index)
         if new is not None:
@@ -68,18 +73,23 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
                 copies[_single_out(m, rec)] = (rec.index, new[0])
             else:
                 new = _prepare(m, rec, fixed, written, folded)
+                if new is not None:
+                    prepared.add(rec.index)
             if new is not None:
                 substituted.add(rec.index)
         elif rec.kind == "free":
             new = []
-        if new is None:
-            new = [rec.run]
-        steps += new
-        owner += [rec.index] * len(new)
+        per[rec.index] = [rec.run] if new is None else new
+    try:  # a copy whose source only it reads: the source's producer writes the copy's target
+        forward_copies.forward(m, per, prepared, once,
+                               lambda rec, out: _prepare(m, rec, fixed, written, folded, out))
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load
+        pass
     dropped = _unread_copies(m, copies, substituted)
-    if dropped:
-        kept = [k for k, step in enumerate(steps) if id(step) not in dropped]
-        steps, owner = [steps[k] for k in kept], [owner[k] for k in kept]
+    for index, new in per.items():
+        new = [step for step in new if id(step) not in dropped]
+        steps += new
+        owner += [index] * len(new)
     return steps, owner
 
 
@@ -92,10 +102,10 @@ def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
     if not copies:
         return set()
     try:
-        reads = fold_bn.readers(m)
+        reads, where = fold_bn.readers(m), fold_bn.spans(m)
         return {id(step) for v, (idx, step) in copies.items()
                 if all(r in substituted for r in reads.get(v, ()))
-                and not fold_bn.alias_read(m, v, idx)}
+                and not fold_bn.alias_read(m, v, idx, where)}
     except Exception:  # noqa: BLE001 - an optimisation never fails a load: keep the copies
         return set()
 
@@ -150,7 +160,10 @@ def _single_out(m: Method, rec) -> int | None:
 
 
 def _prepare(m: Method, rec, fixed: set[int], written: set[int],
-             folded: dict[int, np.ndarray]) -> list[Callable[[], Any]] | None:
+             folded: dict[int, np.ndarray], out: np.ndarray | None = None
+             ) -> list[Callable[[], Any]] | None:
+    """The preparer's steps for ``rec``; ``out``: another array to write than its own out
+    (the target of a copy forwarded to it, ``forward_copies``)."""
     entry = get_kernel(rec.name)
     if entry.prepare is None or rec.description.endswith(" in place"):
         return None
@@ -167,6 +180,8 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
     args = _arguments(m, rec, fixed, written, folded)
     if args is None or len(args) != entry.num_args:
         return None
+    if out is not None:
+        args[-1] = out
     try:
         steps = entry.prepare(*args)
     except Exception:  # noqa: BLE001 - an optimisation never fails a load: the kernel runs

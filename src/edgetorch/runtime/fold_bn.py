@@ -12,6 +12,11 @@ alone, every parameter is a constant of the program, the BatchNorm's statistics 
 read by nobody, and the tensors are static float32/float64. Folding changes rounding (like
 ExecuTorch's folding pass): results agree with eager PyTorch within float tolerance, not bit
 for bit, which is why the traced loop, one event per instruction, runs the two kernels.
+
+A hardtanh (ReLU6) or relu right after the BatchNorm, reading nothing else, rides along too
+(as XNNPACK fuses an output clamp into its convolution): the folded convolution writes the
+activation's output and clamps it in its epilogue, with the very bits of the folded
+convolution followed by the activation kernel.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ def readers(m: Method) -> dict[int, list[int]]:
 def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callable[[], Any]]]:
     """Instruction index -> its replacement steps, for each convolution + BatchNorm pair."""
     reads = readers(m)
+    where = spans(m)
     producer = {rec.outputs[0]: rec for rec in m.records
                 if rec.kind == "kernel" and len(rec.outputs) == 1}
     plan: dict[int, list[Callable[[], Any]]] = {}
@@ -69,11 +75,11 @@ def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callab
         conv = producer.get(bn.args[0])
         if conv is None or conv.name != CONV or conv.index >= bn.index:
             continue
-        act = _activation(m, bn, fixed, written, reads) if FUSE_ACTIVATIONS else None
-        steps = _fold_pair(m, conv, bn, fixed, written, reads, act)
+        act = _activation(m, bn, fixed, written, reads, where) if FUSE_ACTIVATIONS else None
+        steps = _fold_pair(m, conv, bn, fixed, written, reads, where, act)
         if steps is None and act is not None:
             act = None
-            steps = _fold_pair(m, conv, bn, fixed, written, reads, None)
+            steps = _fold_pair(m, conv, bn, fixed, written, reads, where, None)
         if steps is not None:
             plan[conv.index] = steps
             plan[bn.index] = []
@@ -94,7 +100,8 @@ class _Act(NamedTuple):
 
 
 def _activation(m: Method, bn, fixed: set[int], written: set[int],
-                reads: dict[int, list[int]]) -> _Act | None:
+                reads: dict[int, list[int]], where: dict[int, tuple[int, int, int]]
+                ) -> _Act | None:
     """The hardtanh (ReLU6) or relu right after the BatchNorm, when it is the BatchNorm
     output's only reader, writes a static tensor of its shape, and nothing runs in between
     (the convolution then writes the activation's memory earlier than the program did)."""
@@ -117,7 +124,9 @@ def _activation(m: Method, bn, fixed: set[int], written: set[int],
     out_i = act.args[-1]
     out, src = vals[out_i], vals[y]
     if out_i not in fixed or type(out) is not np.ndarray or out.shape != src.shape \
-            or out.dtype != src.dtype or not out.flags.c_contiguous or alias_read(m, y, bn.index):
+            or out.dtype != src.dtype or not out.flags.c_contiguous:
+        return None
+    if alias_read(m, y, bn.index, where):
         return None
     return _Act(act, out, float(lo), float(hi), act.name != HARDTANH)
 
@@ -129,11 +138,24 @@ def _span(m: Method, i: int) -> tuple[int, int, int] | None:
     return id(slot.buffer), slot.offset, slot.offset + slot.capacity * slot.dtype.itemsize
 
 
-def alias_read(m: Method, y: int, start: int) -> bool:
+def spans(m: Method) -> dict[int, tuple[int, int, int]]:
+    """Value -> (buffer, first byte, end byte) of every planned tensor (for ``alias_read``)."""
+    out = {}
+    for i in m._slots:
+        s = _span(m, i)
+        if s is not None:
+            out[i] = s
+    return out
+
+
+def alias_read(m: Method, y: int, start: int,
+               where: dict[int, tuple[int, int, int]] | None = None) -> bool:
     """Whether another value sharing y's bytes (a view the emitter left as a value of its
     own) is read after instruction ``start`` before anything writes those bytes: it would
-    read the convolution's result, which folding no longer writes."""
-    ys = _span(m, y)
+    read the convolution's result, which folding no longer writes. ``where``: ``spans(m)``,
+    when the caller asks about many values."""
+    where = spans(m) if where is None else where
+    ys = where.get(y)
     if ys is None:
         return True
     written: list[tuple[int, int, int]] = []  # bytes written since (by any value's writer)
@@ -145,14 +167,37 @@ def alias_read(m: Method, y: int, start: int) -> bool:
         for i in rec.args:
             if i == y or (i in rec.outputs and rec.kind == "kernel"):
                 continue
-            s = _span(m, i)
+            s = where.get(i)
             if s is not None and overlaps(s, ys) and not any(overlaps(s, w) for w in written):
                 return True
         for i in rec.outputs if rec.kind != "delegate" else rec.args:
-            s = _span(m, i)
+            s = where.get(i)
             if s is not None:
+                if s[0] == ys[0] and s[1] <= ys[1] and ys[2] <= s[2]:
+                    return False  # all of y's bytes rewritten: nothing later reads its value
                 written.append(s)
     return False
+
+
+def touched(m: Method, values, span: tuple[int, int, int] | None,
+            where: dict[int, tuple[int, int, int]]) -> bool:
+    """Whether any of ``values`` (or the tensors of a list among them) has bytes in ``span``
+    (None: unknown, True)."""
+    if span is None:
+        return True
+    for i in values:
+        v = m._vals[i] if 0 <= i < len(m._vals) else None
+        items = getattr(v, "items", None) if type(v) is not np.ndarray else None
+        for j in (i, *(items or ())):
+            s = where.get(j)
+            if s is not None and s[0] == span[0] and s[1] < span[2] and span[1] < s[2]:
+                return True
+    return False
+
+
+def io(records) -> list[int]:
+    """The values ``records`` read or write."""
+    return [i for r in records for i in (*r.args, *r.outputs)]
 
 
 def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
@@ -163,11 +208,12 @@ def _constant(m: Method, i: int, fixed: set[int]) -> np.ndarray | None:
 
 
 def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
-               reads: dict[int, list[int]], act: _Act | None) -> list[Callable[[], Any]] | None:
+               reads: dict[int, list[int]], where: dict[int, tuple[int, int, int]],
+               act: _Act | None) -> list[Callable[[], Any]] | None:
     x_i, w_i, b_i, *params_i, y_i = conv.args  # y: the convolution's result
     if reads.get(y_i) != [bn.index] or any(i in written for i in params_i):
         return None
-    if alias_read(m, y_i, conv.index):
+    if alias_read(m, y_i, conv.index, where):
         return None
     _, g_i, beta_i, mean_i, var_i, _, eps_i, out_i, s1, s2 = bn.args
     if reads.get(s1) or reads.get(s2) or eps_i in written:
@@ -200,8 +246,9 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
     scale = g.astype(w.dtype).reshape((-1,) + (1,) * (w.ndim - 1))
     params = [vals[i] for i in params_i]
     shared = any(w_i in r.args for r in m.records if r.index != conv.index)
-    if act is not None and (np.may_share_memory(act.out, x) or w.ndim != 4):
-        return None
+    if act is not None and (np.may_share_memory(act.out, x) or w.ndim != 4 or touched(
+            m, io(m.records[conv.index + 1:bn.index]), where.get(act.rec.args[-1]), where)):
+        return None  # (the activation's output is now written at the convolution's place)
     compiled = accel.available()  # decided at load, as the preparers do
 
     def build() -> Callable[[], Any]:

@@ -20,6 +20,8 @@ Callers check ``accel.available()`` and otherwise take their NumPy path.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .. import accel
@@ -29,7 +31,7 @@ from .. import accel
 MAX_ROW = 8192
 
 
-@accel.jit
+@accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
 def _pairwise(a, lo, n, square, zero, st, vals):  # pragma: no cover - compiled
     """NumPy's pairwise sum of ``a[lo:lo + n]`` (of ``a * a`` when ``square``), without
     recursion: the halving tree is walked with an explicit stack, leaves summed as NumPy's
@@ -108,7 +110,7 @@ def _pairwise(a, lo, n, square, zero, st, vals):  # pragma: no cover - compiled
 _sum = _pairwise.py_func
 
 
-@accel.jit
+@accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
 def _layer_norm(x, w, b, has_w, has_b, n, eps, one, zero, y, mean, rstd):  # pragma: no cover
     """Per row of ``x`` (rows, n): mean = sum / n, d = x - mean, var = sum(d * d) / n,
     rstd = 1 / sqrt(var + eps), y = d * rstd (* w) (+ b); ``d`` lives in ``y``."""
@@ -134,7 +136,7 @@ def _layer_norm(x, w, b, has_w, has_b, n, eps, one, zero, y, mean, rstd):  # pra
         rstd[r] = s
 
 
-@accel.jit
+@accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
 def _row_mean(x, n, out):  # pragma: no cover - compiled
     """``out[r] = (x[r, 0] + x[r, 1] + ...) / n``, added one after the other (rows of at
     least one element)."""
@@ -187,3 +189,60 @@ def channel_bias_clamp(out: np.ndarray, bias: np.ndarray, lo, hi, relu: bool) ->
     """``_channel_bias_clamp`` on ``out`` viewed (N, C, P) (contiguous), ``lo``/``hi`` of
     its dtype."""
     _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)
+
+
+# ---- softmax over the last axis: the two row passes around NumPy's exp ------------------
+
+
+@accel.jit
+def _softmax_shift(x, lo, zero, e):  # pragma: no cover - compiled
+    """``e[r] = x[r] - m[r]``, ``m`` the row's max (``zero`` when it is not finite: all -inf
+    rows give nan, as torch; a NaN max gives NaN rows), as the kernel's ``_shifted``;
+    ``lo`` = -inf of the dtype."""
+    rows, size = x.shape
+    for r in range(rows):
+        xr = x[r]
+        m = lo
+        for i in range(size):
+            v = xr[i]
+            if v != v:
+                m = v
+                break
+            if v > m:
+                m = v
+        if not np.isfinite(m):
+            m = zero
+        er = e[r]
+        for i in range(size):
+            er[i] = xr[i] - m
+
+
+@accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
+def _softmax_scale(e, zero, out):  # pragma: no cover - compiled
+    """``out[r] = e[r] / sum(e[r])``, the sum NumPy's pairwise one (as ``np.sum``)."""
+    rows, size = e.shape
+    st = np.empty((3, 64), np.int64)
+    vals = np.empty(64, e.dtype)
+    for r in range(rows):
+        er = e[r]
+        s = _sum(er, 0, size, False, zero, st, vals)
+        orow = out[r]
+        for i in range(size):
+            orow[i] = er[i] / s
+
+
+def softmax_steps(x: np.ndarray, e: np.ndarray, out: np.ndarray) -> list:
+    """The prepared softmax over the last axis of 2-d contiguous (rows, n) views: shift by
+    the row max (compiled), NumPy's exp in place (the kernel's own exp: NumPy's and numba's
+    exp may round differently), normalise (compiled)."""
+    ct = x.dtype.type
+    return [partial(_call, _softmax_shift, (x, ct(-np.inf), ct(0), e)),
+            partial(np.exp, e, out=e),
+            partial(_call, _softmax_scale, (e, ct(0), out))]
+
+
+def _call(loop, args) -> None:
+    global _sum
+    if _sum is _pairwise.py_func:
+        _sum = _pairwise.compiled()
+    loop.compiled()(*args)

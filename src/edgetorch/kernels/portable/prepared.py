@@ -186,6 +186,9 @@ def _sigmoid(x, out):
     """The kernel's exp(-|x|) form: 1 / (1 + e) where x >= 0, e / (1 + e) elsewhere."""
     if not _contiguous(x, out):
         return None
+    compiled = special_accel.sigmoid_steps(x, out)
+    if compiled is not None:
+        return compiled
     e, p, r = (np.empty(x.shape, x.dtype) for _ in range(3))
     pos = np.empty(x.shape, np.bool_)
     return [partial(np.abs, x, out=e), partial(np.negative, e, out=e), partial(np.exp, e, out=e),
@@ -445,6 +448,11 @@ def _softmax(x, dim, half_to_float, out):
     d = _dim(dim, x.ndim)
     if d is None:
         return None
+    if d == x.ndim - 1 and 0 < x.shape[-1] <= norm_accel.MAX_ROW and x.size and \
+            accel.available():  # three steps: compiled row passes around NumPy's exp
+        n = x.shape[-1]
+        return norm_accel.softmax_steps(x.reshape(-1, n), np.empty((x.size // n, n), x.dtype),
+                                        out.reshape(-1, n))
     keep = x.shape[:d] + (1,) + x.shape[d + 1:]
     m, s = np.empty(keep, x.dtype), np.empty(keep, x.dtype)
     bad = np.empty(keep, np.bool_)
@@ -591,9 +599,10 @@ def _embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out):
             and _apart(out, weight, indices)):
         return None
     n = weight.shape[0]
+    as_unsigned = indices.view(np.uint64)  # negative indices become >= 2**63: one max checks both
 
     def run() -> None:  # the indices are data: checked on every call, as the kernel does
-        if indices.size and (indices.min() < 0 or indices.max() >= n):
+        if indices.size and as_unsigned.max() >= n:
             raise invalid(f"embedding: index out of range for a table of {n} rows")
         np.take(weight, indices, axis=0, out=out, mode="clip")  # in range: clip is a no-op
     return [run]

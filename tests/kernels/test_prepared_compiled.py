@@ -1,6 +1,7 @@
-"""Prepared normalisations (kernels/portable/prepared.py, norm_accel.py): the compiled row
-loops (numba) and the NumPy steps give the kernel's very bits, and whole programs keep eager
-PyTorch's numbers, with the compiled loops and without them (``accel.disabled()``)."""
+"""Prepared kernels with compiled loops (kernels/portable/prepared.py, norm_accel.py,
+special_accel.py: layer norm, mean, softmax, GELU, sigmoid): the compiled steps (numba) and
+the NumPy steps give the kernel's very bits, and whole programs keep eager PyTorch's numbers,
+with the compiled loops and without them (``accel.disabled()``)."""
 
 from __future__ import annotations
 
@@ -181,3 +182,64 @@ def test_gelu_preparer_keeps_the_kernel_elsewhere():
     assert prep(x.astype(np.float64), "none", out.astype(np.float64)) is None
     with accel.disabled():
         assert prep(x, "none", out) is None
+
+
+SOFTMAX_CASES = [(2, 4, 16, 16), (3, 300), (5, 7), (4, 1)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", SOFTMAX_CASES, ids=[str(c) for c in SOFTMAX_CASES])
+def test_prepared_softmax_gives_the_kernels_bits(shape, mode):
+    x = (R.standard_normal(shape) * 4).astype(np.float32)
+    flat = x.reshape(-1, shape[-1])
+    flat[0] = -np.inf  # an all -inf row: nan, as torch
+    if flat.shape[0] > 2:
+        flat[1, 0] = np.nan
+        flat[2, -1] = np.inf
+    fast, slow = np.empty_like(x), np.empty_like(x)
+    with _mode(mode):
+        steps = KERNELS["aten::_softmax.out"].prepare(x, -1, False, fast)
+    assert steps is not None and (mode == "numpy" or len(steps) == 3)
+    _run(steps)
+    KERNELS["aten::_softmax.out"].fn(x, -1, False, slow)
+    assert fast.tobytes() == slow.tobytes()
+    x *= 0.5  # read when it runs
+    _run(steps)
+    KERNELS["aten::_softmax.out"].fn(x, -1, False, slow)
+    assert fast.tobytes() == slow.tobytes()
+    ok = np.isfinite(x).all(axis=-1)
+    want = torch.softmax(torch.from_numpy(x), -1).numpy()
+    np.testing.assert_allclose(fast[ok], want[ok], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prepared_layer_norm_of_constant_rows_without_eps(mode):
+    """var + eps = 0: rstd is inf and the row nan, as the kernel (no exception raised)."""
+    x = np.ones((3, 8), np.float32)
+    fast, slow = _outs((3, 8), 1, np.float32), _outs((3, 8), 1, np.float32)
+    with _mode(mode):
+        _run(KERNELS[LN].prepare(x, [8], None, None, 0.0, *fast))
+    KERNELS[LN].fn(x, [8], None, None, 0.0, *slow)
+    for f, s in zip(fast, slow):
+        assert f.tobytes() == s.tobytes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prepared_sigmoid_gives_the_kernels_bits(mode):
+    x = np.concatenate([R.standard_normal(60) * 30, [np.inf, -np.inf, 0, -0.0, np.nan, 88,
+                                                       -88, 1e-30]]).astype(np.float32)
+    x = x.reshape(4, 17)
+    fast, slow = np.empty_like(x), np.empty_like(x)
+    with _mode(mode):
+        steps = KERNELS["aten::sigmoid.out"].prepare(x, fast)
+    assert steps is not None and (mode == "numpy" or len(steps) == 3)
+    _run(steps)
+    KERNELS["aten::sigmoid.out"].fn(x, slow)
+    assert fast.tobytes() == slow.tobytes()
+    x *= -0.25
+    _run(steps)
+    KERNELS["aten::sigmoid.out"].fn(x, slow)
+    assert fast.tobytes() == slow.tobytes()
+    ok = ~np.isnan(x)
+    np.testing.assert_allclose(fast[ok], torch.sigmoid(torch.from_numpy(x)).numpy()[ok],
+                               rtol=1e-6, atol=1e-7)
