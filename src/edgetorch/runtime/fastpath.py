@@ -56,21 +56,48 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
+    substituted: set[int] = set()  # instructions whose steps read folded results directly
+    copies: dict[int, tuple[int, Callable[[], Any]]] = {}  # folded value -> (instr, its copy)
     for rec in m.records:
         new = pairs.get(rec.index)
         if new is not None:
             pass
         elif rec.kind == "kernel":
             new = _fold(m, rec, fixed, folded, written, once)
-            if new is None:
+            if new is not None:
+                copies[_single_out(m, rec)] = (rec.index, new[0])
+            else:
                 new = _prepare(m, rec, fixed, written, folded)
+            if new is not None:
+                substituted.add(rec.index)
         elif rec.kind == "free":
             new = []
         if new is None:
             new = [rec.run]
         steps += new
         owner += [rec.index] * len(new)
+    dropped = _unread_copies(m, copies, substituted)
+    if dropped:
+        kept = [k for k, step in enumerate(steps) if id(step) not in dropped]
+        steps, owner = [steps[k] for k in kept], [owner[k] for k in kept]
     return steps, owner
+
+
+def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
+                   substituted: set[int]) -> set[int]:
+    """The copies of folded results into planned memory that nothing reads: every reader's
+    steps were prepared with the folded array itself (e.g. ExecuTorch's programs transpose
+    each linear weight with a ``permute_copy`` the matrix product then reads), the value is no
+    method output, and no other value sharing its bytes is read before they are rewritten."""
+    if not copies:
+        return set()
+    try:
+        reads = fold_bn.readers(m)
+        return {id(step) for v, (idx, step) in copies.items()
+                if all(r in substituted for r in reads.get(v, ()))
+                and not fold_bn.alias_read(m, v, idx)}
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load: keep the copies
+        return set()
 
 
 def _fixed(m: Method, written: set[int]) -> set[int]:
@@ -153,17 +180,19 @@ def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], writte
     if any(p in rec.name for p in _NOT_PURE) or rec.description.endswith(" in place"):
         return None
     out = _single_out(m, rec)
-    if out is None or out not in fixed or out not in once or m._vals[out].nbytes > MAX_FOLD_BYTES:
+    if out is None or out not in fixed or out not in once:
         return None
     for i in rec.args[:-1]:  # every input tensor a constant or a folded result
         v = m._vals[i]
         items = v.items if isinstance(v, BoxedList) else (i,) if type(v) is np.ndarray else ()
         if any(j in m._slots and j not in folded for j in items):
             return None
+    target = m._vals[out]
+    if target.nbytes > MAX_FOLD_BYTES:
+        return _fold_view(m, rec, fixed, folded, written, out)
     args = _arguments(m, rec, fixed, written, folded)
     if args is None:
         return None
-    target = m._vals[out]
     own = np.empty_like(target)  # same sizes, dtype and layout as the planned tensor
     try:
         res = get_kernel(rec.name).fn(*args[:-1], own)
@@ -178,6 +207,30 @@ def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], writte
     # Planned memory is shared over time, and other values may alias these bytes (views the
     # emitter left as values of their own): the copy goes where the instruction was, always.
     return [partial(np.copyto, target, own)]
+
+
+def _fold_view(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray],
+               written: set[int], out: int) -> list[Callable[[], Any]] | None:
+    """A large copy of a view of constants (ExecuTorch's ``permute_copy`` of a classifier's
+    weight, 5 MB in MobileNetV2) is folded as the view itself, no memory taken: its readers'
+    preparers get the view (a matrix product then reads the transposed weight in place, as
+    torch's ``linear`` does, which may round differently from the product of the copy), and
+    the copy into planned memory stays only for readers that read that memory."""
+    steps = _prepare(m, rec, fixed, written, folded)
+    if not steps or len(steps) != 1:
+        return None
+    step = steps[0]
+    target = m._vals[out]
+    if not (isinstance(step, partial) and step.func is np.copyto and not step.keywords
+            and len(step.args) == 2 and step.args[0] is target):
+        return None
+    view = step.args[1]
+    if type(view) is not np.ndarray or view.dtype != target.dtype or view.shape != target.shape:
+        return None
+    view = view.view()
+    view.flags.writeable = False
+    folded[out] = view
+    return steps
 
 
 def _single_writer(m: Method) -> set[int]:

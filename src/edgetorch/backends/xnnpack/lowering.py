@@ -2,16 +2,20 @@
 
 A rule takes the node's union member and the :class:`Ctx` of the graph being compiled and
 returns ``(compute, output_slot)``: ``compute()`` reads its inputs from ``ctx.env`` and returns
-the result array (it never writes into its inputs). ``lower`` wraps it with the output min/max
-clamp of the node types that XNNPACK clamps (as ``XNNCompiler.cpp``'s ``getOutputMinMax``
-callers do) and the store into the output slot. Semantics follow ``XNNCompiler.cpp`` and
-``xnnpack.h``; ``kernels.py`` has the NHWC convolution and pooling.
+the result array (it never writes into its inputs). Most rules return an :class:`Op` instead of
+a closure: the same computation as a function of its input values, which ``plan.py`` compiles
+into a straight-line function over preallocated buffers. ``lower`` wraps either with the output
+min/max clamp of the node types that XNNPACK clamps (as ``XNNCompiler.cpp``'s
+``getOutputMinMax`` callers do) and the store into the output slot. Semantics follow
+``XNNCompiler.cpp`` and ``xnnpack.h``; ``kernels.py`` has the NHWC convolution and pooling.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +23,7 @@ import numpy as np
 from ...errors import ErrorCode, FormatError, InvalidProgramError, RegistrationError
 from ...kernels import activation as act
 from ...kernels.portable.elementwise import erf
+from . import kernels_fused as KF
 from . import schema as x
 
 try:
@@ -29,6 +34,48 @@ except ImportError:  # pragma: no cover - other NumPy versions
 
 Compute = Callable[[], Any]
 Step = Callable[[], None]
+
+OUT, VIEW, CALL = "out", "view", "call"
+
+
+class Op:
+    """A node's computation as a function of its input values.
+
+    ``kind`` OUT: ``fn(*inputs, *extra, out)`` writes the result into ``out`` and returns it;
+    without ``out`` it returns a fresh array (ufuncs, ``np.matmul`` and the ``*_into``
+    functions below follow this). VIEW: ``fn(*inputs, *extra)`` returns a view of its input
+    (layout nodes). CALL: ``fn(*inputs, *extra)`` returns an array it owns or a fresh one.
+    Called with no arguments it reads its inputs from the graph's environment, so an ``Op``
+    is also a plain ``compute``. ``expand`` lists the ``extra`` arrays that combine
+    elementwise with the output (a bias), which a plan may expand to the output's shape.
+    """
+
+    __slots__ = ("env", "fn", "ins", "extra", "kind", "expand")
+
+    def __init__(self, env: list[Any], fn: Callable[..., Any], ins: tuple[int, ...],
+                 extra: tuple[Any, ...] = (), kind: str = OUT, expand: tuple[int, ...] = ()
+                 ) -> None:
+        self.env, self.fn, self.ins, self.extra, self.kind = env, fn, ins, extra, kind
+        self.expand = expand
+
+    def __call__(self) -> Any:
+        env = self.env
+        return self.fn(*[env[s] for s in self.ins], *self.extra)
+
+
+@dataclass
+class Lowered:
+    """One compiled node: ``step()`` runs it on the environment (the reference path, used
+    for the first calls, traced calls and new shapes); ``op`` (None when the rule returned a
+    closure) lets ``plan.py`` run it into a buffer of its own, followed by the output clamp
+    ``lo``..``hi`` (infinite: none) of a result of ``dtype`` stored in slot ``out``."""
+
+    step: Step
+    op: Op | None
+    out: int
+    lo: float = -math.inf
+    hi: float = math.inf
+    dtype: np.dtype | None = None
 
 
 class Ctx:
@@ -93,8 +140,8 @@ def output_range(node: x.XNode) -> tuple[float, float]:
     return (-math.inf, math.inf) if mm is None else (mm.output_min, mm.output_max)
 
 
-def lower(node: x.XNode, ctx: Ctx) -> Step:
-    """The callable that runs ``node``; raises at load time for nodes it cannot run."""
+def lower(node: x.XNode, ctx: Ctx) -> Lowered:
+    """The compiled ``node``; raises at load time for nodes it cannot run."""
     u = node.xnode_union
     ctx.node = node
     fn = RULES.get(type(u))
@@ -108,6 +155,9 @@ def lower(node: x.XNode, ctx: Ctx) -> Step:
             code=ErrorCode.NotImplemented)
     ctx.clamp_fused = False
     compute, out = fn(u, ctx)
+    op = compute if isinstance(compute, Op) else None
+    if op is not None:
+        compute = _direct(op)
     env = ctx.env
     dtype = ctx.dtype(out)
     clamped = type(u) in CLAMPED and not ctx.clamp_fused
@@ -127,7 +177,21 @@ def lower(node: x.XNode, ctx: Ctx) -> Step:
             # without its Python wrappers (1.9 -> 0.4 us a node)
             _clip(r, lo_, hi_, r)
             env[out] = r
-    return step
+    return Lowered(step, op, out, lo, hi, dtype)
+
+
+def _direct(op: Op) -> Compute:
+    """``op`` as a closure over the environment (the usual arities without a splat)."""
+    fn, env, ins = op.fn, op.env, op.ins
+    if op.extra:
+        return op
+    if len(ins) == 1:
+        i = ins[0]
+        return lambda: fn(env[i])
+    if len(ins) == 2:
+        a, b = ins
+        return lambda: fn(env[a], env[b])
+    return op
 
 
 # ---- elementwise ------------------------------------------------------------------------
@@ -144,11 +208,9 @@ _BINARY = {
 
 @rule(*_BINARY)
 def _binary(n: x.XNNNode2x1, ctx: Ctx) -> tuple[Compute, int]:
-    fn, env = _BINARY[type(n)], ctx.env
     a, b = ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2")
-
     # (floating-point warnings are silenced once per delegate call, in runtime.run)
-    return (lambda: fn(env[a], env[b])), ctx.slot(n.output_id, "output")
+    return Op(ctx.env, _BINARY[type(n)], (a, b)), ctx.slot(n.output_id, "output")
 
 
 @rule(x.XNNPReLU)
@@ -159,12 +221,28 @@ def _prelu(n: x.XNNPReLU, ctx: Ctx) -> tuple[Compute, int]:
     return (lambda: np.where(env[a] >= 0, env[a], env[a] * env[s])), ctx.slot(n.output_id)
 
 
-def _sigmoid(v):
-    return np.float32(0.5) * np.tanh(np.float32(0.5) * v) + np.float32(0.5)
+# Unary functions in the OUT form (see Op). With ``out`` they are only called on float32
+# values into a float32 buffer (plan.py checks the result dtype), and they run the same
+# operations in the same order as without it, so both give the same bits.
+_HALF, _ONE, _THREE, _SIXTH = np.float32(0.5), np.float32(1), np.float32(3), np.float32(1 / 6)
 
 
-def _hardswish(v):
-    return v * np.clip(v + np.float32(3), 0, 6) * np.float32(1 / 6)
+def _sigmoid(v, out=None):
+    out = np.multiply(v, _HALF, out)
+    np.tanh(out, out)
+    np.multiply(out, _HALF, out)
+    return np.add(out, _HALF, out)
+
+
+def _rsqrt(v, out=None):
+    return np.divide(_ONE, np.sqrt(v, out), out) if out is not None else _ONE / np.sqrt(v)
+
+
+def _hardswish(v, out=None):
+    t = np.add(v, _THREE, out)
+    np.clip(t, 0, 6, out=t)
+    np.multiply(v, t, t)
+    return np.multiply(t, _SIXTH, t)
 
 
 def _gelu(v):
@@ -178,12 +256,16 @@ def _softmax(v):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
-_UNARY: dict[type, Callable[[Any], Any]] = {
+def _same(v):
+    return v
+
+
+_UNARY: dict[type, Callable[..., Any]] = {
     x.XNNSigmoid: _sigmoid,
     x.XNNFloor: np.floor,
     x.XNNCeiling: np.ceil,
     x.XNNSquareRoot: np.sqrt,
-    x.XNNReciprocalSquareRoot: lambda v: np.float32(1) / np.sqrt(v),
+    x.XNNReciprocalSquareRoot: _rsqrt,
     x.XNNExp: np.exp,
     x.XNNLog: np.log,
     x.XNNNegate: np.negative,
@@ -195,8 +277,9 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
     x.XNNHardswish: _hardswish,
     x.XNNGelu: _gelu,
     x.XNNSoftmax: _softmax,  # over the innermost dimension, as xnn_define_softmax
-    x.XNNCopy: lambda v: v,  # values are never written in place, so sharing is a copy
+    x.XNNCopy: _same,  # values are never written in place, so sharing is a copy
 }
+_NOT_OUT = {x.XNNGelu: CALL, x.XNNSoftmax: CALL, x.XNNCopy: VIEW}
 
 
 @rule(*_UNARY)
@@ -205,20 +288,19 @@ def _unary(n: x.XNNNode1x1, ctx: Ctx) -> tuple[Compute, int]:
     o = ctx.slot(n.output_id, "output")
     if type(n) in (x.XNNGelu, x.XNNSoftmax) and ctx.dtype(i) == ctx.dtype(o) and \
             ctx.dtype(o) in _SHAPED:
-        return _shaped(type(n), env, i, ctx.dtype(o)), o
-    return (lambda: fn(env[i])), o
+        return Op(env, _shaped(type(n), ctx.dtype(o)), (i,), kind=CALL), o
+    return Op(env, fn, (i,), kind=_NOT_OUT.get(type(n), OUT)), o
 
 
 _SHAPED = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _shaped(kind: type, env: list[Any], i: int, dtype: np.dtype) -> Compute:
+def _shaped(kind: type, dtype: np.dtype) -> Callable[[Any], Any]:
     """GELU and softmax prepared per input shape (``kernels.activation``: buffers made once,
     fewer passes); a node that sees many shapes keeps its last few."""
     ready: dict[tuple[int, ...], Callable[[Any], Any]] = {}
 
-    def compute():
-        v = env[i]
+    def compute(v):
         f = ready.get(v.shape)
         if f is None:
             if v.dtype != dtype:
@@ -226,7 +308,7 @@ def _shaped(kind: type, env: list[Any], i: int, dtype: np.dtype) -> Compute:
             if len(ready) >= 8:
                 ready.clear()
             if kind is x.XNNSoftmax:
-                f = act.prepare_softmax(v.shape, dtype)
+                f = KF.prepare_softmax(v.shape, dtype)
             elif dtype == np.float32:
                 f = act.prepare_gelu(v.shape)
             else:
@@ -236,20 +318,30 @@ def _shaped(kind: type, env: list[Any], i: int, dtype: np.dtype) -> Compute:
     return compute
 
 
+def _convert_into(v, dtype, out=None):
+    if out is None:
+        return v.astype(dtype)
+    np.copyto(out, v, casting="unsafe")
+    return out
+
+
 @rule(x.XNNConvert)
 def _convert(n: x.XNNConvert, ctx: Ctx) -> tuple[Compute, int]:
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
-    dtype = ctx.dtype(o)
-    return (lambda: env[i].astype(dtype)), o
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    return Op(ctx.env, _convert_into, (i,), (ctx.dtype(o),)), o
+
+
+def _clamp_into(v, lo, hi, out=None):
+    return np.minimum(np.maximum(v, lo, out=out), hi, out=out)
 
 
 @rule(x.XNNClamp)
 def _clamp(n: x.XNNClamp, ctx: Ctx) -> tuple[Compute, int]:
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     assert ctx.node is not None
     lo, hi = output_range(ctx.node)
     lo_, hi_ = np.asarray(lo, ctx.dtype(o)), np.asarray(hi, ctx.dtype(o))
-    return (lambda: np.minimum(np.maximum(env[i], lo_), hi_)), o
+    return Op(ctx.env, _clamp_into, (i,), (lo_, hi_)), o
 
 
 @rule(x.XNNLeakyReLU)
@@ -276,55 +368,82 @@ def _elu(n: x.XNNELU, ctx: Ctx) -> tuple[Compute, int]:
 
 @rule(x.XNNStaticTranspose)
 def _transpose(n: x.XNNStaticTranspose, ctx: Ctx) -> tuple[Compute, int]:
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     perm = tuple(n.perm)
     if sorted(perm) != list(range(len(ctx.dims(i)))):
         raise ctx.fail(f"perm {list(perm)} is not a permutation of the input's "
                        f"{len(ctx.dims(i))} dimensions")
-    return (lambda: env[i].transpose(perm)), o  # the method: no fromnumeric wrapper
+    # the method: no fromnumeric wrapper
+    return Op(ctx.env, np.ndarray.transpose, (i,), (perm,), VIEW), o
 
 
 @rule(x.XNNStaticReshape)
 def _reshape(n: x.XNNStaticReshape, ctx: Ctx) -> tuple[Compute, int]:
     """A 0 in ``new_shape`` is the one dimension inferred from the element count."""
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     if sum(d == 0 for d in n.new_shape) > 1:
         raise ctx.fail(f"new_shape {list(n.new_shape)} has more than one inferred (0) dimension")
     shape = tuple(-1 if d == 0 else d for d in n.new_shape)
-    return (lambda: env[i].reshape(shape)), o
+    return Op(ctx.env, np.ndarray.reshape, (i,), (shape,), VIEW), o
 
 
 @rule(x.XNNStaticSlice)
 def _slice(n: x.XNNStaticSlice, ctx: Ctx) -> tuple[Compute, int]:
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     if len(n.offsets) != len(n.sizes) or len(n.offsets) != len(ctx.dims(i)):
         raise ctx.fail(f"offsets {list(n.offsets)} and sizes {list(n.sizes)} do not match the "
                        f"input's {len(ctx.dims(i))} dimensions")
     index = tuple(slice(b, b + s) for b, s in zip(n.offsets, n.sizes))
-    return (lambda: env[i][index]), o
+    return Op(ctx.env, operator.getitem, (i,), (index,), VIEW), o
+
+
+def _pad_into(v, widths, value, out=None):
+    if out is None:
+        return np.pad(v, widths, constant_values=value)
+    out.fill(value)
+    out[tuple(slice(b, b + d) for (b, _), d in zip(widths, v.shape))] = v
+    return out
 
 
 @rule(x.XNNStaticConstantPad)
 def _pad(n: x.XNNStaticConstantPad, ctx: Ctx) -> tuple[Compute, int]:
-    env, i, o = ctx.env, ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
+    i, o = ctx.slot(n.input_id, "input"), ctx.slot(n.output_id, "output")
     rank = len(ctx.dims(i))
     if len(n.pre_paddings) < rank or len(n.post_paddings) < rank:
         raise ctx.fail(f"paddings {list(n.pre_paddings)} / {list(n.post_paddings)} do not "
                        f"cover the input's {rank} dimensions")
     widths = tuple(zip(n.pre_paddings[:rank], n.post_paddings[:rank]))
-    value = n.padding_value
-    return (lambda: np.pad(env[i], widths, constant_values=value)), o
+    return Op(ctx.env, _pad_into, (i,), (widths, n.padding_value)), o
 
 
 _CAT_ARITY = {x.XNNConcatenate2: 2, x.XNNConcatenate3: 3, x.XNNConcatenate4: 4,
               x.XNNConcatenate5: 5}
 
 
+def _cat2(a, b, axis, out=None):
+    return np.concatenate((a, b), axis, out)
+
+
+def _cat3(a, b, c, axis, out=None):
+    return np.concatenate((a, b, c), axis, out)
+
+
+def _cat4(a, b, c, d, axis, out=None):
+    return np.concatenate((a, b, c, d), axis, out)
+
+
+def _cat5(a, b, c, d, e, axis, out=None):
+    return np.concatenate((a, b, c, d, e), axis, out)
+
+
+_CONCAT = {2: _cat2, 3: _cat3, 4: _cat4, 5: _cat5}
+
+
 @rule(*_CAT_ARITY)
 def _concat(n: x.XNNCat, ctx: Ctx) -> tuple[Compute, int]:
     ids = (n.input1_id, n.input2_id, n.input3_id, n.input4_id, n.input5_id)
-    ins = [ctx.slot(v, f"input{k + 1}") for k, v in enumerate(ids[: _CAT_ARITY[type(n)]])]
-    env, axis = ctx.env, n.axis
-    if axis >= len(ctx.dims(ins[0])):
-        raise ctx.fail(f"axis {axis} is out of range for rank {len(ctx.dims(ins[0]))}")
-    return (lambda: np.concatenate([env[s] for s in ins], axis=axis)), ctx.slot(n.output_id)
+    arity = _CAT_ARITY[type(n)]
+    ins = tuple(ctx.slot(v, f"input{k + 1}") for k, v in enumerate(ids[:arity]))
+    if n.axis >= len(ctx.dims(ins[0])):
+        raise ctx.fail(f"axis {n.axis} is out of range for rank {len(ctx.dims(ins[0]))}")
+    return Op(ctx.env, _CONCAT[arity], ins, (n.axis,)), ctx.slot(n.output_id)

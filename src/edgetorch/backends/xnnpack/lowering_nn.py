@@ -13,7 +13,7 @@ import numpy as np
 
 from . import kernels as K
 from . import schema as x
-from .lowering import Compute, Ctx, output_range, rule
+from .lowering import Compute, Ctx, Op, output_range, rule
 
 
 def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
@@ -74,7 +74,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     scratch = K.Scratch()
     wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
     if wc is not None and (bc is None or ctx.const(bc) is not None):
-        return _fc_constant(env, i, weights(), bias(), flatten, scratch), out_slot
+        # constant filter and bias: packed once; the compiled plan runs it into its buffer
+        return (Op(env, _fc_into, (i,), (weights(), bias(), k if flatten else 0), expand=(1,)),
+                out_slot)
 
     def compute():
         w = weights()
@@ -91,39 +93,33 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     return compute, out_slot
 
 
-def _fc_constant(env: list[Any], i: int, w: np.ndarray, b: np.ndarray | None, flatten: bool,
-                 scratch: K.Scratch) -> Compute:
-    """The usual fully connected node (constant filter and bias): the output buffer looked up
-    by input shape alone, the bias added in place (the per-call work of a 32x64 @ 64x64 node
-    was twice its GEMM)."""
-    k, wdt = w.shape[0], w.dtype
-    outs: dict[tuple[int, ...], np.ndarray] = {}
+def _fc_into(v: np.ndarray, w: np.ndarray, b: np.ndarray | None, k: int,
+             out: np.ndarray | None = None) -> np.ndarray:
+    """One GEMM (``[..., K] @ [K, O]``, the input flattened to ``[-1, k]`` when ``k``) and the
+    bias added in place."""
+    if k:
+        v = v.reshape(-1, k)
+    out = np.matmul(v, w, out)
+    if b is not None:
+        np.add(out, b, out)
+    return out
 
-    def compute():
-        v = env[i]
-        if flatten:
-            v = v.reshape(-1, k)
-        out = outs.get(v.shape)
-        if out is None:
-            dt = wdt if v.dtype == wdt else np.result_type(v, w)
-            out = scratch.get("out", v.shape[:-1] + w.shape[1:], dt)
-            if v.dtype == wdt and len(outs) < K.Scratch.MAX_BUFFERS:
-                outs[v.shape] = out
-        np.matmul(v, w, out)
-        if b is not None:
-            np.add(out, b, out)
-        return out
-    return compute
+
+def _bmm_t(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return np.matmul(a, np.swapaxes(b, -1, -2), out)
 
 
 @rule(x.XNNBatchMatrixMultiply)
 def _bmm(n: x.XNNBatchMatrixMultiply, ctx: Ctx) -> tuple[Compute, int]:
     """``[..., M, K] @ [..., K, N]`` (input2 is ``[..., N, K]`` with XNN_FLAG_TRANSPOSE_B)."""
-    env = ctx.env
     a, b = ctx.slot(n.input1_id, "input1"), ctx.slot(n.input2_id, "input2")
-    rhs = _prepared(ctx, b, (lambda v: np.swapaxes(v, -1, -2))
-                    if n.flags & x.XNN_FLAG_TRANSPOSE_B else (lambda v: v))
-    return (lambda: np.matmul(env[a], rhs())), ctx.slot(n.output_id, "output")
+    o = ctx.slot(n.output_id, "output")
+    transposed = bool(n.flags & x.XNN_FLAG_TRANSPOSE_B)
+    const = ctx.const(b)
+    if const is not None:
+        rhs = np.swapaxes(const, -1, -2) if transposed else const
+        return Op(ctx.env, np.matmul, (a,), (rhs,)), o
+    return Op(ctx.env, _bmm_t if transposed else np.matmul, (a, b)), o
 
 
 def _window(n: Any, ctx: Ctx, i: int, kh: int, kw: int, sh: int, sw: int, dh: int,

@@ -21,7 +21,7 @@ from . import kernels as K
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
 from . import schema as x
-from .lowering import _UNARY, RULES, Compute, Ctx, Step, lower, output_range
+from .lowering import _UNARY, RULES, Compute, Ctx, Lowered, lower, output_range
 from .lowering_nn import _conv_window, _optional, _pool_window
 from .quant_values import D, QParams
 
@@ -78,8 +78,8 @@ def _value_ids(u: Any) -> list[int]:
     return [v for k, v in vars(u).items() if k.endswith("_id") and v != x.XNN_INVALID_VALUE_ID]
 
 
-def lower_node(node: x.XNode, ctx: Ctx) -> Step:
-    """The step for ``node``: quantized rules for nodes that touch a quantized value."""
+def lower_node(node: x.XNode, ctx: Ctx) -> Lowered:
+    """The compiled ``node``: quantized rules for nodes that touch a quantized value."""
     u = node.xnode_union
     if not isinstance(ctx, QCtx) or not any(ctx.is_quantized(v) for v in _value_ids(u)):
         return lower(node, ctx)
@@ -97,7 +97,7 @@ def lower_node(node: x.XNode, ctx: Ctx) -> Step:
 
     def step() -> None:
         env[out] = compute()
-    return step
+    return Lowered(step, None, out)
 
 
 def _bounds(ctx: QCtx, q: QParams, slot: int | None = None) -> tuple[int, int]:

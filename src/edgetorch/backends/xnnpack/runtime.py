@@ -3,7 +3,8 @@
 ``init`` parses the blob, loads every constant (from the program's named data, the blob's
 constant region, or an old blob's in-flatbuffer buffers) and compiles each node into a
 pre-bound callable (``lowering.py``). ``execute`` binds the external inputs, runs the callables
-and copies the external outputs into the method's tensors.
+and copies the external outputs into the method's tensors. Input shapes a graph has already
+seen run a plan instead (``plan.py``): one generated function over preallocated buffers.
 
 How a delegate call's arguments map to the graph (``XNNExecutor.cpp``): a value flagged
 ``XNN_VALUE_FLAG_EXTERNAL_INPUT``/``_OUTPUT`` with ``external_id = k`` is the call's argument
@@ -30,10 +31,14 @@ from ...errors import (
     KernelError,
 )
 from ...runtime.event_tracer import now_ns
-from . import lowering_nn  # noqa: F401  (registers the GEMM, convolution and pooling rules)
+from . import (
+    fusion,
+    lowering_nn,  # noqa: F401  (registers the GEMM, convolution and pooling rules)
+)
+from . import plan as planning
 from . import schema as x
-from .lowering import Step
-from .lowering_quant import QCtx, lower_node, plan_clamp_fusion
+from .lowering import Lowered, Step
+from .lowering_quant import QCtx, _value_ids, lower_node, plan_clamp_fusion
 from .memory_plan import plan_outputs
 from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
@@ -71,11 +76,18 @@ class CompiledGraph:
     nbytes_constants: int = 0
     # Per node: (name, debug handle of the Edge node it came from) for the event tracer.
     node_ids: list[tuple[str, int]] = field(default_factory=list)
+    nodes: list[Lowered] = field(default_factory=list)  # what plan.py compiles
+    node_slots: list[tuple[int, ...]] = field(default_factory=list)  # value slots per node
+    fusions: dict[int, fusion.Fusion] = field(default_factory=dict)  # node -> its chain
+    # Plans by input-shape signature, the last one run, and how often unplanned ones came.
+    plans: dict[tuple[tuple[int, ...], ...], planning.Plan] = field(default_factory=dict)
+    plan: planning.Plan | None = None
+    seen: dict[tuple[tuple[int, ...], ...], int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"XNNPACK graph: {len(self.steps)} nodes, inputs (arg, value) "
                  f"{[(e, s) for e, s, _ in self.inputs]}, outputs {self.outputs}, "
-                 f"{self.nbytes_constants} bytes of constants"]
+                 f"{self.nbytes_constants} bytes of constants, {len(self.plans)} plan(s)"]
         lines += [f"  {k:4d}  {d}" for k, d in enumerate(self.descriptions)]
         return "\n".join(lines)
 
@@ -107,6 +119,9 @@ class XnnpackBackend:
         handle.env.clear()
         handle.initial.clear()
         handle.steps.clear()
+        handle.nodes.clear()
+        handle.plans.clear()
+        handle.plan = None
 
 
 # ---- compiling ----------------------------------------------------------------------------
@@ -173,12 +188,13 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
     plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
     plan_outputs(g.xnodes, ctx, {s for _, s in outputs})  # convolutions' outputs in one arena
-    steps, descriptions, node_ids = [], [], []
+    nodes, node_slots, descriptions, node_ids = [], [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__
         desc = f"node {k} {kind} (debug handle {node.debug_handle})"
         ctx.where = f"XNNPACK {desc}"
-        steps.append(lower_node(node, ctx))
+        nodes.append(lower_node(node, ctx))
+        node_slots.append(tuple(slots[v] for v in _value_ids(node.xnode_union) if v in slots))
         descriptions.append(desc)
         node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
     inputs.sort(key=lambda e: e[0])
@@ -186,8 +202,10 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     externs = [e[0] for e in inputs] + [e[0] for e in outputs]
     if len(set(externs)) != len(externs):
         raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
-    return CompiledGraph(env, list(consts), steps, descriptions, inputs, outputs,
-                         max(externs, default=-1) + 1, nbytes, node_ids)
+    external = {s for _, s, _ in inputs} | {s for _, s in outputs}
+    return CompiledGraph(env, list(consts), [n.step for n in nodes], descriptions, inputs,
+                         outputs, max(externs, default=-1) + 1, nbytes, node_ids, nodes,
+                         node_slots, fusion.find(nodes, node_slots, consts, external))
 
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
@@ -261,8 +279,52 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
         raise InvalidArgumentError(
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
             f"passes {len(args)}")
-    env = g.env
-    for ext, slot, dtype in g.inputs:
+    if tracer is None and planning.PLAN_AFTER:
+        plan = g.plan
+        if plan is not None and _run_plan(g, plan, values, args, resize):
+            return
+        if _run_planned(g, values, args, resize):
+            return
+    run_steps(g, values, args, resize, tracer)
+
+
+def _run_plan(g: CompiledGraph, plan: planning.Plan, values: list[Any], args: Sequence[int],
+              resize: Resize | None) -> bool:
+    try:
+        return plan.fn(values, args, resize)
+    except EdgeTorchError:
+        raise
+    except Exception as e:
+        k = plan.failed_node(e)
+        where = g.descriptions[k] if k is not None else "graph"
+        raise KernelError(f"XNNPACK {where} failed: {type(e).__name__}: {e}") from e
+
+
+def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
+                 resize: Resize | None) -> bool:
+    """Run the plan for these input shapes, building it when they come for the
+    ``PLAN_AFTER``-th time; False when the reference path should run the call."""
+    ins = _bind_inputs(g, values, args)
+    key = tuple(a.shape for a in ins)
+    plan = g.plans.get(key)
+    if plan is not None:
+        g.plan = plan
+        return _run_plan(g, plan, values, args, resize)
+    seen = g.seen.get(key, 0) + 1
+    if seen < planning.PLAN_AFTER or len(g.plans) >= planning.MAX_PLANS:
+        if len(g.seen) >= 4 * planning.MAX_PLANS:
+            g.seen.clear()
+        g.seen[key] = seen
+        return False
+    g.seen.pop(key, None)
+    g.plans[key] = g.plan = planning.build(g, ins, values, args, resize)
+    return True
+
+
+def _bind_inputs(g: CompiledGraph, values: list[Any], args: Sequence[int]) -> list[np.ndarray]:
+    """The external inputs in XNNPACK's (physical) order, checked."""
+    ins = []
+    for ext, _, dtype in g.inputs:
         a = values[args[ext]]
         if type(a) is not np.ndarray or a.dtype != dtype:
             if not isinstance(a, np.ndarray) or a.dtype != dtype:
@@ -270,33 +332,47 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
                 raise InvalidArgumentError(
                     f"XNNPACK delegate argument {ext} (value {args[ext]}) must be a {dtype} "
                     f"tensor, got {got}")
-        env[slot] = a if a.flags.c_contiguous else _physical(a)
+        ins.append(a if a.flags.c_contiguous else _physical(a))
+    return ins
+
+
+def run_steps(g: CompiledGraph, values: list[Any], args: Sequence[int],
+              resize: Resize | None = None, tracer: Any = None) -> None:
+    """The reference path: each node's step on the environment."""
+    env = g.env
+    for (_, slot, _), a in zip(g.inputs, _bind_inputs(g, values, args)):
+        env[slot] = a
     k = 0
-    try:
-        # XNNPACK computes inf and nan without complaint: NumPy's warnings are off for the
-        # whole graph (one errstate per call, not one per node)
-        with np.errstate(all="ignore"):
-            if tracer is None:
-                for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
-                    step()
-            else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
-                for k, step in enumerate(g.steps):  # noqa: B007
-                    name, handle = g.node_ids[k]
-                    start = now_ns()
-                    step()
-                    tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
+    token = planning.quiet()  # XNNPACK computes inf and nan without complaint: NumPy's
+    try:  # warnings are off for the whole graph (once per call, not once per node)
+        if tracer is None:
+            for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
+                step()
+        else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
+            for k, step in enumerate(g.steps):  # noqa: B007
+                name, handle = g.node_ids[k]
+                start = now_ns()
+                step()
+                tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
     except EdgeTorchError:
         raise
     except Exception as e:
         raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: {e}") from e
-    for ext, slot in g.outputs:
-        out, res = values[args[ext]], env[slot]
+    finally:
+        planning.loud(token)
+    _write_outputs(g, [env[slot] for _, slot in g.outputs], values, args, resize)
+    env[:] = g.initial  # drop intermediates; constants stay
+
+
+def _write_outputs(g: CompiledGraph, results: list[Any], values: list[Any],
+                   args: Sequence[int], resize: Resize | None) -> None:
+    for (ext, _), res in zip(g.outputs, results):
+        out = values[args[ext]]
         if (type(out) is np.ndarray and type(res) is np.ndarray and out.shape == res.shape
                 and out.dtype == res.dtype and out.flags.c_contiguous):
             np.copyto(out, res)  # the usual case, without _store's checks
         else:
             _store(out, res, ext, args[ext], resize)
-    env[:] = g.initial  # drop intermediates; constants stay
 
 
 def _store(out: Any, res: np.ndarray | None, ext: int, index: int,

@@ -1,0 +1,337 @@
+"""The compiled plan (``backends/xnnpack/plan.py``): a graph called again with input shapes it
+has seen runs one generated function over preallocated buffers. It must give the bits of the
+reference path (node by node on the environment), which the node tests compare with torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xnn_cases import CASES
+from xnn_helpers import GraphBuilder
+
+from edgetorch.backends.xnnpack import XnnpackBackend
+from edgetorch.backends.xnnpack import plan as planning
+from edgetorch.backends.xnnpack import schema as x
+from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
+from edgetorch.errors import KernelError
+from edgetorch.kernels import accel
+
+IDS = [c.name for c in CASES]
+
+
+class _Context:
+    def __init__(self, named: dict[str, bytes]) -> None:
+        self.named_data = named.__getitem__
+
+
+def _handle(b: GraphBuilder):
+    backend = XnnpackBackend()
+    return backend, backend.init(serialize_xnnpack_binary(b.build()), {}, _Context(b.named))
+
+
+def _call(backend, handle, b: GraphBuilder, inputs, context=None) -> list[np.ndarray]:
+    outs = [np.full(d, np.nan if np.dtype(t).kind == "f" else -1, t)  # (unwritten: visible)
+            for d, t in zip(b.output_dims, b.output_dtypes)]
+    values = list(inputs) + outs
+    backend.execute(handle, values, list(range(len(values))), context)
+    return outs
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return all(x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_plan_gives_the_reference_bits_and_matches_torch(c):
+    torch = pytest.importorskip("torch")
+    b, inputs, meta = c.build()
+    backend, handle = _handle(b)
+    reference = _call(backend, handle, b, inputs)  # first call of a shape: reference path
+    assert not handle.plans
+    built = _call(backend, handle, b, inputs)  # second: builds the plan while running
+    assert len(handle.plans) == 1
+    planned = [_call(backend, handle, b, inputs) for _ in range(2)]  # the plan itself
+    assert _same(reference, built) and all(_same(reference, p) for p in planned), c.name
+    with torch.no_grad():
+        want = c.reference(torch, [torch.from_numpy(a) for a in inputs], meta)
+    for g, w in zip(planned[-1], want):
+        np.testing.assert_allclose(g, w.numpy(), atol=c.atol, rtol=1e-5, err_msg=c.name)
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_plan_reads_new_input_values(c):
+    """Buffers and fixed views are reused across calls: new data must flow through them."""
+    b, inputs, _ = c.build()
+    backend, handle = _handle(b)
+    for _ in range(3):
+        _call(backend, handle, b, inputs)
+    other = [np.flip(a).copy() for a in inputs]
+    fresh_backend, fresh = _handle(b)
+    assert _same(_call(backend, handle, b, other), _call(fresh_backend, fresh, b, other)), c.name
+
+
+def test_plan_with_and_without_compiled_kernels():
+    """The plan follows accel.available() at the time the kernels run (tests compare both)."""
+    for c in CASES:
+        if c.name not in ("softmax", "gelu", "sigmoid"):
+            continue
+        b, inputs, _ = c.build()
+        results = []
+        for ctx in (accel.disabled, _noop):
+            with ctx():
+                backend, handle = _handle(b)
+                results.append([_call(backend, handle, b, inputs) for _ in range(3)][-1])
+        for g, w in zip(*results):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=c.name)
+
+
+class _noop:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _chain() -> tuple[GraphBuilder, list[np.ndarray]]:
+    """reshape -> transpose (a view) -> reshape (copies) -> add of a broadcast constant."""
+    b = GraphBuilder()
+    i = b.input(2, 3, 4)
+    r, t, f = b.tensor(6, 4), b.tensor(4, 6), b.tensor(24)
+    c = b.const(np.arange(24, dtype=np.float32))
+    o = b.output(2, 12)
+    b.node(x.XNNStaticReshape(2, [6, 4], i, r))
+    b.node(x.XNNStaticTranspose(2, [1, 0], r, t))
+    b.node(x.XNNStaticReshape(1, [24], t, f))
+    s = b.tensor(24)
+    b.node(x.XNNAdd(f, c, s))
+    b.node(x.XNNStaticReshape(2, [2, 12], s, o))
+    return b, [np.arange(24, dtype=np.float32).reshape(2, 3, 4)]
+
+
+def test_views_of_inputs_are_made_per_call_and_copies_are_buffered():
+    b, inputs = _chain()
+    backend, handle = _handle(b)
+    want = (inputs[0].reshape(6, 4).T.reshape(24) + np.arange(24)).reshape(2, 12)
+    for k in range(4):
+        a = inputs[0] * (k + 1)
+        got = _call(backend, handle, b, [a])[0]
+        np.testing.assert_array_equal(got, (a.reshape(6, 4).T.reshape(24)
+                                            + np.arange(24)).reshape(2, 12))
+    assert "COPYTO" in str(handle.plan)  # the reshape of the transposed view
+    np.testing.assert_array_equal(_call(backend, handle, b, inputs)[0], want)
+
+
+def test_a_plan_per_input_shape_and_the_resize_hook():
+    b = GraphBuilder()
+    i, o = b.input(10, 4), b.output(10, 2, 2)  # upper bounds: a dynamic batch
+    h = b.tensor(10, 4)
+    b.node(x.XNNAbs(i, h))
+    b.node(x.XNNStaticReshape(3, [0, 2, 2], h, o))
+    backend, handle = _handle(b)
+    planned = np.zeros((10, 2, 2), np.float32)
+
+    class Exec:
+        @staticmethod
+        def resize(index, sizes):
+            values[index] = planned.reshape(-1)[: int(np.prod(sizes))].reshape(sizes)
+            return values[index]
+
+    for n in (3, 5, 3, 5, 3, 5, 7):
+        src = -np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+        values = [src, planned]
+        backend.execute(handle, values, [0, 1], Exec())
+        np.testing.assert_array_equal(values[1], np.abs(src).reshape(n, 2, 2))
+    assert sorted(handle.plans) == [((3, 4),), ((5, 4),)]  # 7 came once: no plan for it
+
+
+def test_a_node_failing_inside_the_plan_is_named():
+    b, inputs = _chain()
+    backend, handle = _handle(b)
+    for _ in range(2):
+        _call(backend, handle, b, inputs)
+    namespace = handle.plan.fn.__globals__
+    name = next(k for k, v in namespace.items() if v is np.add)
+
+    def broken(*args, **kwargs):
+        raise ValueError("boom")
+    namespace[name] = broken
+    with pytest.raises(KernelError, match="node 3 XNNAdd.*boom"):
+        _call(backend, handle, b, inputs)
+
+
+def test_traced_calls_take_the_reference_path_with_an_event_per_node():
+    b, inputs = _chain()
+    backend, handle = _handle(b)
+    events = []
+
+    class Tracer:
+        def log_profiling_delegate(self, *args):
+            events.append(args[1])
+
+    class Ctx:
+        event_tracer = Tracer()
+        resize = None
+
+    for _ in range(3):
+        _call(backend, handle, b, inputs)
+    assert handle.plans
+    traced = _call(backend, handle, b, inputs, Ctx())
+    assert events == [f"{n} #{k}" for k, n in enumerate(
+        ["XNNStaticReshape", "XNNStaticTranspose", "XNNStaticReshape", "XNNAdd",
+         "XNNStaticReshape"])]
+    assert _same(traced, _call(backend, handle, b, inputs))
+
+
+def test_plans_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(planning, "PLAN_AFTER", 0)
+    b, inputs = _chain()
+    backend, handle = _handle(b)
+    for _ in range(3):
+        _call(backend, handle, b, inputs)
+    assert not handle.plans
+
+
+# ---- fused chains (fusion.py) ---------------------------------------------------------------
+
+
+def _rope_graph(dims: tuple[int, ...], swap_add: bool = False, cos_sin_const: bool = False,
+                expose: bool = False):
+    """x -> its two halves -> cat(x1*c - x2*s, x1*s + x2*c), as llama graphs lower RoPE."""
+    rng = np.random.default_rng(7)
+    h = dims[-1] // 2
+    half = list(dims[:-1]) + [h]
+    b = GraphBuilder()
+    xin = b.input(*dims)
+    c_val = rng.standard_normal(dims[-2:-1] + (h,)).astype(np.float32)
+    s_val = rng.standard_normal(dims[-2:-1] + (h,)).astype(np.float32)
+    if cos_sin_const:
+        c, s = b.const(c_val), b.const(s_val)
+    else:
+        c, s = b.input(*c_val.shape), b.input(*s_val.shape)
+    out = b.output(*dims)
+    extra = b.output(*half) if expose else None
+    x1, x2 = b.tensor(*half), b.tensor(*half)
+    zeros = [0] * len(dims)
+    b.node(x.XNNStaticSlice(len(dims), zeros, half, xin, x1))
+    b.node(x.XNNStaticSlice(len(dims), zeros[:-1] + [h], half, xin, x2))
+    m = [b.tensor(*half) for _ in range(4)]
+    b.node(x.XNNMultiply(x1, c, m[0]))
+    b.node(x.XNNMultiply(s, x2, m[1]))  # (the factor first: either order)
+    b.node(x.XNNMultiply(x1, s, m[2]))
+    b.node(x.XNNMultiply(x2, c, m[3]))
+    first = extra if expose else b.tensor(*half)
+    second = b.tensor(*half)
+    b.node(x.XNNSubtract(m[0], m[1], first))
+    b.node(x.XNNAdd(*((m[3], m[2]) if swap_add else (m[2], m[3])), second))
+    b.node(x.XNNConcatenate2(len(dims) - 1, first, second, 0, 0, out))
+    xs = rng.standard_normal(dims).astype(np.float32)
+    inputs = [xs] if cos_sin_const else [xs, c_val, s_val]
+    return b, inputs, (xs, c_val, s_val)
+
+
+def _rope_torch(torch, xs, c, s):
+    xt, ct, st = (torch.from_numpy(a) for a in (xs, c, s))
+    h = xs.shape[-1] // 2
+    x1, x2 = xt[..., :h], xt[..., h:]
+    return torch.cat([x1 * ct - x2 * st, x1 * st + x2 * ct], -1).numpy()
+
+
+def _fusions(handle) -> list[str]:
+    return sorted({f.name for f in handle.fusions.values()})
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("dims,swap_add,const", [((1, 4, 16, 16), False, False),
+                                                 ((2, 3, 5, 8), True, True),
+                                                 ((6, 10), False, False)])
+def test_rope_chain_runs_fused_with_the_reference_bits(dims, swap_add, const, compiled):
+    torch = pytest.importorskip("torch")
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    with (_noop() if compiled else accel.disabled()):
+        b, inputs, (xs, c, s) = _rope_graph(dims, swap_add, const)
+        backend, handle = _handle(b)
+        assert _fusions(handle) == ["rope"]
+        runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert "# rope: nodes 0, 1, 2, 3, 4, 5, 6, 7, 8" in str(handle.plan)
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    np.testing.assert_allclose(runs[2][0], _rope_torch(torch, xs, c, s), rtol=1e-6, atol=1e-6)
+
+
+def test_a_chain_whose_inner_value_is_also_an_output_is_not_fused():
+    b, inputs, _ = _rope_graph((1, 2, 4, 8), expose=True)
+    backend, handle = _handle(b)
+    assert not handle.fusions
+    runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert _same(runs[0], runs[2])
+
+
+def _rms_graph(n: int = 64, rows: int = 16):
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    xin, m = b.input(1, rows, n), b.input(1, rows, 1)
+    weights = rng.standard_normal(n).astype(np.float32)
+    eps, w = b.const(np.array([1e-5], np.float32)), b.const(weights)
+    out = b.output(1, rows, n)
+    t, r, y = b.tensor(1, rows, 1), b.tensor(1, rows, 1), b.tensor(1, rows, n)
+    b.node(x.XNNAdd(m, eps, t))
+    b.node(x.XNNReciprocalSquareRoot(t, r))
+    b.node(x.XNNMultiply(xin, r, y))
+    b.node(x.XNNMultiply(y, w, out))
+    xs = rng.standard_normal((1, rows, n)).astype(np.float32)
+    ms = np.mean(xs * xs, -1, keepdims=True)
+    return b, [xs, ms], weights
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_rmsnorm_tail_runs_fused_with_the_reference_bits(compiled):
+    torch = pytest.importorskip("torch")
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    with (_noop() if compiled else accel.disabled()):
+        b, inputs, weights = _rms_graph()
+        backend, handle = _handle(b)
+        assert _fusions(handle) == ["rms_tail"]
+        runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+        fused = "# rms_tail" in str(handle.plan)
+    assert fused == compiled  # NumPy runs the nodes: a fused NumPy chain would be no faster
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    xs, ms = (torch.from_numpy(a) for a in inputs)
+    want = (xs * torch.rsqrt(ms + 1e-5) * torch.from_numpy(weights)).numpy()
+    np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
+
+
+# ---- whole programs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["llama_decoder", "bert_encoder", "transformer_encoder", "cnn"])
+def test_example_program_plans_match_eager_and_the_reference_bits(name):
+    pytest.importorskip("torch")
+    from xnn_aot_cases import eager, lower
+
+    from edgetorch.examples import EXAMPLES
+    from edgetorch.runtime import Runtime
+
+    model, inputs = EXAMPLES[name].build()
+    _, et = lower(model, inputs)
+    method = Runtime.get().load_program(et.buffer).load_method("forward")
+    runs = [[np.asarray(o) for o in method.execute(list(inputs))] for _ in range(4)]
+    for run in runs[1:]:  # the first call ran the reference path, the next ones the plans
+        assert _same(runs[0], run), name
+    for got, want in zip(runs[-1], eager(model, inputs)):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4, err_msg=name)
+
+
+def test_dynamic_batch_programs_plan_each_size():
+    pytest.importorskip("torch")
+    from xnn_aot_cases import dynamic_batch_programs, eager
+
+    from edgetorch.runtime import Runtime
+
+    for name, model, et, batches in dynamic_batch_programs():
+        method = Runtime.get().load_program(et.buffer).load_method("forward")
+        for inputs in batches * 3:
+            got, want = np.asarray(method.execute(list(inputs))[0]), eager(model, inputs)[0]
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} {want.shape}")
