@@ -164,11 +164,18 @@ def _eager_conv(x, filt, bias, stride, pad, lo, hi):
     return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
 
 
+@pytest.mark.parametrize("blocks", [False, True])
 @pytest.mark.parametrize("hw", [(8, 8), (7, 9), (1, 1), (12, 5)])
 @pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
-def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp):
+def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp, blocks,
+                                                               monkeypatch):
     """The compiled Winograd transforms do the NumPy path's operations in its order: equal
-    results, bias and clamp included, also on odd sizes (cropped edge tiles)."""
+    results, bias and clamp included, also on odd sizes (cropped edge tiles) and in blocks
+    of tile rows (forced to 1-2 rows with ``blocks``, a partial last block on odd sizes)."""
+    if blocks:
+        from edgetorch.kernels.portable import winograd
+        tw = -(-hw[1] // 2)
+        monkeypatch.setattr(winograd, "BLOCK_BYTES", 2 * tw * 16 * (16 + 24) * 4 + 3)
     rng = np.random.default_rng(hw[0] * 10 + hw[1])
     cin, cout = 16, 24
     filt = (rng.standard_normal((cout, 3, 3, cin)) / 12).astype(np.float32)

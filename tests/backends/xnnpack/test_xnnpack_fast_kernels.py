@@ -260,3 +260,25 @@ def test_workspace_shared_by_nodes_does_not_leak_results():
             outs.append((got, _torch_conv(x, filt, None, stride, pad)))
         for got, want in outs:  # checked after all ran: later nodes did not overwrite them
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("k,stride,pad", [(1, 1, 0), (3, 2, 1), (7, 2, 3), (3, 1, 1)])
+def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypatch):
+    """Large outputs run in blocks of output rows (patch rows, GEMM and bias + clamp per
+    block): forced here to blocks of 1-2 rows, with a partial last block and 2 images."""
+    if compiled:
+        pytest.importorskip("numba")
+    monkeypatch.setattr(K, "GEMM_BLOCK_BYTES", 2 * 6 * 8 * 4 - 1)  # 1 row of 6 x 8 floats
+    rng = np.random.default_rng(k + stride)
+    filt = _layer_weights(rng, (8, k, k, 5))
+    bias = rng.standard_normal(8, dtype=np.float32)
+    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = K.conv_filter_matrix(filt, 1)
+    scratch, work = K.Scratch(), K.Workspace()
+    for shape in [(2, 11, 6 * stride, 5), (1, 7, 6 * stride, 5)]:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        with accel.enabled() if compiled else accel.disabled():
+            got = K.conv2d(x, wmat, bias, win, 1, scratch, 0.0, 1.5, work).copy()
+        want = np.clip(_torch_conv(x, filt, bias, stride, pad), 0.0, 1.5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
