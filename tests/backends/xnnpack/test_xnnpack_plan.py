@@ -335,3 +335,31 @@ def test_dynamic_batch_programs_plan_each_size():
             got, want = np.asarray(method.execute(list(inputs))[0]), eager(model, inputs)[0]
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} {want.shape}")
+
+
+def test_outputs_are_written_in_place_or_stored_through_the_resize_hook():
+    """A step whose value is only an output writes the method's tensor itself (as XNNPACK
+    does); a tensor of other sizes gets the value through _store and the resize hook."""
+    b = GraphBuilder()
+    i, o = b.input(10, 4), b.output(10, 4)
+    b.node(x.XNNAbs(i, o))
+    backend, handle = _handle(b)
+    planned = np.zeros((10, 4), np.float32)
+    resized = []
+
+    class Exec:
+        @staticmethod
+        def resize(index, sizes):
+            resized.append(sizes)
+            values[index] = planned.reshape(-1)[: int(np.prod(sizes))].reshape(sizes)
+            return values[index]
+
+    src = -np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = planned
+    for k in range(4):
+        values = [src * (k + 1), out]
+        backend.execute(handle, values, [0, 1], Exec())
+        np.testing.assert_array_equal(values[1], np.abs(src * (k + 1)))
+        out = values[1] if k % 2 == 0 else planned  # the resized view, or the bound again
+    assert "t1 = o1 if" in str(handle.plan)
+    assert resized and all(r == (3, 4) for r in resized)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +43,9 @@ if TYPE_CHECKING:
 # Calls with the same input shapes before a graph gets a plan for them: the first call of a
 # shape runs the reference path (a shape seen once, e.g. each new length of a growing
 # sequence, never pays for a plan), the second builds the plan, the later ones run it.
-PLAN_AFTER = 2
+# EDGETORCH_XNNPACK_PLAN_AFTER=0 switches plans off, =1 plans from the first call (tests).
+_PLAN_AFTER_ENV = os.environ.get("EDGETORCH_XNNPACK_PLAN_AFTER", "").strip()
+PLAN_AFTER = int(_PLAN_AFTER_ENV) if _PLAN_AFTER_ENV.isdigit() else 2
 MAX_PLANS = 8  # input-shape signatures planned per graph; others run the reference path
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
 
@@ -112,6 +116,13 @@ class _Writer:
         self.value: dict[int, Any] = {}  # slot -> its value in this call
         self.fixed: set[int] = set()  # slots whose value is the same object on every call
         self.in_env: set[int] = set()  # slots the plan stores into the environment
+        self.written: dict[int, str] = {}  # slot -> the buffer an OUT step writes it into
+        self.readers: dict[int, int] = {}  # slot -> how many nodes read it
+        for k, slots in enumerate(g.node_slots):
+            for s in slots:
+                if s != g.nodes[k].out:
+                    self.readers[s] = self.readers.get(s, 0) + 1
+        self.external = {s for _, s, _ in g.inputs} | {s for _, s in g.outputs}
         self.nbytes = 0
 
     def constant(self, obj: Any, prefix: str) -> str:
@@ -213,10 +224,15 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
                     args[j] = np.ascontiguousarray(np.broadcast_to(args[j], r.shape))
                     extra[j] = w.constant(args[j], "E")
                     w.nbytes += args[j].nbytes
-        buf = np.empty(r.shape, r.dtype)
-        w.nbytes += buf.nbytes
+        spent = _in_place(w, k, op, vals, r)
+        if spent is None:
+            buf = np.empty(r.shape, r.dtype)
+            w.nbytes += buf.nbytes
+            name = None
+        else:  # an elementwise ufunc over a buffer only it reads: into that buffer
+            buf, name = w.value[spent], w.name[spent]
         op.fn(*vals, *args, out=buf)
-        out = w.define(rec.out, buf, True)
+        out = w.written[rec.out] = w.define(rec.out, buf, True, name)
         w.emit(f"{fn}({', '.join([*names, *extra])}, out={out})", k)
     else:
         assert op.kind == CALL
@@ -227,6 +243,20 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
         lo, hi = np.asarray(rec.lo, rec.dtype), np.asarray(rec.hi, rec.dtype)
         _clip(r, lo, hi, r)
         w.emit(f"CLIP({out}, {w.constant(lo, 'E')}, {w.constant(hi, 'E')}, {out})", k)
+    return None
+
+
+def _in_place(w: _Writer, k: int, op: Any, vals: list[np.ndarray], r: np.ndarray
+              ) -> int | None:
+    """An input slot of node ``k`` whose buffer the node may write its result into: a NumPy
+    ufunc (elementwise: in place is exact) over a same-shaped buffer of this plan that no
+    other node reads, views or returns (fewer buffers: a smaller working set)."""
+    if not isinstance(op.fn, np.ufunc):
+        return None
+    for s, v in zip(op.ins, vals):
+        if s in w.written and w.readers.get(s) == 1 and s not in w.external and \
+                v.shape == r.shape and v.dtype == r.dtype and v.flags.c_contiguous:
+            return s
     return None
 
 
@@ -245,7 +275,7 @@ def _fused(w: _Writer, k: int, f: Any) -> bool:
     buf = np.empty(r.shape, r.dtype)
     w.nbytes += buf.nbytes
     fn(*vals, *extra, out=buf)
-    out = w.define(f.out, buf, True)
+    out = w.written[f.out] = w.define(f.out, buf, True)
     names = [w.name[s] for s in f.ins] + [w.constant(e, "E") for e in extra]
     w.emit(f"{w.constant(fn, 'F')}({', '.join(names)}, out={out})  # {f.name}: nodes "
            f"{', '.join(map(str, f.nodes))}", k)
@@ -276,9 +306,22 @@ def _closure(w: _Writer, k: int) -> None:
             w.emit(f"{w.define(s, env[s], False)} = ENV[{s}]", k)
 
 
+def _direct_outputs(w: _Writer, outs: list[Any]) -> dict[int, tuple[str, np.ndarray]]:
+    """External outputs the step computing them can write into the method's tensor: an OUT
+    step's buffer that no node reads (nor aliases) and that only this output shows."""
+    g = w.g
+    slots = [s for _, s in g.outputs]
+    inputs = {s for _, s, _ in g.inputs}
+    return {ext: (w.written[s], r) for (ext, s), r in zip(g.outputs, outs)
+            if s in w.written and s not in w.readers and s not in inputs and
+            slots.count(s) == 1}
+
+
 def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
     g = w.g
-    lines = ["def plan(values, args, resize):"]
+    lines = ["def plan(values, args, resize):",
+             f"    if len(args) < {g.num_args}:",
+             "        return False"]
     for (ext, s, _), a in zip(g.inputs, ins):
         x, dt = f"x{s}", w.constant(a.dtype, "D")
         lines += [f"    {x} = values[args[{ext}]]",
@@ -288,15 +331,29 @@ def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
                   f"        {x} = PHYS({x})",
                   f"    if {x}.shape != {a.shape!r}:",
                   "        return False"]
+    body = list(w.body)
+    direct = _direct_outputs(w, outs)
+    for ext, (buf, r) in direct.items():
+        # (XNNPACK writes its external outputs in place too: they never alias the inputs)
+        o, t = f"o{ext}", f"t{ext}"
+        lines += [f"    {o} = values[args[{ext}]]",
+                  f"    {t} = {o} if type({o}) is ndarray and {o}.shape == {r.shape!r} and "
+                  f"{o}.dtype is {w.constant(r.dtype, 'D')} and {o}.flags.c_contiguous "
+                  f"else {buf}"]
+        token = re.compile(rf"\b{re.escape(buf)}\b")
+        body = [(token.sub(t, line), k) for line, k in body]
     lines += ["    token = QUIET()", "    try:"]
     node_at = {}
-    for line, k in w.body:
+    for line, k in body:
         lines.append(f"        {line}")
         node_at[len(lines)] = k
     lines += ["        pass", "    finally:", "        LOUD(token)"]
     for (ext, s), r in zip(g.outputs, outs):
         src = w.name.get(s, "None")
-        if type(r) is np.ndarray:
+        if ext in direct:
+            lines += [f"    if t{ext} is not o{ext}:",
+                      f"        STORE(o{ext}, {src}, {ext}, args[{ext}], resize)"]
+        elif type(r) is np.ndarray:
             lines += [f"    o = values[args[{ext}]]",
                       f"    if type(o) is ndarray and o.shape == {r.shape!r} and "
                       f"o.dtype is {w.constant(r.dtype, 'D')} and o.flags.c_contiguous:",

@@ -112,8 +112,12 @@ class XnnpackBackend:
                 context: Any = None) -> None:
         """Run the delegate. ``context.resize(value_index, sizes)``, when given, re-views an
         output tensor at new (dynamic) sizes and returns it."""
-        run(handle, values, args, getattr(context, "resize", None),
-            getattr(context, "event_tracer", None))
+        resize, tracer = getattr(context, "resize", None), getattr(context, "event_tracer", None)
+        plan = handle.plan  # the usual call: the plan of the last input shapes, directly
+        if plan is not None and tracer is None and planning.PLAN_AFTER and \
+                _run_plan(handle, plan, values, args, resize):
+            return
+        run(handle, values, args, resize, tracer)
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
