@@ -194,6 +194,9 @@ def test_prepared_embedding_still_checks_its_indices():
     idx[1] = 4
     with pytest.raises(Exception, match="index out of range"):
         run()
+    idx[1] = -1  # negative: out of range too (torch's embedding has no wraparound)
+    with pytest.raises(Exception, match="index out of range"):
+        run()
 
 
 # ---- whole programs ------------------------------------------------------------------------
@@ -367,3 +370,65 @@ def test_constants_of_a_mapped_file_count_as_immutable(tmp_path):
         consts = [v for i, v in enumerate(method._vals)
                   if isinstance(v, np.ndarray) and i not in method._slots]
         assert consts and all(_immutable(c) is expected for c in consts), source
+
+
+class _TransposedWeights(torch.nn.Module):
+    """ExecuTorch's programs transpose linear weights with a permute_copy of the constant,
+    which the matrix product reads; ``out_too`` also returns one transposed weight, and
+    ``maximum`` reads one through a kernel without a preparer."""
+
+    def __init__(self, out_too: bool) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 5))
+        self.b = torch.nn.Parameter(torch.randn(8))
+        self.out_too = out_too
+
+    def forward(self, x):
+        y = torch.addmm(self.b, x, self.w.permute(1, 0)) + torch.mm(x, self.w.t())
+        if self.out_too:
+            wt = self.w.t() * 1.0
+            return y, wt, torch.maximum(self.w.permute(1, 0), x.sum(0, keepdim=True).t())
+        return y
+
+
+@pytest.mark.parametrize("out_too", [False, True])
+def test_folded_copies_nobody_reads_are_dropped(out_too):
+    model, x = _TransposedWeights(out_too).eval(), torch.randn(3, 5)
+    fast, slow = _methods(model, (x,))
+    copies = [s for s in fast._steps[0] if getattr(s, "func", None) is np.copyto]
+    folded = [r for r in fast.records if "permute_copy" in r.name]
+    if not out_too:
+        assert folded and not copies  # both permuted weights are read by prepared products
+    for _ in range(2):
+        got, want = fast.execute([x.numpy()]), slow.execute([x.numpy()])
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+    with torch.no_grad():
+        eager = model(x)
+    for g, e in zip(got, [eager] if isinstance(eager, torch.Tensor) else eager):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _BigTransposedWeight(torch.nn.Module):
+    """A 4.4 MB weight transposed by a permute_copy the product reads (beyond what is folded
+    as a copy: the view of the constant stands in for it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1000, 1100))
+        self.b = torch.nn.Parameter(torch.randn(1000))
+
+    def forward(self, x):  # (the weight read twice: edgetorch's export keeps the permutes)
+        return torch.addmm(self.b, x, self.w.permute(1, 0)) + torch.mm(x, self.w.t())
+
+
+def test_large_transposed_constants_are_read_in_place():
+    model, x = _BigTransposedWeight().eval(), torch.randn(2, 1100)
+    fast, slow = _methods(model, (x,))
+    perms = [r.index for r in fast.records if "permute_copy" in r.name]
+    assert perms and not set(perms) & set(fast._steps[1])  # no step copies the weight
+    for _ in range(2):
+        got, want = fast.execute([x.numpy()])[0], slow.execute([x.numpy()])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-4)

@@ -3,12 +3,15 @@ method agrees with eager PyTorch, and the graph decides when folding is allowed.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
 
 from edgetorch.exir import to_edge
-from edgetorch.runtime import Runtime, fastpath
+from edgetorch.kernels import accel
+from edgetorch.runtime import Runtime, fastpath, fold_bn
 
 
 def _bn(c: int, affine: bool = True) -> torch.nn.BatchNorm2d:
@@ -44,7 +47,8 @@ def test_conv_batchnorm_folds_and_matches_eager(groups, bias, affine):
         torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 1, stride=2), _bn(8)).eval()
     x = torch.randn(2, 8, 10, 10)
     method = _load(model, x)
-    assert _folded(method) == ["aten::_native_batch_norm_legit_no_training.out"] * 2
+    bn = "aten::_native_batch_norm_legit_no_training.out"
+    assert _folded(method) == [bn, "aten::relu.out", bn]  # the ReLU rides on the first
     with torch.no_grad():
         want = model(x).numpy()
     got = method.execute([x.numpy()])[0]
@@ -94,6 +98,74 @@ def test_no_folding_when_a_view_of_the_convolution_result_is_read():
     x = torch.randn(1, 4, 6, 6)
     method = _load(model, x)
     assert _folded(method) == []
+    with torch.no_grad():
+        for got, want in zip(method.execute([x.numpy()]), model(x)):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# ---- the activation after the BatchNorm, fused into the folded convolution's epilogue ------
+
+
+def _act_model(act, groups):
+    c = 8 if groups == 1 else 16
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(8, c, 3, padding=1, groups=groups, bias=False), _bn(c), act,
+        torch.nn.Conv2d(c, 16, 1), _bn(16), act,  # a GEMM epilogue
+        torch.nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16), _bn(16), act,  # depthwise
+        torch.nn.Conv2d(16, 4, 3, padding=1), _bn(4)).eval()  # no activation: folded only
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("act", [torch.nn.ReLU6(), torch.nn.ReLU(), torch.nn.Hardtanh(-1, 2)],
+                         ids=["relu6", "relu", "hardtanh"])
+@pytest.mark.parametrize("groups", [1, 8])
+def test_activation_fuses_into_the_folded_convolution(act, groups, compiled):
+    torch.manual_seed(3)
+    model = _act_model(act, groups)
+    x = torch.randn(2, 8, 10, 10) * 3
+    with (contextlib.nullcontext() if compiled else accel.disabled()):
+        if compiled and not accel.available():
+            pytest.skip("numba is not installed (the accel extra)")
+        method = _load(model, x)
+        names = _folded(method)
+        assert names.count("aten::_native_batch_norm_legit_no_training.out") == 4
+        # and the activations, but where the planner put the activation's output over the
+        # convolution's input (the input is dead after the convolution) they cannot fuse
+        assert len(names) >= 6
+        got = method.execute([x.numpy()])[0]
+        again = method.execute([x.numpy()])[0]
+        fold_bn.FUSE_ACTIVATIONS = False
+        try:
+            unfused = _load(model, x)
+        finally:
+            fold_bn.FUSE_ACTIVATIONS = True
+        assert len(_folded(unfused)) == 4
+        assert got.tobytes() == again.tobytes() == unfused.execute([x.numpy()])[0].tobytes()
+        unfolded = _load(model, x, fast=False).execute([x.numpy()])[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, unfolded, rtol=1e-5, atol=1e-5)
+
+
+class _ActivationRead(torch.nn.Module):
+    """The BatchNorm's output is also a method output: the BatchNorm folds, the activation
+    stays an instruction of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(4, 4, 3, padding=1), _bn(4)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return torch.nn.functional.relu6(y), y
+
+
+def test_no_activation_fusion_when_the_batchnorm_output_is_read_elsewhere():
+    torch.manual_seed(4)
+    model = _ActivationRead().eval()
+    x = torch.randn(1, 4, 6, 6) * 3
+    method = _load(model, x)
+    assert _folded(method) == ["aten::_native_batch_norm_legit_no_training.out"]
     with torch.no_grad():
         for got, want in zip(method.execute([x.numpy()]), model(x)):
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)

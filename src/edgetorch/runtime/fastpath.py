@@ -12,10 +12,13 @@ once per method:
   convolution with folded weights (``fold_bn.py``);
 * **constant folding**: an instruction whose inputs are all constants (or results of folded
   instructions) computes the same thing on every call, so its kernel runs here, once, and
-  ``execute`` only copies the result into its planned memory.
+  ``execute`` only copies the result into its planned memory, and not even that when every
+  reader was prepared with the folded array itself. A large copy of a view of constants
+  (a transposed weight) is folded as the view: no memory, and its readers read it in place.
 
 The traced loop keeps the closures (one event per instruction, the kernels themselves); both
-give the same bits, which the tests check.
+give the same bits (but for BatchNorm folding and products read from a folded view, equal within
+float rounding), which the tests check.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..kernels.registry import get_kernel
 from ..schema import program as S
-from . import fold_bn
+from . import fold_bn, forward_copies
 from .values import BoxedList
 
 if TYPE_CHECKING:
@@ -56,21 +59,55 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
+    substituted: set[int] = set()  # instructions whose steps read folded results directly
+    prepared: set[int] = set()  # instructions run by their preparer's steps
+    copies: dict[int, tuple[int, Callable[[], Any]]] = {}  # folded value -> (instr, its copy)
+    per: dict[int, list[Callable[[], Any]]] = {}  # instruction -> its steps
     for rec in m.records:
         new = pairs.get(rec.index)
         if new is not None:
             pass
         elif rec.kind == "kernel":
             new = _fold(m, rec, fixed, folded, written, once)
-            if new is None:
+            if new is not None:
+                copies[_single_out(m, rec)] = (rec.index, new[0])
+            else:
                 new = _prepare(m, rec, fixed, written, folded)
+                if new is not None:
+                    prepared.add(rec.index)
+            if new is not None:
+                substituted.add(rec.index)
         elif rec.kind == "free":
             new = []
-        if new is None:
-            new = [rec.run]
+        per[rec.index] = [rec.run] if new is None else new
+    try:  # a copy whose source only it reads: the source's producer writes the copy's target
+        forward_copies.forward(m, per, prepared, once,
+                               lambda rec, out: _prepare(m, rec, fixed, written, folded, out))
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load
+        pass
+    dropped = _unread_copies(m, copies, substituted)
+    for index, new in per.items():
+        new = [step for step in new if id(step) not in dropped]
         steps += new
-        owner += [rec.index] * len(new)
+        owner += [index] * len(new)
     return steps, owner
+
+
+def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
+                   substituted: set[int]) -> set[int]:
+    """The copies of folded results into planned memory that nothing reads: every reader's
+    steps were prepared with the folded array itself (e.g. ExecuTorch's programs transpose
+    each linear weight with a ``permute_copy`` the matrix product then reads), the value is no
+    method output, and no other value sharing its bytes is read before they are rewritten."""
+    if not copies:
+        return set()
+    try:
+        reads, where = fold_bn.readers(m), fold_bn.spans(m)
+        return {id(step) for v, (idx, step) in copies.items()
+                if all(r in substituted for r in reads.get(v, ()))
+                and not fold_bn.alias_read(m, v, idx, where)}
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load: keep the copies
+        return set()
 
 
 def _fixed(m: Method, written: set[int]) -> set[int]:
@@ -123,7 +160,10 @@ def _single_out(m: Method, rec) -> int | None:
 
 
 def _prepare(m: Method, rec, fixed: set[int], written: set[int],
-             folded: dict[int, np.ndarray]) -> list[Callable[[], Any]] | None:
+             folded: dict[int, np.ndarray], out: np.ndarray | None = None
+             ) -> list[Callable[[], Any]] | None:
+    """The preparer's steps for ``rec``; ``out``: another array to write than its own out
+    (the target of a copy forwarded to it, ``forward_copies``)."""
     entry = get_kernel(rec.name)
     if entry.prepare is None or rec.description.endswith(" in place"):
         return None
@@ -140,6 +180,8 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
     args = _arguments(m, rec, fixed, written, folded)
     if args is None or len(args) != entry.num_args:
         return None
+    if out is not None:
+        args[-1] = out
     try:
         steps = entry.prepare(*args)
     except Exception:  # noqa: BLE001 - an optimisation never fails a load: the kernel runs
@@ -153,17 +195,19 @@ def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], writte
     if any(p in rec.name for p in _NOT_PURE) or rec.description.endswith(" in place"):
         return None
     out = _single_out(m, rec)
-    if out is None or out not in fixed or out not in once or m._vals[out].nbytes > MAX_FOLD_BYTES:
+    if out is None or out not in fixed or out not in once:
         return None
     for i in rec.args[:-1]:  # every input tensor a constant or a folded result
         v = m._vals[i]
         items = v.items if isinstance(v, BoxedList) else (i,) if type(v) is np.ndarray else ()
         if any(j in m._slots and j not in folded for j in items):
             return None
+    target = m._vals[out]
+    if target.nbytes > MAX_FOLD_BYTES:
+        return _fold_view(m, rec, fixed, folded, written, out)
     args = _arguments(m, rec, fixed, written, folded)
     if args is None:
         return None
-    target = m._vals[out]
     own = np.empty_like(target)  # same sizes, dtype and layout as the planned tensor
     try:
         res = get_kernel(rec.name).fn(*args[:-1], own)
@@ -178,6 +222,30 @@ def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], writte
     # Planned memory is shared over time, and other values may alias these bytes (views the
     # emitter left as values of their own): the copy goes where the instruction was, always.
     return [partial(np.copyto, target, own)]
+
+
+def _fold_view(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray],
+               written: set[int], out: int) -> list[Callable[[], Any]] | None:
+    """A large copy of a view of constants (ExecuTorch's ``permute_copy`` of a classifier's
+    weight, 5 MB in MobileNetV2) is folded as the view itself, no memory taken: its readers'
+    preparers get the view (a matrix product then reads the transposed weight in place, as
+    torch's ``linear`` does, which may round differently from the product of the copy), and
+    the copy into planned memory stays only for readers that read that memory."""
+    steps = _prepare(m, rec, fixed, written, folded)
+    if not steps or len(steps) != 1:
+        return None
+    step = steps[0]
+    target = m._vals[out]
+    if not (isinstance(step, partial) and step.func is np.copyto and not step.keywords
+            and len(step.args) == 2 and step.args[0] is target):
+        return None
+    view = step.args[1]
+    if type(view) is not np.ndarray or view.dtype != target.dtype or view.shape != target.shape:
+        return None
+    view = view.view()
+    view.flags.writeable = False
+    folded[out] = view
+    return steps
 
 
 def _single_writer(m: Method) -> set[int]:

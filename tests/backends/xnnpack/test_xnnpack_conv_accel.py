@@ -164,11 +164,18 @@ def _eager_conv(x, filt, bias, stride, pad, lo, hi):
     return torch.clamp(y, lo, hi).numpy().transpose(0, 2, 3, 1)
 
 
+@pytest.mark.parametrize("blocks", [False, True])
 @pytest.mark.parametrize("hw", [(8, 8), (7, 9), (1, 1), (12, 5)])
 @pytest.mark.parametrize("clamp", [(-math.inf, math.inf), (0.0, 6.0)])
-def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp):
+def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp, blocks,
+                                                               monkeypatch):
     """The compiled Winograd transforms do the NumPy path's operations in its order: equal
-    results, bias and clamp included, also on odd sizes (cropped edge tiles)."""
+    results, bias and clamp included, also on odd sizes (cropped edge tiles) and in blocks
+    of tile rows (forced to 1-2 rows with ``blocks``, a partial last block on odd sizes)."""
+    if blocks:
+        from edgetorch.kernels.portable import winograd
+        tw = -(-hw[1] // 2)
+        monkeypatch.setattr(winograd, "BLOCK_BYTES", 2 * tw * 16 * (16 + 24) * 4 + 3)
     rng = np.random.default_rng(hw[0] * 10 + hw[1])
     cin, cout = 16, 24
     filt = (rng.standard_normal((cout, 3, 3, cin)) / 12).astype(np.float32)
@@ -269,3 +276,25 @@ def test_int8_conv_compiled_requantization_equals_numpy_bit_for_bit(k, groups):
                                      K.Scratch()).copy())
     for a, b in zip(got[accel.enabled], got[accel.disabled]):
         assert a.dtype == np.int8 and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("k,stride,dil,pad", [(3, 2, 1, (1, 1, 1, 1)), (2, 2, 1, (0, 0, 0, 0)),
+                                              (3, 1, 2, (2, 2, 2, 2)), (3, 2, 1, (0, 1, 1, 0))])
+def test_compiled_max_pool_matches_eager_and_numpy(k, stride, dil, pad):
+    """The compiled max pool (one pass) against eager max_pool2d and the NumPy taps,
+    including a NaN (it wins, as np.maximum lets it) and a reused output buffer."""
+    top, right, bottom, left = pad
+    win = K.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
+    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((2, 11, 9, 5), dtype=np.float32)
+        x[1, 4, 4, 2] = np.nan
+        got = K.max_pool2d(x, win, scratch).copy()
+        with accel.disabled():
+            ref = K.max_pool2d(x, win, numpy_scratch)
+        xt = nn.functional.pad(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),
+                               (left, right, top, bottom), value=-math.inf)
+        want = nn.functional.max_pool2d(xt, k, stride, 0, dil).numpy().transpose(0, 2, 3, 1)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, ref)
+        assert np.isnan(got).any()

@@ -223,3 +223,62 @@ def test_lowered_conv_bn_net_twice_with_different_inputs():
         outs.append((got, want))
     for got, want in outs:  # earlier outputs are not overwritten by later calls
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_winograd_only_with_enough_tiles():
+    """Small feature maps (ResNet-18's 7x7x512 layers) take the direct GEMM: Winograd's
+    16 filter matrices cost more to read than they save there."""
+    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    assert K.winograd_eligible(win, 1, 64, 64, (1, 56, 56, 64))
+    assert K.winograd_eligible(win, 1, 256, 256, (1, 14, 14, 256))
+    assert not K.winograd_eligible(win, 1, 512, 512, (1, 7, 7, 512))
+    assert K.winograd_eligible(win, 1, 512, 512, (4, 7, 7, 512))  # 4 images: 64 tiles
+    assert K.winograd_eligible(win, 1, 512, 512)  # dims unknown: the shape-free rule
+
+
+def test_workspace_shared_by_nodes_does_not_leak_results():
+    """Convolutions of one graph share their temporaries (patch matrices, Winograd tiles):
+    each node's result is its own, whatever ran before it with the same memory."""
+    rng = np.random.default_rng(5)
+    work = K.Workspace()
+    layers = []
+    for k, stride, cin, cout, hw in [(3, 1, 16, 16, 12), (3, 2, 16, 24, 9), (3, 1, 24, 16, 5),
+                                     (5, 1, 3, 16, 12), (3, 1, 16, 16, 13)]:
+        filt = _layer_weights(rng, (cout, k, k, cin))
+        win = K.Window(k, k, stride, stride, 1, 1, k // 2, k // 2, k // 2, k // 2)
+        layers.append((filt, win, stride, k // 2, cin, hw, K.Scratch()))
+    for _ in range(2):
+        outs = []
+        for filt, win, stride, pad, cin, hw, scratch in layers:
+            x = rng.standard_normal((1, hw, hw, cin), dtype=np.float32)
+            if K.winograd_eligible(win, 1, cin, filt.shape[0], x.shape):
+                got = K.conv2d_winograd(x, K.winograd_filter(filt), None, win, scratch,
+                                        work=work)
+            else:
+                got = K.conv2d(x, K.conv_filter_matrix(filt, 1), None, win, 1, scratch,
+                               work=work)
+            outs.append((got, _torch_conv(x, filt, None, stride, pad)))
+        for got, want in outs:  # checked after all ran: later nodes did not overwrite them
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("k,stride,pad", [(1, 1, 0), (3, 2, 1), (7, 2, 3), (3, 1, 1)])
+def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypatch):
+    """Large outputs run in blocks of output rows (patch rows, GEMM and bias + clamp per
+    block): forced here to blocks of 1-2 rows, with a partial last block and 2 images."""
+    if compiled:
+        pytest.importorskip("numba")
+    monkeypatch.setattr(K, "GEMM_BLOCK_BYTES", 2 * 6 * 8 * 4 - 1)  # 1 row of 6 x 8 floats
+    rng = np.random.default_rng(k + stride)
+    filt = _layer_weights(rng, (8, k, k, 5))
+    bias = rng.standard_normal(8, dtype=np.float32)
+    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = K.conv_filter_matrix(filt, 1)
+    scratch, work = K.Scratch(), K.Workspace()
+    for shape in [(2, 11, 6 * stride, 5), (1, 7, 6 * stride, 5)]:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        with accel.enabled() if compiled else accel.disabled():
+            got = K.conv2d(x, wmat, bias, win, 1, scratch, 0.0, 1.5, work).copy()
+        want = np.clip(_torch_conv(x, filt, bias, stride, pad), 0.0, 1.5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -71,8 +71,11 @@ class Scratch:
 
     MAX_BUFFERS = 16
 
-    def __init__(self) -> None:
+    def __init__(self, pinned: dict[str, np.ndarray] | None = None) -> None:
         self._bufs: dict[tuple, np.ndarray] = {}
+        # role -> flat uint8 memory the role's buffers are views of when they fit (the
+        # output's place in the graph's arena, ``memory_plan``)
+        self._pinned = pinned or {}
 
     def get(self, role: str, shape: tuple[int, ...], dtype: np.dtype,
             fill: float | None = None) -> np.ndarray:
@@ -81,7 +84,12 @@ class Scratch:
         if buf is None:
             if len(self._bufs) >= self.MAX_BUFFERS:
                 self._bufs.clear()
-            buf = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+            flat = self._pinned.get(role) if fill is None else None
+            nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+            if flat is not None and nbytes <= flat.nbytes:
+                buf = flat[:nbytes].view(dtype).reshape(shape)
+            else:
+                buf = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
             self._bufs[key] = buf
         return buf
 
@@ -91,6 +99,33 @@ class Scratch:
         if buf is None:
             buf = self._bufs[key] = make()
         return buf
+
+
+class Workspace:
+    """Temporaries the nodes of one graph share (patch matrices, Winograd tiles): one flat
+    buffer per role, as large as the largest request, viewed at each node's shape.
+
+    A node's temporaries are dead once it returns and the graph runs one node at a time, so
+    every node can use the same memory: it stays in cache from one layer to the next, where
+    per-node buffers made each layer write memory the previous ones had pushed out (ResNet-18's
+    3x3 layers ran ~1.5x slower in the graph than alone)."""
+
+    def __init__(self) -> None:
+        self._flat: dict[str, np.ndarray] = {}
+        self._views: dict[tuple, np.ndarray] = {}
+
+    def get(self, role: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        key = (role, shape, dtype)
+        view = self._views.get(key)
+        if view is None:
+            dtype = np.dtype(dtype)
+            nbytes = math.prod(shape) * dtype.itemsize
+            flat = self._flat.get(role)
+            if flat is None or flat.nbytes < nbytes:
+                flat = self._flat[role] = np.empty(max(nbytes, 1), np.uint8)
+                self._views = {k: v for k, v in self._views.items() if k[0] != role}
+            view = self._views[key] = flat[:nbytes].view(dtype).reshape(shape)
+        return view
 
 
 def _buffer(scratch: Scratch | None, role: str, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -135,11 +170,14 @@ def _check_out(oh: int, ow: int, what: str, shape) -> None:
 
 
 def _im2col(x: np.ndarray, win: Window, oh: int, ow: int,
-            scratch: Scratch | None) -> np.ndarray:
-    """The ``(N*OH*OW, KH*KW*C)`` patch matrix, columns in the filter's (kh, kw, c) order."""
+            scratch: Scratch | None, work: Workspace | None = None) -> np.ndarray:
+    """The ``(N*OH*OW, KH*KW*C)`` patch matrix, columns in the filter's (kh, kw, c) order
+    (in ``work``'s shared memory when given)."""
+    n, _, _, c = x.shape
+    shape = (n * oh * ow, win.kh * win.kw * c)
     xp = _pad_hw(x, win, 0.0, scratch)
-    n, _, _, c = xp.shape
-    cols = _buffer(scratch, "cols", (n * oh * ow, win.kh * win.kw * c), xp.dtype)
+    cols = work.get("cols", shape, xp.dtype) if work else _buffer(scratch, "cols", shape,
+                                                                    xp.dtype)
     if win.dw == 1:
         # Without column dilation a kernel row's KW taps are one contiguous run of KW*C
         # values of the (contiguous) padded input: one strided copy fills the matrix.
@@ -156,25 +194,76 @@ def _im2col(x: np.ndarray, win: Window, oh: int, ow: int,
     return cols
 
 
+# Output bytes per block of a large convolution's GEMM: its patch rows, GEMM result and
+# epilogue (bias, clamp) stay in the core's L2 instead of three passes through memory
+# (ResNet-18's 7x7 stem: a 7.4 MB patch matrix and a 3.2 MB output).
+GEMM_BLOCK_BYTES = 1 << 18
+
+
+def _epilogue(out: np.ndarray, bias: np.ndarray | None, lo: float, hi: float) -> None:
+    """``out`` (M, O) += bias, clamped to [lo, hi], in place."""
+    clamp = lo != -math.inf or hi != math.inf
+    if bias is None and not clamp:
+        return
+    if conv_accel.usable(out) and (bias is None or bias.dtype == out.dtype):
+        conv_accel.bias_clamp(out, bias, lo, hi)
+        return
+    if bias is not None:
+        out += bias
+    if clamp:
+        np.clip(out, lo, hi, out=out)
+
+
 def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window,
            groups: int, scratch: Scratch | None = None, lo: float = -math.inf,
-           hi: float = math.inf) -> np.ndarray:
+           hi: float = math.inf, work: Workspace | None = None) -> np.ndarray:
     """Convolution. ``wmat`` is the filter prepared by :func:`conv_filter_matrix`.
 
-    One GEMM of the patch matrix (the input itself for a 1x1 stride-1 convolution) by the
+    GEMMs of the patch matrix (the input itself for a 1x1 stride-1 convolution) by the
     prepacked filter, written into the node's output buffer; the bias is added and the
-    result clamped to [lo, hi] in place (one compiled pass with the ``accel`` extra)."""
+    result clamped to [lo, hi] in place (one compiled pass with the ``accel`` extra). Large
+    outputs go in blocks of output rows (``GEMM_BLOCK_BYTES``), each block's patch matrix
+    built, multiplied and finished while it is in cache."""
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "convolution", x.shape)
     m = n * oh * ow
     if groups == 1:
-        if win.kh == win.kw == win.sh == win.sw == 1 and not _padded(win):
-            cols = x.reshape(m, c)  # a view when x is contiguous
+        o = wmat.shape[1]
+        dt = np.result_type(x, wmat)
+        out = _buffer(scratch, "out", (m, o), dt)
+        pointwise = win.kh == win.kw == win.sh == win.sw == 1 and not _padded(win)
+        rows = max(1, GEMM_BLOCK_BYTES // max(1, ow * o * dt.itemsize))  # output rows a block
+        if rows >= oh or (win.dw != 1 and not pointwise):  # one GEMM
+            cols = x.reshape(m, c) if pointwise else _im2col(x, win, oh, ow, scratch, work)
+            np.matmul(cols, wmat, out=out)
+            _epilogue(out, bias, lo, hi)
+            return out.reshape(n, oh, ow, o)
+        out4 = out.reshape(n, oh, ow, o)
+        if pointwise:
+            src = x.reshape(n, oh, ow * c)  # a view when x is contiguous
         else:
-            cols = _im2col(x, win, oh, ow, scratch)
-        out = _buffer(scratch, "out", (m, wmat.shape[1]), np.result_type(cols, wmat))
-        np.matmul(cols, wmat, out=out)
+            xp = np.ascontiguousarray(_pad_hw(x, win, 0.0, scratch))
+            st = xp.strides
+            k = win.kh * win.kw * c
+            cols = work.get("cols", (rows * ow, k), dt) if work else \
+                _buffer(scratch, "cols", (rows * ow, k), dt)
+        for b in range(n):
+            for r0 in range(0, oh, rows):
+                r = min(rows, oh - r0)
+                dst = out4[b, r0 : r0 + r].reshape(r * ow, o)
+                if pointwise:
+                    blk = src[b, r0 : r0 + r].reshape(r * ow, c)
+                else:  # the block's patch rows: one strided copy (see _im2col)
+                    blk = cols[: r * ow]
+                    view = np.lib.stride_tricks.as_strided(
+                        xp[b, r0 * win.sh :], (r, ow, win.kh, win.kw * c),
+                        (st[1] * win.sh, st[2] * win.sw, st[1] * win.dh, st[3]),
+                        writeable=False)
+                    np.copyto(blk.reshape(r, ow, win.kh, win.kw * c), view)
+                np.matmul(blk, wmat, out=dst)
+                _epilogue(dst, bias, lo, hi)
+        return out4
     else:
         cols = _im2col(x, win, oh, ow, scratch)
         cg = c // groups
@@ -183,23 +272,29 @@ def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window
         res = np.matmul(cols, wmat)  # (G, M, Og)
         out = _buffer(scratch, "out", (m, groups * wmat.shape[2]), res.dtype)
         np.copyto(out.reshape(m, groups, -1), res.transpose(1, 0, 2))
-    clamp = lo != -math.inf or hi != math.inf
-    if (bias is not None or clamp) and conv_accel.usable(out) and \
-            (bias is None or bias.dtype == out.dtype):
-        conv_accel.bias_clamp(out, bias, lo, hi)
-    else:
-        if bias is not None:
-            out += bias
-        if clamp:
-            np.clip(out, lo, hi, out=out)
+    _epilogue(out, bias, lo, hi)
     return out.reshape(n, oh, ow, -1)
 
 
-def winograd_eligible(win: Window, groups: int, cin: int, cout: int) -> bool:
+# Fewer output tiles than this and Winograd loses to the direct GEMM: its 16 filter matrices
+# (16*C*O values against the direct filter's 9*C*O) are read for too little work
+# (ResNet-18's 7x7x512 layers: 16 tiles, 4.3 ms against 3.7 ms direct in the graph).
+WINOGRAD_MIN_TILES = 32
+
+
+def winograd_eligible(win: Window, groups: int, cin: int, cout: int,
+                      in_dims: tuple[int, ...] | None = None) -> bool:
     """Winograd F(2x2, 3x3) (``kernels.portable.winograd``) applies: 3x3, stride and
-    dilation 1, one group, enough channels."""
-    return wg.eligible((win.kh, win.kw), (win.sh, win.sw), (win.dh, win.dw), groups, cin,
-                       cout)
+    dilation 1, one group, enough channels, and (given the input's NHWC ``in_dims``) enough
+    output tiles to be worth it."""
+    if not wg.eligible((win.kh, win.kw), (win.sh, win.sw), (win.dh, win.dw), groups, cin,
+                       cout):
+        return False
+    if in_dims is None or len(in_dims) != 4:
+        return True
+    oh, ow = win.out_size(in_dims[1], in_dims[2])
+    th, tw = wg.tiles(oh, ow)
+    return in_dims[0] * th * tw >= WINOGRAD_MIN_TILES
 
 
 def winograd_filter(filt: np.ndarray) -> np.ndarray:
@@ -209,7 +304,7 @@ def winograd_filter(filt: np.ndarray) -> np.ndarray:
 
 def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: Window,
                     scratch: Scratch | None = None, lo: float = -math.inf,
-                    hi: float = math.inf) -> np.ndarray:
+                    hi: float = math.inf, work: Workspace | None = None) -> np.ndarray:
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "convolution", x.shape)
@@ -218,8 +313,12 @@ def conv2d_winograd(x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, win: 
     shape = (n, 2 * th + 2, 2 * tw + 2, c)  # whole tiles: a row/column more when odd
     xb = scratch.get("wpad", shape, dt, 0.0) if scratch else np.zeros(shape, dt)
     xb[:, win.pad_top : win.pad_top + h, win.pad_left : win.pad_left + w] = x
-    return wg.conv_nhwc(xb, u, lambda role, shp, dtype: _buffer(scratch, role, shp, dtype),
-                        (oh, ow), bias, lo, hi)
+
+    def buffer(role: str, shp: tuple[int, ...], dtype) -> np.ndarray:
+        if work is not None and role != "out":  # temporaries: the graph's shared memory
+            return work.get(role, shp, dtype)
+        return _buffer(scratch, role, shp, dtype)
+    return wg.conv_nhwc(xb, u, buffer, (oh, ow), bias, lo, hi)
 
 
 def conv_filter_matrix(filt: np.ndarray, groups: int) -> np.ndarray:
@@ -325,9 +424,12 @@ def max_pool2d(x: np.ndarray, win: Window, scratch: Scratch | None = None) -> np
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "max pooling", x.shape)
     # padded cells never win: -inf, or the integer type's minimum for quantized inputs
+    out = _buffer(scratch, "out", (n, oh, ow, c), x.dtype)
+    if conv_accel.usable(x):  # one compiled pass over the input
+        return conv_accel.max_pool_nhwc(x, out, (win.kh, win.kw), (win.sh, win.sw),
+                                        (win.dh, win.dw), (win.pad_top, win.pad_left))
     low = np.iinfo(x.dtype).min if np.issubdtype(x.dtype, np.integer) else -np.inf
     xp = _pad_hw(x, win, low, scratch)
-    out = _buffer(scratch, "out", (n, oh, ow, c), x.dtype)
     first = True
     for _, _, tap in _taps(xp, win, oh, ow):
         if first:

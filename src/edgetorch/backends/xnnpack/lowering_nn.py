@@ -154,6 +154,22 @@ def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
                        f"{list(want)}")
 
 
+def _scratch(ctx: Ctx, out: int) -> K.Scratch:
+    """A node's buffers, its output placed in the graph's arena when ``memory_plan`` planned
+    it (``plan_outputs`` ran on the graph before its nodes were lowered)."""
+    flat = getattr(ctx, "out_plan", {}).get(out)
+    return K.Scratch(None if flat is None else {"out": flat})
+
+
+def _workspace(ctx: Ctx) -> K.Workspace:
+    """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles (kept
+    on the context so that ``lowering.py`` need not know about it)."""
+    work = getattr(ctx, "conv_workspace", None)
+    if work is None:
+        work = ctx.conv_workspace = K.Workspace()  # type: ignore[attr-defined]
+    return work
+
+
 @rule(x.XNNConv2d)
 def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input1_id, "input")
@@ -163,15 +179,16 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     _check_filter(ctx, f, (g * n.group_output_channels, win.kh, win.kw,
                            n.group_input_channels))
     bias = _bias(ctx, n.bias_id)
-    scratch = K.Scratch()
     o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
+    work = _workspace(ctx)
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
-                                                         n.group_output_channels):
+                                                         n.group_output_channels, ctx.dims(i)):
         u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
-        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi)), o
+        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)), o
     wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi)), o
+    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)), o
 
 
 def _fused_clamp(ctx: Ctx, i: int, f: int, o: int) -> tuple[float, float]:
@@ -196,8 +213,9 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     _check_filter(ctx, f, (1, win.kh, win.kw, n.groups * mult))
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
-    scratch, const = K.Scratch(), ctx.const(f) is not None
+    const = ctx.const(f) is not None
     o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
     return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
                                         lo, hi)), o)
@@ -227,8 +245,9 @@ def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> K.Window:
 def _max_pool2d(n: x.XNNMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input_id, "input")
     win = _pool_window(n, ctx, i)
-    scratch = K.Scratch()
-    return (lambda: K.max_pool2d(env[i], win, scratch)), ctx.slot(n.output_id, "output")
+    o = ctx.slot(n.output_id, "output")
+    scratch = _scratch(ctx, o)
+    return (lambda: K.max_pool2d(env[i], win, scratch)), o
 
 
 @rule(x.XNNAvgPooling2d)

@@ -39,6 +39,7 @@ from . import plan as planning
 from . import schema as x
 from .lowering import Lowered, Step
 from .lowering_quant import QCtx, _value_ids, lower_node, plan_clamp_fusion
+from .memory_plan import plan_outputs
 from .quant_values import QParams, decode_value
 from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
@@ -190,6 +191,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
     env: list[Any] = list(consts)
     ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
     plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
+    plan_outputs(g.xnodes, ctx, {s for _, s in outputs})  # convolutions' outputs in one arena
     nodes, node_slots, descriptions, node_ids = [], [], [], []
     for k, node in enumerate(g.xnodes):
         kind = type(node.xnode_union).__name__

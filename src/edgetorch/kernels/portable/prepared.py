@@ -17,7 +17,9 @@ from functools import partial
 
 import numpy as np
 
+from .. import accel
 from ..registry import prepares
+from . import norm_accel, special_accel
 from ._util import INT64, invalid, scalar
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -184,12 +186,25 @@ def _sigmoid(x, out):
     """The kernel's exp(-|x|) form: 1 / (1 + e) where x >= 0, e / (1 + e) elsewhere."""
     if not _contiguous(x, out):
         return None
+    compiled = special_accel.sigmoid_steps(x, out)
+    if compiled is not None:
+        return compiled
     e, p, r = (np.empty(x.shape, x.dtype) for _ in range(3))
     pos = np.empty(x.shape, np.bool_)
     return [partial(np.abs, x, out=e), partial(np.negative, e, out=e), partial(np.exp, e, out=e),
             partial(np.add, 1, e, out=p), partial(np.true_divide, 1, p, out=r),
             partial(np.true_divide, e, p, out=out), partial(np.greater_equal, x, 0, out=pos),
             partial(np.copyto, out, r, where=pos)]
+
+
+@prepares("aten::gelu.out")
+def _gelu(x, approximate, out):
+    """The erf form in one compiled loop (``special_accel``), the kernel's bits; the tanh
+    form and the NumPy path keep the kernel."""
+    if approximate != "none" or type(x) is not np.ndarray or type(out) is not np.ndarray:
+        return None
+    step = special_accel.gelu_step(x, out)
+    return None if step is None else [step]
 
 
 @prepares("aten::where.self_out")
@@ -433,6 +448,11 @@ def _softmax(x, dim, half_to_float, out):
     d = _dim(dim, x.ndim)
     if d is None:
         return None
+    if d == x.ndim - 1 and 0 < x.shape[-1] <= norm_accel.MAX_ROW and x.size and \
+            accel.available():  # three steps: compiled row passes around NumPy's exp
+        n = x.shape[-1]
+        return norm_accel.softmax_steps(x.reshape(-1, n), np.empty((x.size // n, n), x.dtype),
+                                        out.reshape(-1, n))
     keep = x.shape[:d] + (1,) + x.shape[d + 1:]
     m, s = np.empty(keep, x.dtype), np.empty(keep, x.dtype)
     bad = np.empty(keep, np.bool_)
@@ -452,25 +472,34 @@ def _softmax(x, dim, half_to_float, out):
 
 @prepares("aten::mean.out")
 def _mean(x, dim, keepdim, dtype, out):
-    """Mean over the last axis (RMSNorm's ``mean(x * x, -1, keepdim=True)``) with the kernel's
-    summation order: element by element along the row (``reduction._ordered_sum``). The rows
-    are copied transposed, ``(n, rows)``, and ``np.add.reduce`` over the outer axis adds them
-    one after the other into a row-sized accumulator: the same order and bits, without the
-    kernel's accumulate temporary and per-row loop (30 -> 4 us for 16 rows of 64)."""
+    """Mean over the trailing axes (RMSNorm's ``mean(x * x, -1, keepdim=True)``, a global
+    average pool's ``mean(x, [-1, -2])``) with the kernel's summation order: element by
+    element along each flattened row (``reduction._ordered_sum``). With the accel extra one
+    compiled loop adds each row in order; otherwise the rows are copied transposed,
+    ``(n, rows)``, and ``np.add.reduce`` over the outer axis adds them one after the other
+    into a row-sized accumulator: the same order and bits, without the kernel's accumulate
+    temporary and per-row loop (30 -> 4 us for 16 rows of 64)."""
     if not (_float(x, out) and x.ndim >= 1 and dtype is None and x.flags.c_contiguous
             and _apart(out, x)):
         return None
     dims = [dim] if type(dim) is int else list(dim) if dim is not None else None
-    if dims is None or len(dims) != 1 or _dim(dims[0], x.ndim) != x.ndim - 1:
+    axes = sorted(_dim(d, x.ndim) for d in dims) if dims and None not in \
+        [_dim(d, x.ndim) for d in dims] else None
+    k = len(axes) if axes else 0
+    if not axes or axes != list(range(x.ndim - k, x.ndim)):
         return None
-    n = x.shape[-1]
-    rows = x.size // n if n else 0
-    want = x.shape[:-1] + (1,) if keepdim else x.shape[:-1]
-    # one row (or an empty one) would be a contiguous 1-d reduction, which NumPy sums pairwise
-    if rows < 2 or n < 1 or out.shape != want or not out.flags.c_contiguous:
+    lead = x.shape[:x.ndim - k]
+    n = math.prod(x.shape[x.ndim - k:])
+    rows = math.prod(lead)
+    want = lead + (1,) * k if keepdim else lead
+    if rows < 1 or n < 1 or out.shape != want or not out.flags.c_contiguous:
+        return None
+    total = out.reshape(rows)
+    if accel.available():  # one compiled step: each row added in order, then divided
+        return [partial(norm_accel.row_mean, x.reshape(rows, n), x.dtype.type(n), total)]
+    if rows < 2:  # one row would be a contiguous 1-d reduction, which NumPy sums pairwise
         return None
     work = np.empty((n, rows), x.dtype)
-    total = out.reshape(rows)
     return [partial(np.copyto, work, x.reshape(rows, n).T),
             partial(np.add.reduce, work, axis=0, out=total),
             partial(np.true_divide, total, x.dtype.type(n), out=total)]
@@ -512,6 +541,9 @@ def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
     for p in (weight, bias):
         if p is not None and not (_float(p, x) and _fits(out0, x.shape, p.shape)):
             return None
+    compiled = _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out2)
+    if compiled is not None:
+        return compiled
     ct = x.dtype.type
     n, e = ct(math.prod(normalized_shape)), ct(eps)
     d, sq = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
@@ -535,6 +567,28 @@ def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
     return steps
 
 
+def _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out2):
+    """One step: the compiled row loop (``norm_accel``), the kernel's bits in one pass per
+    row instead of a dozen NumPy calls. None when numba is off or the operands are not plain
+    contiguous rows with a weight and bias of the normalised shape."""
+    n = math.prod(normalized_shape)
+    if not accel.available() or not 0 < n <= norm_accel.MAX_ROW:
+        return None
+    arrays = (x, out0, out1, out2) + tuple(p for p in (weight, bias) if p is not None)
+    if not all(a.flags.c_contiguous for a in arrays):
+        return None
+    if any(p is not None and p.shape != tuple(normalized_shape) for p in (weight, bias)):
+        return None
+    rows = x.size // n
+    ct = x.dtype.type
+    flat = [None if p is None else p.reshape(n) for p in (weight, bias)]
+    stand_in = x.reshape(rows, n)[0] if rows else np.zeros(n, x.dtype)
+    args = (x.reshape(rows, n), *(stand_in if p is None else p for p in flat),
+            weight is not None, bias is not None, ct(n), ct(eps), ct(1), ct(0),
+            out0.reshape(rows, n), out1.reshape(rows), out2.reshape(rows))
+    return [partial(norm_accel.layer_norm_loop, *args)]
+
+
 # ---- indexing ------------------------------------------------------------------------------
 
 
@@ -545,9 +599,10 @@ def _embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out):
             and _apart(out, weight, indices)):
         return None
     n = weight.shape[0]
+    as_unsigned = indices.view(np.uint64)  # negative indices become >= 2**63: one max checks both
 
     def run() -> None:  # the indices are data: checked on every call, as the kernel does
-        if indices.size and (indices.min() < 0 or indices.max() >= n):
+        if indices.size and as_unsigned.max() >= n:
             raise invalid(f"embedding: index out of range for a table of {n} rows")
         np.take(weight, indices, axis=0, out=out, mode="clip")  # in range: clip is a no-op
     return [run]

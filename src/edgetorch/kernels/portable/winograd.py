@@ -21,6 +21,8 @@ import numpy as np
 from . import conv_accel
 
 MIN_CHANNELS = 16
+# Bytes of transformed tiles and GEMM results per block of tile rows (compiled path).
+BLOCK_BYTES = 1 << 20
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
 # buffer(role, shape, dtype) -> an array to overwrite (a reused one, or a new one)
@@ -79,15 +81,23 @@ def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer,
     th, tw = (hb - 2) // 2, (wb - 2) // 2
     o, dt = u.shape[2], np.result_type(xb, u)
     oh, ow = out_size or (2 * th, 2 * tw)
-    count = n * th * tw
     if conv_accel.usable(xb, u) and (bias is None or bias.dtype == dt):
-        v = buffer("wino_vt", (n, th, tw, 16, c), dt)  # tile-major (see conv_accel)
-        conv_accel.winograd_input(xb, v)
-        m = buffer("wino_mt", (n, th, tw, 16, o), dt)
-        np.matmul(v.reshape(count, 16, c).transpose(1, 0, 2), u,
-                  out=m.reshape(count, 16, o).transpose(1, 0, 2))  # BLAS with lda = 16*C
         out = buffer("out", (n, oh, ow, o), dt)
-        return conv_accel.winograd_output(m, bias, out, lo, hi)
+        # blocks of tile rows: a block's transformed tiles and GEMM results stay in cache
+        # from the input transform through the GEMMs to the output transform
+        rows = max(1, min(th, BLOCK_BYTES // (tw * 16 * (c + o) * dt.itemsize)))
+        v = buffer("wino_vt", (1, rows, tw, 16, c), dt)  # tile-major (see conv_accel)
+        m = buffer("wino_mt", (1, rows, tw, 16, o), dt)
+        for b in range(n):
+            for ty in range(0, th, rows):
+                r = min(rows, th - ty)
+                vb, mb = v[:, :r], m[:, :r]
+                conv_accel.winograd_input(xb[b : b + 1, 2 * ty : 2 * (ty + r) + 2], vb)
+                np.matmul(vb.reshape(r * tw, 16, c).transpose(1, 0, 2), u,
+                          out=mb.reshape(r * tw, 16, o).transpose(1, 0, 2))  # lda = 16*C
+                conv_accel.winograd_output(mb, bias, out[b : b + 1, 2 * ty : 2 * (ty + r)],
+                                           lo, hi)
+        return out
     res = _conv_nhwc_numpy(xb, u, buffer)
     if (oh, ow) != (2 * th, 2 * tw):
         res = res[:, :oh, :ow]

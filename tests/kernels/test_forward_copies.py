@@ -1,0 +1,77 @@
+"""Copies forwarded to the instruction computing their source (runtime/forward_copies.py):
+the same bits as the closures, and no forwarding where the source is read elsewhere."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from edgetorch.exir import to_edge
+from edgetorch.runtime import Runtime, fastpath, forward_copies
+
+
+def _methods(model, inputs):
+    pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
+    fast = Runtime.get().load_program(pte).load_method("forward")
+    fastpath.ENABLED = False
+    try:
+        slow = Runtime.get().load_program(pte).load_method("forward")
+    finally:
+        fastpath.ENABLED = True
+    return fast, slow
+
+
+def _stepless(method) -> list[str]:
+    return [r.name for r in method.records if r.index not in method._steps[1]]
+
+
+class _Chain(torch.nn.Module):
+    """Attention-style copies: permute, expand to the same shape, clone, then a product."""
+
+    def forward(self, q, k):
+        q = q.permute(0, 2, 1, 3).expand(2, 4, 6, 8).contiguous() * 1.5
+        k = k.permute(0, 2, 3, 1).expand(2, 4, 8, 6).clone()
+        return torch.matmul(q, k).softmax(-1)
+
+
+class _ReadTwice(torch.nn.Module):
+    """The copied tensor is also read by another instruction: nothing is forwarded to it."""
+
+    def forward(self, x):
+        y = x * 2.0
+        z = y.clone()
+        return z + 1.0, y - 1.0
+
+
+def _check(model, inputs):
+    fast, slow = _methods(model, inputs)
+    args = [x.numpy() for x in inputs]
+    for _ in range(2):
+        got, want = fast.execute(args), slow.execute(args)
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+    with torch.no_grad():
+        eager = model(*inputs)
+    for g, e in zip(got, [eager] if isinstance(eager, torch.Tensor) else eager):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
+    return fast
+
+
+def test_copies_forward_to_their_producers_with_the_same_bits(monkeypatch):
+    calls = []
+    real = forward_copies.forward
+
+    def spy(m, per, *rest):
+        before = {k: len(v) for k, v in per.items()}
+        real(m, per, *rest)
+        calls.extend(k for k, v in per.items() if before[k] and not v)
+
+    monkeypatch.setattr(forward_copies, "forward", spy)
+    fast = _check(_Chain().eval(), (torch.randn(2, 6, 4, 8), torch.randn(2, 6, 4, 8)))
+    assert calls and all(fast.records[k].index not in fast._steps[1] for k in calls)
+
+
+def test_no_forwarding_when_the_source_is_read_elsewhere():
+    x = torch.randn(3, 5)
+    fast = _check(_ReadTwice().eval(), (x,))
+    assert not any("clone" in n or "copy" in n for n in _stepless(fast))
