@@ -265,11 +265,12 @@ def test_workspace_shared_by_nodes_does_not_leak_results():
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("k,stride,pad", [(1, 1, 0), (3, 2, 1), (7, 2, 3), (3, 1, 1)])
 def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypatch):
-    """Large outputs run in blocks of output rows (patch rows, GEMM and bias + clamp per
-    block): forced here to blocks of 1-2 rows, with a partial last block and 2 images."""
+    """Large im2col convolutions run in blocks of output rows (patch rows, GEMM and bias +
+    clamp per block): forced here to blocks of one row, 2 images (1x1: one GEMM)."""
     if compiled:
         pytest.importorskip("numba")
-    monkeypatch.setattr(K, "GEMM_BLOCK_BYTES", 2 * 6 * 8 * 4 - 1)  # 1 row of 6 x 8 floats
+    # 1 output row a block: 6 patch rows of k*k*5 values and 6 x 8 results
+    monkeypatch.setattr(K, "GEMM_BLOCK_BYTES", 2 * 6 * (8 + k * k * 5) * 4 - 1)
     rng = np.random.default_rng(k + stride)
     filt = _layer_weights(rng, (8, k, k, 5))
     bias = rng.standard_normal(8, dtype=np.float32)

@@ -22,7 +22,7 @@ from . import conv_accel
 
 MIN_CHANNELS = 16
 # Bytes of transformed tiles and GEMM results per block of tile rows (compiled path).
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 19
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
 # buffer(role, shape, dtype) -> an array to overwrite (a reused one, or a new one)
