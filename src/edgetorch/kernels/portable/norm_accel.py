@@ -254,11 +254,12 @@ def _softmax_shift(x, lo, zero, e):  # pragma: no cover - compiled
 def _softmax_scale(e, zero, out):  # pragma: no cover - compiled
     """``out[r] = e[r] / sum(e[r])``, the sum NumPy's pairwise one (as ``np.sum``)."""
     rows, size = e.shape
-    st = np.empty((3, 64), np.int64)
-    vals = np.empty(64, e.dtype)
+    short = size <= 128
+    st = np.empty((3, 0 if short else 64), np.int64)
+    vals = np.empty(0 if short else 64, e.dtype)
     for r in range(rows):
         er = e[r]
-        s = _sum(er, 0, size, False, zero, st, vals)
+        s = _leaf_fn(er, 0, size, zero) if short else _sum(er, 0, size, False, zero, st, vals)
         orow = out[r]
         for i in range(size):
             orow[i] = er[i] / s
