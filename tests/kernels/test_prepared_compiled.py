@@ -94,6 +94,7 @@ def test_compiled_pairwise_sum_is_numpys():
     if not accel.available():
         pytest.skip("numba is not installed (the accel extra)")
     st, vals = np.empty((3, 64), np.int64), np.empty(64, np.float32)
+    norm_accel._compile()
     fn = norm_accel._pairwise.compiled()
     for n in (1, 7, 8, 9, 127, 128, 129, 255, 1000, 4097):
         a = (R.standard_normal(n) * 5).astype(np.float32)

@@ -31,15 +31,76 @@ from .. import accel
 MAX_ROW = 8192
 
 
+@accel.jit(inline="always")  # inlined into its callers (a call costs reference counting)
+def _leaf(a, b, m, zero):  # pragma: no cover - compiled
+    """NumPy's ``pairwise_sum`` of a block ``a[b:b + m]`` of at most 128 values: one after the
+    other from 0 below 8 values, otherwise 8 partial sums added pairwise, then the rest."""
+    if m < 8:
+        res = zero
+        for i in range(b, b + m):
+            res = res + a[i]
+        return res
+    r0, r1, r2, r3 = a[b], a[b + 1], a[b + 2], a[b + 3]
+    r4, r5, r6, r7 = a[b + 4], a[b + 5], a[b + 6], a[b + 7]
+    end = b + m - m % 8
+    for j in range(b + 8, end, 8):
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(end, b + m):
+        res = res + a[i]
+    return res
+
+
+@accel.jit(inline="always")
+def _leaf_squares(a, b, m, zero):  # pragma: no cover - compiled
+    """``_leaf`` of ``a * a`` (each square rounded to the dtype, as NumPy's ``d * d``)."""
+    if m < 8:
+        res = zero
+        for i in range(b, b + m):
+            res = res + a[i] * a[i]
+        return res
+    r0, r1, r2, r3 = a[b] * a[b], a[b + 1] * a[b + 1], a[b + 2] * a[b + 2], a[b + 3] * a[b + 3]
+    r4, r5 = a[b + 4] * a[b + 4], a[b + 5] * a[b + 5]
+    r6, r7 = a[b + 6] * a[b + 6], a[b + 7] * a[b + 7]
+    end = b + m - m % 8
+    for j in range(b + 8, end, 8):
+        r0 += a[j] * a[j]
+        r1 += a[j + 1] * a[j + 1]
+        r2 += a[j + 2] * a[j + 2]
+        r3 += a[j + 3] * a[j + 3]
+        r4 += a[j + 4] * a[j + 4]
+        r5 += a[j + 5] * a[j + 5]
+        r6 += a[j + 6] * a[j + 6]
+        r7 += a[j + 7] * a[j + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(end, b + m):
+        res = res + a[i] * a[i]
+    return res
+
+
+# What the loops below call: the Python sources until ``_compile`` swaps in the compiled
+# loops (numba binds a global's value when it compiles the caller).
+_leaf_fn, _leaf_squares_fn = _leaf.py_func, _leaf_squares.py_func
+
+
 @accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
 def _pairwise(a, lo, n, square, zero, st, vals):  # pragma: no cover - compiled
     """NumPy's pairwise sum of ``a[lo:lo + n]`` (of ``a * a`` when ``square``), without
-    recursion: the halving tree is walked with an explicit stack, leaves summed as NumPy's
-    ``pairwise_sum`` does (n < 8: one after the other from 0; otherwise 8 partial sums)."""
+    recursion: blocks of more than 128 values are halved (at a multiple of 8, as NumPy does)
+    walking the tree with an explicit stack, and the leaves summed by ``_leaf``."""
+    if n <= 128:
+        return _leaf_squares_fn(a, lo, n, zero) if square else _leaf_fn(a, lo, n, zero)
     # st[:, k] = (start, count, state) of the k-th pending block, state 0: not visited yet,
     # 1: both halves summed (add them); ``vals`` the sums waiting to be added (scratch of 64)
     st_lo, st_n, st_s = st[0], st[1], st[2]
-    sp, vp = 0, 0
+    vp = 0
     st_lo[0], st_n[0], st_s[0] = lo, n, 0
     sp = 1
     while sp > 0:
@@ -47,67 +108,21 @@ def _pairwise(a, lo, n, square, zero, st, vals):  # pragma: no cover - compiled
         b, m, s = st_lo[sp], st_n[sp], st_s[sp]
         if s == 1:
             vp -= 1
-            right = vals[vp]
-            vals[vp - 1] = vals[vp - 1] + right
-            continue
-        if m <= 128:
-            if m < 8:
-                res = zero
-                for i in range(b, b + m):
-                    v = a[i] * a[i] if square else a[i]
-                    res = res + v
-            else:
-                if square:
-                    r0, r1, r2, r3 = a[b] * a[b], a[b + 1] * a[b + 1], a[b + 2] * a[b + 2], \
-                        a[b + 3] * a[b + 3]
-                    r4, r5, r6, r7 = a[b + 4] * a[b + 4], a[b + 5] * a[b + 5], \
-                        a[b + 6] * a[b + 6], a[b + 7] * a[b + 7]
-                else:
-                    r0, r1, r2, r3 = a[b], a[b + 1], a[b + 2], a[b + 3]
-                    r4, r5, r6, r7 = a[b + 4], a[b + 5], a[b + 6], a[b + 7]
-                i = 8
-                end = m - m % 8
-                while i < end:
-                    j = b + i
-                    if square:
-                        r0 += a[j] * a[j]
-                        r1 += a[j + 1] * a[j + 1]
-                        r2 += a[j + 2] * a[j + 2]
-                        r3 += a[j + 3] * a[j + 3]
-                        r4 += a[j + 4] * a[j + 4]
-                        r5 += a[j + 5] * a[j + 5]
-                        r6 += a[j + 6] * a[j + 6]
-                        r7 += a[j + 7] * a[j + 7]
-                    else:
-                        r0 += a[j]
-                        r1 += a[j + 1]
-                        r2 += a[j + 2]
-                        r3 += a[j + 3]
-                        r4 += a[j + 4]
-                        r5 += a[j + 5]
-                        r6 += a[j + 6]
-                        r7 += a[j + 7]
-                    i += 8
-                res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-                while i < m:
-                    v = a[b + i] * a[b + i] if square else a[b + i]
-                    res = res + v
-                    i += 1
-            vals[vp] = res
+            vals[vp - 1] = vals[vp - 1] + vals[vp]
+        elif m <= 128:
+            vals[vp] = _leaf_squares_fn(a, b, m, zero) if square else _leaf_fn(a, b, m, zero)
             vp += 1
-            continue
-        half = m // 2
-        half -= half % 8
-        st_lo[sp], st_n[sp], st_s[sp] = b, m, 1  # come back to add the two halves
-        st_lo[sp + 1], st_n[sp + 1], st_s[sp + 1] = b + half, m - half, 0
-        st_lo[sp + 2], st_n[sp + 2], st_s[sp + 2] = b, half, 0  # popped first: left half
-        sp += 3
+        else:
+            half = m // 2
+            half -= half % 8
+            st_lo[sp], st_n[sp], st_s[sp] = b, m, 1  # come back to add the two halves
+            st_lo[sp + 1], st_n[sp + 1], st_s[sp + 1] = b + half, m - half, 0
+            st_lo[sp + 2], st_n[sp + 2], st_s[sp + 2] = b, half, 0  # popped first: left half
+            sp += 3
     return vals[0]
 
 
-# What ``_layer_norm`` calls: the Python source until ``layer_norm`` compiles it, then the
-# compiled loop (numba binds a global's value when it compiles the caller).
-_sum = _pairwise.py_func
+_sum = _pairwise.py_func  # what the row loops call (swapped in by ``_compile``, as above)
 
 
 @accel.jit(error_model="numpy")  # x / 0 is inf or nan, as in NumPy
@@ -115,23 +130,35 @@ def _layer_norm(x, w, b, has_w, has_b, n, eps, one, zero, y, mean, rstd):  # pra
     """Per row of ``x`` (rows, n): mean = sum / n, d = x - mean, var = sum(d * d) / n,
     rstd = 1 / sqrt(var + eps), y = d * rstd (* w) (+ b); ``d`` lives in ``y``."""
     rows, size = x.shape
-    st = np.empty((3, 64), np.int64)
-    vals = np.empty(64, x.dtype)
+    short = size <= 128
+    st = np.empty((3, 0 if short else 64), np.int64)  # the pairwise stack of long rows
+    vals = np.empty(0 if short else 64, x.dtype)
     for r in range(rows):
         xr = x[r]
         yr = y[r]
-        m = _sum(xr, 0, size, False, zero, st, vals) / n
+        if short:  # (a call with fewer arrays: each costs reference counting)
+            m = _leaf_fn(xr, 0, size, zero) / n
+        else:
+            m = _sum(xr, 0, size, False, zero, st, vals) / n
         for i in range(size):
             yr[i] = xr[i] - m
-        var = _sum(yr, 0, size, True, zero, st, vals) / n
+        if short:
+            var = _leaf_squares_fn(yr, 0, size, zero) / n
+        else:
+            var = _sum(yr, 0, size, True, zero, st, vals) / n
         s = one / np.sqrt(var + eps)
-        for i in range(size):
-            v = yr[i] * s
-            if has_w:
-                v = v * w[i]
-            if has_b:
-                v = v + b[i]
-            yr[i] = v
+        if has_w and has_b:  # (one loop each: no test per element)
+            for i in range(size):
+                yr[i] = (yr[i] * s) * w[i] + b[i]
+        elif has_w:
+            for i in range(size):
+                yr[i] = (yr[i] * s) * w[i]
+        elif has_b:
+            for i in range(size):
+                yr[i] = yr[i] * s + b[i]
+        else:
+            for i in range(size):
+                yr[i] = yr[i] * s
         mean[r] = m
         rstd[r] = s
 
@@ -148,11 +175,17 @@ def _row_mean(x, n, out):  # pragma: no cover - compiled
         out[r] = s / n
 
 
+def _compile() -> None:
+    """Compile the row sums the loops call, innermost first (once per process)."""
+    global _leaf_fn, _leaf_squares_fn, _sum
+    if _sum is _pairwise.py_func:
+        _leaf_fn, _leaf_squares_fn = _leaf.compiled(), _leaf_squares.compiled()
+        _sum = _pairwise.compiled()
+
+
 def layer_norm_loop(*args) -> None:
     """``_layer_norm(*args)``, compiled on the first call (with the row sum it calls)."""
-    global _sum
-    if _sum is _pairwise.py_func:
-        _sum = _pairwise.compiled()
+    _compile()
     _layer_norm.compiled()(*args)
 
 
@@ -221,11 +254,12 @@ def _softmax_shift(x, lo, zero, e):  # pragma: no cover - compiled
 def _softmax_scale(e, zero, out):  # pragma: no cover - compiled
     """``out[r] = e[r] / sum(e[r])``, the sum NumPy's pairwise one (as ``np.sum``)."""
     rows, size = e.shape
-    st = np.empty((3, 64), np.int64)
-    vals = np.empty(64, e.dtype)
+    short = size <= 128
+    st = np.empty((3, 0 if short else 64), np.int64)
+    vals = np.empty(0 if short else 64, e.dtype)
     for r in range(rows):
         er = e[r]
-        s = _sum(er, 0, size, False, zero, st, vals)
+        s = _leaf_fn(er, 0, size, zero) if short else _sum(er, 0, size, False, zero, st, vals)
         orow = out[r]
         for i in range(size):
             orow[i] = er[i] / s
@@ -242,7 +276,5 @@ def softmax_steps(x: np.ndarray, e: np.ndarray, out: np.ndarray) -> list:
 
 
 def _call(loop, args) -> None:
-    global _sum
-    if _sum is _pairwise.py_func:
-        _sum = _pairwise.compiled()
+    _compile()
     loop.compiled()(*args)
