@@ -13,11 +13,12 @@ import tracemalloc
 import numpy as np
 import pytest
 import torch
+from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge
 from edgetorch.kernels.registry import KERNELS
-from edgetorch.runtime import Runtime, fastpath
+from edgetorch.runtime import Runtime
 
 R = np.random.default_rng(0)
 F32 = np.float32
@@ -202,15 +203,7 @@ def test_prepared_embedding_still_checks_its_indices():
 # ---- whole programs ------------------------------------------------------------------------
 
 
-def _methods(model, inputs):
-    pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
-    fast = Runtime.get().load_program(pte).load_method("forward")
-    fastpath.ENABLED = False
-    try:
-        slow = Runtime.get().load_program(pte).load_method("forward")
-    finally:
-        fastpath.ENABLED = True
-    return fast, slow
+_methods = fast_and_slow
 
 
 def _kinds(method):
@@ -228,16 +221,7 @@ def test_example_programs_give_the_closures_bits_and_eager_numbers(name):
     model, inputs = ex.factory(), ex.example_inputs()
     fast, slow = _methods(model, inputs)
     assert slow._steps is None and _kinds(fast) >= len(fast.records) // 2
-    args = [x.numpy() for x in inputs]
-    for _ in range(2):  # the second call runs on memory the first one left behind
-        got, want = fast.execute(args), slow.execute(args)
-        for g, w in zip(got, want):
-            assert g.tobytes() == w.tobytes()
-    with torch.no_grad():
-        eager = model(*inputs)
-    eager = [eager] if isinstance(eager, torch.Tensor) else list(eager)
-    for g, e in zip(got, eager):
-        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+    assert_same_bits_and_eager(fast, slow, model, inputs)
 
 
 class _Masked(torch.nn.Module):

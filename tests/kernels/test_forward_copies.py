@@ -3,22 +3,10 @@ the same bits as the closures, and no forwarding where the source is read elsewh
 
 from __future__ import annotations
 
-import numpy as np
 import torch
+from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
 
-from edgetorch.exir import to_edge
-from edgetorch.runtime import Runtime, fastpath, forward_copies
-
-
-def _methods(model, inputs):
-    pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
-    fast = Runtime.get().load_program(pte).load_method("forward")
-    fastpath.ENABLED = False
-    try:
-        slow = Runtime.get().load_program(pte).load_method("forward")
-    finally:
-        fastpath.ENABLED = True
-    return fast, slow
+from edgetorch.runtime import forward_copies
 
 
 def _stepless(method) -> list[str]:
@@ -44,16 +32,8 @@ class _ReadTwice(torch.nn.Module):
 
 
 def _check(model, inputs):
-    fast, slow = _methods(model, inputs)
-    args = [x.numpy() for x in inputs]
-    for _ in range(2):
-        got, want = fast.execute(args), slow.execute(args)
-        for g, w in zip(got, want):
-            assert g.tobytes() == w.tobytes()
-    with torch.no_grad():
-        eager = model(*inputs)
-    for g, e in zip(got, [eager] if isinstance(eager, torch.Tensor) else eager):
-        np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
+    fast, slow = fast_and_slow(model, inputs)
+    assert_same_bits_and_eager(fast, slow, model, inputs, rtol=1e-5, atol=1e-6)
     return fast
 
 

@@ -131,30 +131,15 @@ def test_prepared_mean_gives_the_kernels_bits(case, mode):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["transformer_encoder", "llama_decoder"])
 def test_programs_with_prepared_norms_give_the_closures_bits(name, mode):
+    from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+
     from edgetorch.examples import get_example
-    from edgetorch.exir import to_edge
-    from edgetorch.runtime import Runtime, fastpath
 
     ex = get_example(name)
     model, inputs = ex.factory(), ex.example_inputs()
-    pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
-    with _mode(mode):
-        fast = Runtime.get().load_program(pte).load_method("forward")
-        fastpath.ENABLED = False
-        try:
-            slow = Runtime.get().load_program(pte).load_method("forward")
-        finally:
-            fastpath.ENABLED = True
-        args = [x.numpy() for x in inputs]
-        for _ in range(2):
-            got, want = fast.execute(args), slow.execute(args)
-            for g, w in zip(got, want):
-                assert g.tobytes() == w.tobytes()
-    with torch.no_grad():
-        eager = model(*inputs)
-    eager = [eager] if isinstance(eager, torch.Tensor) else list(eager)
-    for g, e in zip(got, eager):
-        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+    with _mode(mode):  # (the preparers choose their loops at load)
+        fast, slow = fast_and_slow(model, inputs)
+        assert_same_bits_and_eager(fast, slow, model, inputs)
 
 
 def test_prepared_gelu_gives_the_kernels_bits():
