@@ -124,6 +124,16 @@ CLAMPED = frozenset({
 })
 
 
+def node_value_ids(u: Any) -> tuple[list[int], list[int]]:
+    """(input value ids, output value ids) of a node's union member (its ``*_id`` fields)."""
+    ins, outs = [], []
+    for k, v in vars(u).items():
+        if not k.endswith("_id") or v == x.XNN_INVALID_VALUE_ID or k == "external_id":
+            continue
+        (outs if k.startswith("output") else ins).append(v)
+    return ins, outs
+
+
 def rule(*classes: type) -> Callable[[Rule], Rule]:
     def deco(fn: Rule) -> Rule:
         for cls in classes:

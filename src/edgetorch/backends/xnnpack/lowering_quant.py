@@ -21,7 +21,7 @@ from . import kernels as K
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
 from . import schema as x
-from .lowering import _UNARY, RULES, Compute, Ctx, Lowered, lower, output_range
+from .lowering import _UNARY, RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
 from .lowering_nn import _conv_window, _optional, _pool_window
 from .quant_values import D, QParams
 
@@ -75,7 +75,8 @@ def qrule(*classes: type) -> Callable[[QRule], QRule]:
 
 
 def _value_ids(u: Any) -> list[int]:
-    return [v for k, v in vars(u).items() if k.endswith("_id") and v != x.XNN_INVALID_VALUE_ID]
+    ins, outs = node_value_ids(u)
+    return ins + outs
 
 
 def lower_node(node: x.XNode, ctx: Ctx) -> Lowered:

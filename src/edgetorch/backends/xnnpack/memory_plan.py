@@ -23,20 +23,11 @@ from typing import Any
 import numpy as np
 
 from . import schema as x
+from .lowering import node_value_ids
 
 # Node kinds whose float rule (lowering_nn) writes its result into a planned buffer.
 PLANNED = (x.XNNConv2d, x.XNNDepthwiseConv2d, x.XNNMaxPooling2d)
 ALIGN = 64  # bytes: a cache line (and AVX-512 vector)
-
-
-def _ids(u: Any) -> tuple[list[int], list[int]]:
-    """(input value ids, output value ids) of a node's union member."""
-    ins, outs = [], []
-    for k, v in vars(u).items():
-        if not k.endswith("_id") or v == x.XNN_INVALID_VALUE_ID or k == "external_id":
-            continue
-        (outs if k.startswith("output") else ins).append(v)
-    return ins, outs
 
 
 def plan_outputs(nodes: list[x.XNode], ctx: Any, external: set[int]) -> dict[int, np.ndarray]:
@@ -47,7 +38,7 @@ def plan_outputs(nodes: list[x.XNode], ctx: Any, external: set[int]) -> dict[int
     last: dict[int, int] = {}  # slot -> index of the last node that reads it (or a view of it)
     io: list[tuple[list[int], list[int]]] = []
     for k, node in enumerate(nodes):
-        ins, outs = _ids(node.xnode_union)
+        ins, outs = node_value_ids(node.xnode_union)
         si = [s for s in (ctx._slots.get(v) for v in ins) if s is not None]
         so = [s for s in (ctx._slots.get(v) for v in outs) if s is not None]
         io.append((si, so))
