@@ -23,6 +23,11 @@ from . import conv_accel
 MIN_CHANNELS = 16
 # Bytes of transformed tiles and GEMM results per block of tile rows (compiled path).
 BLOCK_BYTES = 1 << 19
+# ... but at least this many tiles (GEMM rows) per block: each of a block's 16 GEMMs repacks
+# its C x O filter matrix, so small blocks of wide layers spent their time packing filters
+# (ResNet-18's 14x14x256 layers: 3.2 ms in 4 blocks of 14 tiles, 1.4 ms in one block of 49;
+# the whole network ~30% faster at 256 than at the byte limit alone, 1 thread, AVX2 Zen 3).
+MIN_BLOCK_TILES = 256
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
 # buffer(role, shape, dtype) -> an array to overwrite (a reused one, or a new one)
@@ -85,7 +90,8 @@ def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer,
         out = buffer("out", (n, oh, ow, o), dt)
         # blocks of tile rows: a block's transformed tiles and GEMM results stay in cache
         # from the input transform through the GEMMs to the output transform
-        rows = max(1, min(th, BLOCK_BYTES // (tw * 16 * (c + o) * dt.itemsize)))
+        rows = max(1, BLOCK_BYTES // (tw * 16 * (c + o) * dt.itemsize))
+        rows = min(th, max(rows, -(-MIN_BLOCK_TILES // tw)))
         v = buffer("wino_vt", (1, rows, tw, 16, c), dt)  # tile-major (see conv_accel)
         m = buffer("wino_mt", (1, rows, tw, 16, o), dt)
         for b in range(n):
@@ -109,9 +115,22 @@ def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer,
 
 
 def _conv_nhwc_numpy(xb: np.ndarray, u: np.ndarray, buffer: Buffer) -> np.ndarray:
+    dt = np.result_type(xb, u)
+    v = input_tiles_numpy(xb, buffer, dt)
+    count, c, o = v.shape[2] * v.shape[3] * v.shape[4], v.shape[-1], u.shape[2]
+    m = buffer("wino_m", (16, count, o), dt)
+    np.matmul(v.reshape(16, count, c), u, out=m)
+    return output_tiles_numpy(m.reshape(4, 4, *v.shape[2:5], o), buffer)
+
+
+def input_tiles_numpy(xb: np.ndarray, buffer: Buffer, dt: np.dtype | None = None
+                      ) -> np.ndarray:
+    """``(4, 4, N, TH, TW, C)``: ``B^T d B`` of every 4x4 tile ``d`` of ``xb``, in whole-array
+    passes of dtype ``dt`` (the NumPy path; ``conv_accel.winograd_input`` makes the same
+    operations in the same order, tile-major)."""
     n, hb, wb, c = xb.shape
+    dt = xb.dtype if dt is None else dt
     th, tw = (hb - 2) // 2, (wb - 2) // 2
-    o, dt = u.shape[2], np.result_type(xb, u)
     st = xb.strides
     d = np.lib.stride_tricks.as_strided(
         xb, (n, th, tw, 4, 4, c), (st[0], 2 * st[1], 2 * st[2], st[1], st[2], st[3]),
@@ -126,17 +145,21 @@ def _conv_nhwc_numpy(xb: np.ndarray, u: np.ndarray, buffer: Buffer) -> np.ndarra
     np.add(t[..., 1, :], t[..., 2, :], out=v[:, 1])
     np.subtract(t[..., 2, :], t[..., 1, :], out=v[:, 2])
     np.subtract(t[..., 1, :], t[..., 3, :], out=v[:, 3])
-    count = n * th * tw
-    m = buffer("wino_m", (16, count, o), dt)
-    np.matmul(v.reshape(16, count, c), u, out=m)
-    m = m.reshape(4, 4, n, th, tw, o)
-    s0 = buffer("wino_s0", (4, n, th, tw, o), dt)  # A^T M, over tile rows
-    s1 = buffer("wino_s1", (4, n, th, tw, o), dt)
+    return v
+
+
+def output_tiles_numpy(m: np.ndarray, buffer: Buffer) -> np.ndarray:
+    """``(N, 2*TH, 2*TW, O)``: ``A^T M A`` of the GEMM results ``m`` ``(4, 4, N, TH, TW, O)``
+    (the NumPy path; ``conv_accel.winograd_output`` makes the same operations in the same
+    order)."""
+    _, _, n, th, tw, o = m.shape
+    s0 = buffer("wino_s0", (4, n, th, tw, o), m.dtype)  # A^T M, over tile rows
+    s1 = buffer("wino_s1", (4, n, th, tw, o), m.dtype)
     np.add(m[0], m[1], out=s0)
     s0 += m[2]
     np.subtract(m[1], m[2], out=s1)
     s1 -= m[3]
-    out = buffer("out", (n, th, 2, tw, 2, o), dt)  # (A^T M) A, into the 2x2 output blocks
+    out = buffer("out", (n, th, 2, tw, 2, o), m.dtype)  # (A^T M) A, into the 2x2 output blocks
     for a, sa in enumerate((s0, s1)):
         y0, y1 = out[:, :, a, :, 0], out[:, :, a, :, 1]
         np.add(sa[0], sa[1], out=y0)
