@@ -416,3 +416,62 @@ def test_large_transposed_constants_are_read_in_place():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     with torch.no_grad():
         np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-4)
+
+
+_POOLS = [  # (input, kernel_size, stride, padding, dilation, ceil_mode)
+    (lambda: _t(1, 8, 20, 20), [3, 3], [2, 2], [1, 1], [1, 1], False),  # ResNet's stem pool
+    (lambda: _t(2, 3, 9, 7), [3, 2], [2, 1], [1, 1], [1, 1], True),
+    (lambda: _t(1, 4, 10, 11), [3, 3], [1, 1], [1, 1], [2, 2], False),
+    (lambda: _t(3, 5, 6), [2, 2], [2, 2], [0, 0], [1, 1], True),  # 3-D input
+    (lambda: np.where(_t(1, 2, 6, 6) > 0, np.nan, -np.inf).astype(F32), [3, 3], [2, 2],
+     [1, 1], [1, 1], False),  # NaN and all -inf windows
+    (lambda: np.round(_t(1, 3, 8, 8)), [2, 2], [2, 2], [0, 0], [1, 1], False),  # ties
+]
+
+
+@pytest.mark.parametrize("case", range(len(_POOLS)))
+def test_max_pool_preparer_without_indices_gives_the_kernels_maxima(case):
+    """Indices nothing reads come as None (``prepares(unread_outputs=True)``): the preparer
+    computes the maxima alone, the kernel's values; with indices to write it declines."""
+    make, *params = _POOLS[case]
+    x = make()
+    name = "aten::max_pool2d_with_indices.out"
+    shape = tuple(torch.ops.aten.max_pool2d_with_indices(torch.from_numpy(x), *params)[0].shape)
+
+    def kernel_values():
+        out = _o(*shape)
+        res = KERNELS[name].fn(x, *params, out, np.zeros(shape, np.int64))[0]
+        return res if res is out else np.asarray(res, F32)
+    out = _o(*shape)
+    steps = KERNELS[name].prepare(x, *params, out, None)
+    assert steps is not None and KERNELS[name].prepare_unread
+    for _ in range(2):
+        for step in steps:
+            step()
+        assert out.tobytes() == kernel_values().tobytes()
+        x[...] = np.roll(x, 1)  # bound to the input's memory, not its values at load
+    assert KERNELS[name].prepare(x, *params, _o(*shape), np.zeros(shape, np.int64)) is None
+
+
+class _PoolNet(torch.nn.Module):
+    def __init__(self, return_indices: bool) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1, return_indices=return_indices)
+
+    def forward(self, x):
+        y = self.pool(torch.relu(self.conv(x)))
+        return (y[0] * 2, y[1]) if isinstance(y, tuple) else y * 2
+
+
+@pytest.mark.parametrize("return_indices", [False, True])
+def test_max_pool_indices_skipped_only_when_nothing_reads_them(return_indices):
+    """A network's max pool whose indices are unread runs the values-only preparer (no
+    kernel call); when the indices are a method output they are computed as before. Same
+    bits as the closures, eager's numbers."""
+    model = _PoolNet(return_indices).eval()
+    inputs = (torch.randn(1, 3, 16, 16),)
+    fast, slow = fast_and_slow(model, inputs)
+    (pool,) = [r for r in fast.records if r.name == "aten::max_pool2d_with_indices.out"]
+    assert (pool.run in fast._steps[0]) == return_indices
+    assert_same_bits_and_eager(fast, slow, model, inputs)

@@ -40,6 +40,8 @@ class KernelEntry:
     fn: KernelFn
     num_args: int  # schema arguments, out arguments included; the return slot excluded
     prepare: Preparer | None = None  # load-time specialisation of this very kernel (see above)
+    # The preparer takes None for an out argument that nothing reads (see ``prepares``).
+    prepare_unread: bool = False
 
     def __str__(self) -> str:
         return f"{self.name} -> {self.fn.__module__}.{self.fn.__qualname__}"
@@ -82,11 +84,14 @@ def register(name: str, fn: KernelFn, *, override: bool = False) -> None:
     KERNELS[name] = KernelEntry(name, fn, num)
 
 
-def prepares(*names: str) -> Callable[[Preparer], Preparer]:
+def prepares(*names: str, unread_outputs: bool = False) -> Callable[[Preparer], Preparer]:
     """Attach a load-time preparer to the kernels already registered under ``names``.
 
     The preparer belongs to that kernel function: a later ``register(..., override=True)``
-    drops it with the kernel it was written for.
+    drops it with the kernel it was written for. ``unread_outputs=True``: of a kernel with
+    several outputs, an out argument that nothing reads (no later instruction, no method
+    output, no view of its bytes) comes to the preparer as None, so its steps may skip it
+    (``max_pool2d_with_indices``'s indices after a network's first pooling).
     """
 
     def deco(prep: Preparer) -> Preparer:
@@ -95,7 +100,7 @@ def prepares(*names: str) -> Callable[[Preparer], Preparer]:
             if entry is None:
                 raise RegistrationError(f"cannot attach a preparer to {name!r}: no kernel is "
                                         "registered under that name yet")
-            KERNELS[name] = replace(entry, prepare=prep)
+            KERNELS[name] = replace(entry, prepare=prep, prepare_unread=unread_outputs)
         return prep
 
     return deco

@@ -51,6 +51,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
     if not ENABLED or m._has_jumps:
         return None
     fixed = _fixed(m, written)
+    unread = _Unread(m)
     folded: dict[int, np.ndarray] = {}  # value -> its load-time result (folded instructions)
     once = _single_writer(m)
     steps: list[Callable[[], Any]] = []
@@ -72,7 +73,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
             if new is not None:
                 copies[_single_out(m, rec)] = (rec.index, new[0])
             else:
-                new = _prepare(m, rec, fixed, written, folded)
+                new = _prepare(m, rec, fixed, written, folded, unread=unread)
                 if new is not None:
                     prepared.add(rec.index)
             if new is not None:
@@ -159,11 +160,29 @@ def _single_out(m: Method, rec) -> int | None:
     return call[-1]
 
 
+class _Unread:
+    """``unread(value, instruction)``: nothing reads ``value`` once that instruction wrote it
+    (no reader, not a method output, no view of its bytes read before they are rewritten);
+    the method's readers are listed on the first question."""
+
+    def __init__(self, m: Method) -> None:
+        self.m = m
+        self.reads: dict[int, list[int]] | None = None
+        self.where: dict[int, tuple[int, int, int]] = {}
+
+    def __call__(self, value: int, index: int) -> bool:
+        if self.reads is None:
+            self.reads, self.where = fold_bn.readers(self.m), fold_bn.spans(self.m)
+        return not self.reads.get(value) and not fold_bn.alias_read(self.m, value, index,
+                                                                     self.where)
+
+
 def _prepare(m: Method, rec, fixed: set[int], written: set[int],
-             folded: dict[int, np.ndarray], out: np.ndarray | None = None
-             ) -> list[Callable[[], Any]] | None:
+             folded: dict[int, np.ndarray], out: np.ndarray | None = None,
+             unread: _Unread | None = None) -> list[Callable[[], Any]] | None:
     """The preparer's steps for ``rec``; ``out``: another array to write than its own out
-    (the target of a copy forwarded to it, ``forward_copies``)."""
+    (the target of a copy forwarded to it, ``forward_copies``); ``unread``: which outputs
+    nothing reads, for a preparer that takes None for them (``prepares(unread_outputs=)``)."""
     entry = get_kernel(rec.name)
     if entry.prepare is None or rec.description.endswith(" in place"):
         return None
@@ -182,6 +201,14 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
         return None
     if out is not None:
         args[-1] = out
+    if entry.prepare_unread and unread is not None and isinstance(ret, BoxedList):
+        full = list(args)
+        try:
+            for k, j in enumerate(ret.items):
+                if unread(j, rec.index):
+                    args[len(args) - len(ret.items) + k] = None
+        except Exception:  # noqa: BLE001 - an optimisation never fails a load: compute all
+            args = full
     try:
         steps = entry.prepare(*args)
     except Exception:  # noqa: BLE001 - an optimisation never fails a load: the kernel runs

@@ -21,6 +21,7 @@ from .. import accel
 from ..registry import prepares
 from . import norm_accel, special_accel
 from ._util import INT64, invalid, scalar
+from .pooling import _pool_params
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -587,6 +588,36 @@ def _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out
             weight is not None, bias is not None, ct(n), ct(eps), ct(1), ct(0),
             out0.reshape(rows, n), out1.reshape(rows), out2.reshape(rows))
     return [partial(norm_accel.layer_norm_loop, *args)]
+
+
+# ---- pooling -------------------------------------------------------------------------------
+
+
+@prepares("aten::max_pool2d_with_indices.out", unread_outputs=True)
+def _max_pool_values(x, kernel_size, stride, padding, dilation, ceil_mode, out, indices):
+    """The maxima alone when nothing reads the indices (ResNet's stem pooling): the input
+    copied into a persistent -inf border, then the kernel's running ``np.maximum`` over the
+    window's taps in its order (NaN propagates), without the index bookkeeping: 3-4x faster
+    than the kernel."""
+    if indices is not None or not _float(x, out) or x.ndim not in (3, 4) or \
+            not x.flags.c_contiguous or not _apart(out, x):
+        return None
+    k, s, p, d, (oh, ow) = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                        "max_pool2d")
+    x4 = x if x.ndim == 4 else x[None]
+    n, c, h, w = x4.shape
+    if out.shape != x.shape[:-2] + (oh, ow) or not out.flags.c_contiguous:
+        return None
+    out4 = out.reshape(n, c, oh, ow)
+    hp = max(h + 2 * p[0], (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1)
+    wp = max(w + 2 * p[1], (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1)
+    xp = np.full((n, c, hp, wp), -np.inf, x.dtype)
+    taps = [xp[:, :, i * d[0] : i * d[0] + (oh - 1) * s[0] + 1 : s[0],
+               j * d[1] : j * d[1] + (ow - 1) * s[1] + 1 : s[1]]
+            for i in range(k[0]) for j in range(k[1])]
+    steps = [partial(np.copyto, xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w], x4),
+             partial(np.copyto, out4, taps[0])]
+    return steps + [partial(np.maximum, out4, t, out=out4) for t in taps[1:]]
 
 
 # ---- indexing ------------------------------------------------------------------------------
