@@ -10,6 +10,9 @@ once per method:
   with no dtype promotion, shape checks or view building left for ``execute``;
 * **BatchNorm folding**: a convolution followed by an inference BatchNorm becomes one
   convolution with folded weights (``fold_bn.py``);
+* **unread outputs**: a preparer registered with ``prepares(..., unread_outputs=True)`` gets
+  None for an out argument nothing reads (``max_pool2d_with_indices``' indices in a CNN) and
+  skips computing it;
 * **constant folding**: an instruction whose inputs are all constants (or results of folded
   instructions) computes the same thing on every call, so its kernel runs here, once, and
   ``execute`` only copies the result into its planned memory, and not even that when every
