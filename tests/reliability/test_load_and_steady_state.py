@@ -12,6 +12,7 @@ import pytest
 import torch
 from memory_probe import rss_bytes, steady_state_growth
 
+from edgetorch.errors import FormatError
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge, to_edge_transform_and_lower
 from edgetorch.runtime import Runtime
@@ -94,3 +95,37 @@ def test_large_xnnpack_weights_stay_mapped_and_small_ones_are_packed(tmp_path):
         with torch.no_grad():
             want = model(x).numpy()
         np.testing.assert_allclose(method.execute([x.numpy()])[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_loading_runs_no_garbage_collection_and_restores_the_collector():
+    """A load's burst of allocations triggers no collection while it runs (one full collection
+    costs a process holding torch far more than the load: ``runtime/gc_pause.py``); the
+    collector is on again afterwards, also after a failed load, and stays off if the caller
+    turned it off."""
+    ex = get_example("mobilenet_v2")  # ~150 instructions
+    pte = _export(ex.factory(), ex.example_inputs(), xnnpack=False)
+    collections = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+    rt = Runtime.get()
+    gc.collect()
+    gc.set_threshold(100)  # without the pause, a load would collect dozens of times
+    gc.callbacks.append(count)
+    try:
+        method = rt.load_program(pte).load_method("forward")
+        # at most the one young collection as the collector resumes, after each of the two
+        # calls (without the pause: ~140 at this threshold)
+        assert len(collections) <= 2 and set(collections) <= {0, 1} and gc.isenabled()
+        with pytest.raises(FormatError):
+            rt.load_program(pte[: len(pte) // 2]).load_method("forward")
+        assert gc.isenabled()
+        gc.disable()
+        rt.load_program(pte).load_method("forward")
+        assert not gc.isenabled()
+        del method
+    finally:
+        gc.enable()
+        gc.set_threshold(700, 10, 10)
+        gc.callbacks.remove(count)

@@ -16,6 +16,7 @@ from ..errors import (
 from ..schema import program as S
 from ..schema.pte import PteFile
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
+from .gc_pause import paused_gc
 from .meta import MethodMeta, method_meta
 from .method import Method
 
@@ -63,6 +64,7 @@ class Program:
         except (IndexError, ValueError) as e:
             raise InvalidProgramError(f"{self._source} method {method_name!r}: {e}") from e
 
+    @paused_gc()  # (gc_pause.py)
     def load_method(self, name: str) -> Method:
         plan = self._plan(name)
         start = now_ns()

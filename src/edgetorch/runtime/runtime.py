@@ -13,6 +13,7 @@ from ..kernels import registry as _kernels
 from ..schema.pte import PteFile
 from .backends import BackendRegistry
 from .event_tracer import EventTracer, RecordingEventTracer
+from .gc_pause import paused_gc
 from .program import Program
 from .selective_build import resolve as resolve_selection
 
@@ -85,6 +86,7 @@ class Runtime:
 
         return get_num_threads()
 
+    @paused_gc()  # a load's burst of allocations triggers no collection (gc_pause.py)
     def load_program(
         self,
         data: str | os.PathLike | bytes | bytearray | memoryview | BinaryIO,
