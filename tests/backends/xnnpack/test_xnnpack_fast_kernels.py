@@ -226,13 +226,16 @@ def test_lowered_conv_bn_net_twice_with_different_inputs():
 
 
 def test_winograd_only_with_enough_tiles():
-    """Small feature maps (ResNet-18's 7x7x512 layers) take the direct GEMM: Winograd's
-    16 filter matrices cost more to read than they save there."""
+    """Small feature maps (4x4: 4 output tiles) take the direct GEMM: Winograd's 16 filter
+    matrices cost more to read than they save there; ResNet-18's 7x7x512 layers (16 tiles)
+    are Winograd's."""
     win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
     assert K.winograd_eligible(win, 1, 64, 64, (1, 56, 56, 64))
     assert K.winograd_eligible(win, 1, 256, 256, (1, 14, 14, 256))
-    assert not K.winograd_eligible(win, 1, 512, 512, (1, 7, 7, 512))
-    assert K.winograd_eligible(win, 1, 512, 512, (4, 7, 7, 512))  # 4 images: 64 tiles
+    assert K.winograd_eligible(win, 1, 512, 512, (1, 7, 7, 512))
+    assert not K.winograd_eligible(win, 1, 512, 512, (1, 4, 4, 512))
+    assert not K.winograd_eligible(win, 1, 512, 512, (1, 6, 6, 512))  # 9 tiles
+    assert K.winograd_eligible(win, 1, 512, 512, (4, 4, 4, 512))  # 4 images: 16 tiles
     assert K.winograd_eligible(win, 1, 512, 512)  # dims unknown: the shape-free rule
 
 
