@@ -74,10 +74,12 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
+## The suite runs on both cores (pytest-xdist; a file's tests stay together, in order).
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
-		$(PY) -m pytest -q -m "not slow" --ignore=tests/backends/arm --ignore=tests/backends/openvino
+		$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" \
+		--ignore=tests/backends/arm --ignore=tests/backends/openvino
 	$(MAKE) test-notorch
 	$(MAKE) test-arm
 	$(MAKE) test-openvino

@@ -12,5 +12,7 @@ for _dir in ("compat", "support"):
 from ci_guard import (  # noqa: E402, F401  (pytest finds hooks by name in this module)
     pytest_make_collect_report,
     pytest_runtest_makereport,
+    pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_testnodedown,
 )

@@ -82,6 +82,22 @@ def pytest_make_collect_report(collector):
             report.longrepr = _fail_message(f"compatibility module {path.name}", reason)
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Under pytest-xdist, a worker hands its counts to the controller (``make test`` runs
+    the suite on two workers), which prints the one summary."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["ci_guard"] = {"stats": dict(_stats), "skipped": list(_skipped)}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown (and unused) without xdist
+def pytest_testnodedown(node, error):
+    data = getattr(node, "workeroutput", {}).get("ci_guard")
+    if data:
+        _stats.update(data["stats"])
+        _skipped.extend(data["skipped"])
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     ran = _stats["passed"] + _stats["failed"] + _stats["xfailed"]
     if not ran and not _skipped and not _stats["errors"]:

@@ -12,12 +12,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 COMPAT_DIR = Path(__file__).resolve().parents[1] / "compat"
 
 CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(COMPAT_DIR)!r})
-from ci_guard import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary
+from ci_guard import (pytest_make_collect_report, pytest_runtest_makereport,
+                      pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown)
 """
 
 SUITE = """
@@ -50,7 +53,7 @@ def test_compat_known_gap():
 """
 
 
-def _run(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, ci: bool, *extra: str) -> subprocess.CompletedProcess:
     (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(SUITE))
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    compat: x\n")
@@ -59,7 +62,7 @@ def _run(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider",
-                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                           *extra, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -82,6 +85,17 @@ def test_under_ci_a_missing_reference_env_fails(tmp_path):
     assert "ERROR test_inner.py::test_compat_skipped" in out
     assert "ERROR test_inner.py::test_unmarked_needs_reference" in out
     assert "SKIPPED [1] test_inner.py" in out and "needs a GPU" in out
+    assert "compatibility cases that ran: 2 (1 passed, 1 xfailed)" in out
+
+
+def test_under_ci_a_missing_reference_env_fails_on_xdist_workers_too(tmp_path):
+    """``make test`` runs the suite on two pytest-xdist workers: the skips still fail, and
+    the controller's summary counts what both workers ran."""
+    pytest.importorskip("xdist")
+    result = _run(tmp_path, True, "-n", "2")
+    assert result.returncode == 1, result.stdout
+    out = result.stdout
+    assert "2 compatibility cases FAILED (CI)" in out
     assert "compatibility cases that ran: 2 (1 passed, 1 xfailed)" in out
 
 

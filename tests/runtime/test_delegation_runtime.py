@@ -7,12 +7,10 @@ the torch-free job; ``tests/exir/test_delegation.py`` covers the compiled side.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-from torchless import run_without_torch
+from torchless import run_without_torch, torch_job_fixtures
 
 import edgetorch.backends.demo  # noqa: F401  (registers BackendWithCompilerDemo)
 from edgetorch.errors import BackendNotFoundError, InvalidProgramError
@@ -110,10 +108,8 @@ def test_demo_backend_imports_and_runs_with_torch_blocked(tmp_path):
     assert abs(float(proc.stdout) - (np.sin(1.0) + 2.0)) < 1e-6
 
 
-@pytest.mark.skipif(not os.environ.get("EDGETORCH_FIXTURES"),
-                    reason="EDGETORCH_FIXTURES not set (the torch job writes them)")
 def test_compiled_delegated_fixture_matches_eager():
-    root = Path(os.environ["EDGETORCH_FIXTURES"]) / "delegation"
+    root = torch_job_fixtures("delegation")
     paths = sorted(root.glob("*.pte"))
     assert paths, f"no delegated fixtures in {root}"
     for path in paths:

@@ -8,12 +8,11 @@ torch job ran first in the same CI run) the example programs edgetorch exported 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from torchless import run_without_torch
+from torchless import run_without_torch, torch_job_fixtures
 
 from edgetorch.errors import (
     ErrorCode,
@@ -131,18 +130,10 @@ def test_malformed_programs_raise_format_error():
             Runtime.get().load_program(bad)
 
 
-def _generated_fixtures() -> list[Path]:
-    root = os.environ.get("EDGETORCH_FIXTURES")
-    if not root:
-        return []
-    return sorted(Path(root).glob("*.pte"))
-
-
-@pytest.mark.skipif(not os.environ.get("EDGETORCH_FIXTURES"),
-                    reason="EDGETORCH_FIXTURES not set (the torch job writes them)")
 def test_generated_example_programs_match_eager():
-    paths = _generated_fixtures()
-    assert paths, f"no .pte files in $EDGETORCH_FIXTURES={os.environ['EDGETORCH_FIXTURES']}"
+    root = torch_job_fixtures()
+    paths = sorted(root.glob("*.pte"))
+    assert paths, f"no .pte files in $EDGETORCH_FIXTURES={root}"
     for path in paths:
         data = np.load(path.with_suffix(".npz"))
         n_in = sum(1 for k in data.files if k.startswith("input_"))
