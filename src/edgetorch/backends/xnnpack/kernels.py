@@ -272,8 +272,8 @@ def conv2d(x: np.ndarray, wmat: np.ndarray, bias: np.ndarray | None, win: Window
 
 # Fewer output tiles than this and Winograd loses to the direct GEMM: its 16 filter matrices
 # (16*C*O values against the direct filter's 9*C*O) are read for too little work. Filters
-# streamed from memory as in a graph, 512 channels: 4 tiles (4x4) 3.0 ms against 1.7 ms
-# direct; 16 tiles (ResNet-18's 7x7 layers, one block) 3.0 ms against 6.1 ms direct.
+# streamed from memory as in a graph, 512 channels, 1 thread: 4 tiles (4x4) 2.4 ms against
+# 2.3 ms direct; 16 tiles (ResNet-18's 7x7 layers, one block) 5.0 ms against 8.1 ms direct.
 WINOGRAD_MIN_TILES = 16
 
 
