@@ -22,7 +22,6 @@ convolution followed by the activation kernel.
 from __future__ import annotations
 
 import math
-import mmap
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,6 +33,7 @@ from ..kernels.portable import norm_accel
 from ..kernels.portable._util import expand_param
 from ..kernels.portable.nn import _conv as conv_nd
 from ..kernels.registry import get_kernel
+from .file_pages import release_file_pages
 
 if TYPE_CHECKING:
     from .method import Method
@@ -255,7 +255,7 @@ def _fold_pair(m: Method, conv, bn, fixed: set[int], written: set[int],
         w2 = _frozen(w.shape, w.dtype, lambda a: np.multiply(w, scale, out=a))
         b2 = _frozen(b.shape, w.dtype, lambda a: np.copyto(a, b, casting="unsafe"))
         if not shared:
-            _release(w)  # only the folded copy is read from now on
+            release_file_pages(w)  # only the folded copy is read from now on
         if act is not None:
             return _with_activation(x, w2, b2, params, act, compiled)
         entry = get_kernel(CONV)
@@ -319,25 +319,6 @@ class _Once:
 def _chain(steps: list[Callable[[], Any]]) -> None:
     for step in steps:
         step()
-
-
-def _release(a: np.ndarray) -> None:
-    """Give back the resident pages of a constant mapped from the program file (clean pages of
-    a read-only map: dropping them is always safe, a later read maps them in again)."""
-    base = a
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    mm = base.base
-    if not isinstance(mm, mmap.mmap) or a.nbytes < 2 * mmap.PAGESIZE:
-        return
-    start = a.__array_interface__["data"][0] - np.frombuffer(mm, np.uint8).ctypes.data
-    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
-    hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
-    if 0 <= lo < hi <= len(mm):
-        try:
-            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        except (AttributeError, OSError, ValueError):  # no madvise here: keep the pages
-            pass
 
 
 def _frozen(shape: tuple[int, ...], dtype: np.dtype,

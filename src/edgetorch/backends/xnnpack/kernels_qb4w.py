@@ -22,12 +22,12 @@ beats the loop there), so the float32 copy is never kept.
 from __future__ import annotations
 
 import math
-import mmap
 import threading
 
 import numpy as np
 
 from ...kernels import accel
+from ...runtime.file_pages import release_file_pages
 from .kernels_quant import DynQ, unpack_int4
 
 F32 = np.float32
@@ -107,24 +107,6 @@ def _shared_blocks(shape: tuple[int, int, int], dtype: np.dtype) -> np.ndarray:
     if buf is None or buf.size < need or buf.dtype != dtype:
         buf = _scratch.buf = np.empty(max(need, 0 if buf is None else buf.size), dtype)
     return buf[:need].reshape(shape)
-
-
-def release_file_pages(a: np.ndarray) -> None:
-    """Give back the resident pages of ``a`` when it lies in a read-only map of the program file
-    (clean pages: a later read maps them in again); a no-op for any other array."""
-    base: object = a
-    while isinstance(base, (np.ndarray, memoryview)):
-        base = base.base if isinstance(base, np.ndarray) else base.obj
-    if not isinstance(base, mmap.mmap) or a.nbytes < 2 * mmap.PAGESIZE:
-        return
-    start = a.ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
-    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
-    hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
-    if 0 <= lo < hi <= len(base):
-        try:
-            base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        except (AttributeError, OSError, ValueError):  # no madvise here: keep the pages
-            pass
 
 
 class Blockwise:

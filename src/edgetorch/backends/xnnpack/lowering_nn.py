@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...runtime.file_pages import release_file_pages
 from . import kernels as K
 from . import schema as x
 from .lowering import Compute, Ctx, Op, output_range, rule
@@ -186,8 +187,11 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
                                                          n.group_output_channels, ctx.dims(i)):
         u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
+        release_file_pages(ctx.const(f))  # only the packed copy is read from now on
         return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)), o
     wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
+    if ctx.const(f) is not None:
+        release_file_pages(ctx.const(f))
     return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)), o
 
 
