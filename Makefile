@@ -38,7 +38,7 @@ $(NOTORCH)/.installed: pyproject.toml
 $(ARM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ARM)
 	$(ARM)/bin/pip install -q --upgrade pip
-	$(ARM)/bin/pip install -q -e '.[compiler,arm]' torch==2.13.0 pytest
+	$(ARM)/bin/pip install -q -e '.[compiler,arm]' torch==2.13.0 pytest pytest-xdist
 	touch $@
 
 $(REF_ARM)/.installed:
@@ -49,7 +49,8 @@ $(REF_ARM)/.installed:
 $(OV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OV)
 	$(OV)/bin/pip install -q torch==2.13.0
-	$(OV)/bin/pip install -q -e '.[compiler,openvino-quantizer]' torch==2.13.0 $(OPENVINO_PIN) pytest
+	$(OV)/bin/pip install -q -e '.[compiler,openvino-quantizer]' torch==2.13.0 $(OPENVINO_PIN) pytest \
+		pytest-xdist
 	touch $@
 
 $(REF_OV)/.installed:
@@ -87,7 +88,7 @@ test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 ## The Arm (TOSA / Ethos-U) tests, in the venv with tosa-tools, checked against executorch[ethos-u].
 test-arm: $(ARM)/.installed $(REF_ARM)/.installed
 	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
-		$(ARM)/bin/python -m pytest -q -m "not slow" tests/backends/arm
+		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino
@@ -100,7 +101,7 @@ test-notorch: $(NOTORCH)/.installed
 ## The OpenVINO backend in its own venvs (ours, and ExecuTorch 1.5.1 with its openvino extra).
 test-openvino: $(OV)/.installed $(REF_OV)/.installed
 	EDGETORCH_REF_OV_PYTHON=$(CURDIR)/$(REF_OV)/bin/python $(OV)/bin/python -m pytest -q \
-		-p no:cacheprovider -m "not slow" tests/backends/openvino
+		-n 2 --dist loadfile -p no:cacheprovider -m "not slow" tests/backends/openvino
 
 ## A short seeded fuzz run of each loader (about a minute per target; scripts/fuzz/harness.py).
 FUZZ_SECONDS ?= 60
