@@ -184,15 +184,17 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
     work = _workspace(ctx)
-    if ctx.const(f) is not None and K.winograd_eligible(win, g, n.group_input_channels,
-                                                         n.group_output_channels, ctx.dims(i)):
-        u = K.winograd_filter(ctx.const(f))  # packed once, at delegate init
-        release_file_pages(ctx.const(f))  # only the packed copy is read from now on
-        return (lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)), o
-    wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-    if ctx.const(f) is not None:
-        release_file_pages(ctx.const(f))
-    return (lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)), o
+    const = ctx.const(f)
+    if const is not None and K.winograd_eligible(win, g, n.group_input_channels,
+                                                 n.group_output_channels, ctx.dims(i)):
+        u = K.winograd_filter(const)  # packed once, at delegate init
+        compute = lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)  # noqa: E731
+    else:
+        wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
+        compute = lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)  # noqa: E731
+    if const is not None:
+        release_file_pages(const)  # only the packed copy is read from now on
+    return compute, o
 
 
 def _fused_clamp(ctx: Ctx, i: int, f: int, o: int) -> tuple[float, float]:

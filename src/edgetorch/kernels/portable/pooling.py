@@ -44,11 +44,18 @@ def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode, op):
     return k, s, p, d, size
 
 
-def _pool_pad(x4, k, s, p, d, size, fill):
+def pool_pads(spatial, k, s, p, d, size) -> list[tuple[int, int]]:
+    """(before, after) padding per spatial dim so that every window of ``size`` outputs lies
+    inside the padded input (ceil_mode's last window may reach past the given padding)."""
     pads = []
-    for n, kk, ss, pp, dd, o in zip(x4.shape[2:], k, s, p, d, size):
+    for n, kk, ss, pp, dd, o in zip(spatial, k, s, p, d, size):
         need = (o - 1) * ss + dd * (kk - 1) + 1
         pads.append((pp, max(pp, need - n - pp)))
+    return pads
+
+
+def _pool_pad(x4, k, s, p, d, size, fill):
+    pads = pool_pads(x4.shape[2:], k, s, p, d, size)
     return np.pad(x4, [(0, 0), (0, 0)] + pads, constant_values=fill)
 
 

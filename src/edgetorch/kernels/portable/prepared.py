@@ -21,7 +21,7 @@ from .. import accel
 from ..registry import prepares
 from . import norm_accel, special_accel
 from ._util import INT64, invalid, scalar
-from .pooling import _pool_params
+from .pooling import _pool_params, pool_pads
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -609,9 +609,8 @@ def _max_pool_values(x, kernel_size, stride, padding, dilation, ceil_mode, out, 
     if out.shape != x.shape[:-2] + (oh, ow) or not out.flags.c_contiguous:
         return None
     out4 = out.reshape(n, c, oh, ow)
-    hp = max(h + 2 * p[0], (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1)
-    wp = max(w + 2 * p[1], (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1)
-    xp = np.full((n, c, hp, wp), -np.inf, x.dtype)
+    (top, bottom), (left, right) = pool_pads((h, w), k, s, p, d, (oh, ow))
+    xp = np.full((n, c, top + h + bottom, left + w + right), -np.inf, x.dtype)
     taps = [xp[:, :, i * d[0] : i * d[0] + (oh - 1) * s[0] + 1 : s[0],
                j * d[1] : j * d[1] + (ow - 1) * s[1] + 1 : s[1]]
             for i in range(k[0]) for j in range(k[1])]
