@@ -22,7 +22,14 @@ def test_disabled_block_turns_compiled_paths_off(monkeypatch):
 
 def test_environment_variable_turns_compiled_paths_off(monkeypatch):
     monkeypatch.setenv(accel.ENV_VAR, "0")
-    assert not accel.available()
+    accel.reset()
+    try:
+        assert not accel.available()
+        monkeypatch.setenv(accel.ENV_VAR, "1")
+        assert not accel.available()  # read once: kernels ask on every call
+    finally:
+        monkeypatch.undo()
+        accel.reset()
 
 
 def test_compiled_loop_equals_its_python_source():

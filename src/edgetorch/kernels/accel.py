@@ -25,19 +25,32 @@ ENV_VAR = "EDGETORCH_ACCEL"
 
 _lock = threading.Lock()
 _forced: bool | None = None  # set by enabled()/disabled() (tests, benchmarks)
-_found: bool | None = None  # numba importable (checked once, without importing it)
+_found: bool | None = None  # numba importable and not switched off (decided once)
 
 
 def available() -> bool:
-    """True when compiled kernels will be used: numba is installed and not switched off."""
-    global _found
+    """True when compiled kernels will be used: numba is installed and not switched off.
+
+    ``EDGETORCH_ACCEL`` is read once, on the first call (kernels ask on every call, and an
+    environment lookup costs ~2 us); :func:`reset` reads it again."""
     if _forced is not None:
         return _forced
-    if os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "off", "no"):
-        return False
     if _found is None:
-        _found = importlib.util.find_spec("numba") is not None
+        return _decide()
     return _found
+
+
+def _decide() -> bool:
+    global _found
+    off = os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "off", "no")
+    _found = not off and importlib.util.find_spec("numba") is not None
+    return _found
+
+
+def reset() -> None:
+    """Forget the decision of :func:`available` (the next call reads the environment)."""
+    global _found
+    _found = None
 
 
 @contextlib.contextmanager

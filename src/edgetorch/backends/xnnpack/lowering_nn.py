@@ -11,10 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from ...kernels import blas_accel
 from ...runtime.file_pages import release_file_pages
 from . import kernels as K
 from . import schema as x
 from .lowering import Compute, Ctx, Op, output_range, rule
+
+F32 = np.dtype(np.float32)
 
 
 def _optional(ctx: Ctx, value_id: int, what: str) -> int | None:
@@ -76,8 +79,10 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
     if wc is not None and (bc is None or ctx.const(bc) is not None):
         # constant filter and bias: packed once; the compiled plan runs it into its buffer
-        return (Op(env, _fc_into, (i,), (weights(), bias(), k if flatten else 0), expand=(1,)),
-                out_slot)
+        w, b = weights(), bias()
+        blas = blas_accel.weights_layout(w, b)  # the compiled GEMM + bias reads them as they are
+        return (Op(env, _fc_into, (i,), (w, blas_accel.NO_BIAS if blas and b is None else b,
+                                         k if flatten else 0, blas), expand=(1,)), out_slot)
 
     def compute():
         w = weights()
@@ -95,10 +100,23 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
 
 
 def _fc_into(v: np.ndarray, w: np.ndarray, b: np.ndarray | None, k: int,
-             out: np.ndarray | None = None) -> np.ndarray:
+             blas: tuple[bool, int] | None = None, out: np.ndarray | None = None
+             ) -> np.ndarray:
     """One GEMM (``[..., K] @ [K, O]``, the input flattened to ``[-1, k]`` when ``k``) and the
     bias added in place. A contiguous input of more than two dimensions is multiplied as one
-    matrix of all its rows (np.matmul would make one GEMM per leading index)."""
+    matrix of all its rows (np.matmul would make one GEMM per leading index).
+
+    With ``blas`` (the weights' layout for ``blas_accel``; its bias is an array, empty for
+    none) and numba, a float32 product is one compiled BLAS call that adds the bias too."""
+    if blas is not None:
+        if v.dtype is F32 and blas_accel.ready():
+            if out is None:
+                n = w.shape[1]
+                out = np.empty(v.shape[:-1] + (n,) if not k else (v.size // max(k, 1), n), F32)
+            if out.dtype is F32 and blas_accel.run(v, w, b, out, bool(k), blas):
+                return out
+        if not b.size:
+            b = None
     if k:
         v = v.reshape(-1, k)
     elif v.ndim > 2 and v.flags.c_contiguous and (out is None or out.flags.c_contiguous):
