@@ -187,17 +187,26 @@ def test_preparers_decline_what_they_do_not_cover():
                                                   _o(2, 2)) is None
 
 
-def test_prepared_embedding_still_checks_its_indices():
-    idx = np.array([0, 1])
-    out = _o(2, 3)
-    (run,) = KERNELS["aten::embedding.out"].prepare(_t(4, 3), idx, -1, False, False, out)
-    run()
-    idx[1] = 4
-    with pytest.raises(Exception, match="index out of range"):
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_prepared_embedding_still_checks_its_indices(compiled):
+    from edgetorch.kernels import accel
+
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    idx = np.array([[0, 1], [3, 3]])
+    out, table = _o(2, 2, 3), _t(4, 3)
+    with (accel.enabled() if compiled else accel.disabled()):
+        (run,) = KERNELS["aten::embedding.out"].prepare(table, idx, -1, False, False, out)
         run()
-    idx[1] = -1  # negative: out of range too (torch's embedding has no wraparound)
-    with pytest.raises(Exception, match="index out of range"):
-        run()
+        assert np.array_equal(out, table[idx])
+        idx[1, 0] = 4
+        before = out.copy()
+        with pytest.raises(Exception, match="index out of range"):
+            run()
+        idx[1, 0] = -1  # negative: out of range too (torch's embedding has no wraparound)
+        with pytest.raises(Exception, match="index out of range"):
+            run()
+        assert np.array_equal(out, before)  # nothing gathered from a bad call
 
 
 # ---- whole programs ------------------------------------------------------------------------

@@ -302,6 +302,70 @@ def test_rmsnorm_tail_runs_fused_with_the_reference_bits(compiled):
     np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
 
 
+def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bits():
+    """Filters over PACK_MAX_BYTES stay views of the file (not packed at load): the compiled
+    GEMM reads them transposed, on the reference path and in the plan alike."""
+    torch = pytest.importorskip("torch")
+    from edgetorch.backends.xnnpack import lowering_nn
+
+    o, k = 300, 256
+    assert o * k * 4 > lowering_nn.PACK_MAX_BYTES
+    rng = np.random.default_rng(4)
+    w, bias, xs = (rng.standard_normal(s).astype(np.float32) for s in ((o, k), (o,), (2, 3, k)))
+    b = GraphBuilder()
+    i, f, bi, out = b.input(2, 3, k), b.const(w), b.const(bias), b.output(2, 3, o)
+    b.node(x.XNNFullyConnected(i, f, bi, out, 0))
+    backend, handle = _handle(b)
+    runs = [_call(backend, handle, b, [xs]) for _ in range(3)]  # reference, plan build, plan
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    want = torch.nn.functional.linear(*(torch.from_numpy(a) for a in (xs, w, bias)))
+    np.testing.assert_allclose(runs[2][0], want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _softmax_graph(divide: bool, scale_const: bool, mask_first: bool):
+    """``softmax(scores / c + mask)`` (``* c``) as attention lowers it; ExecuTorch's graphs
+    pass ``c`` in as an input."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    scores, mask = b.input(2, 4, 16, 16), b.input(2, 1, 1, 16)
+    c_val = np.array([4.0 if divide else 0.25], np.float32)
+    c = b.const(c_val) if scale_const else b.input(1)
+    out = b.output(2, 4, 16, 16)
+    t, u = b.tensor(2, 4, 16, 16), b.tensor(2, 4, 16, 16)
+    b.node((x.XNNDiv if divide else x.XNNMultiply)(scores, c, t))
+    b.node(x.XNNAdd(*((mask, t) if mask_first else (t, mask)), u))
+    b.node(x.XNNSoftmax(u, out))
+    s = (rng.standard_normal((2, 4, 16, 16)) * 3).astype(np.float32)
+    s[1, 2, 3, 5] = np.nan  # a NaN row stays NaN, as on the reference path
+    m = np.zeros((2, 1, 1, 16), np.float32)
+    m[1, ..., 11:] = -10000.0
+    return b, [s, m] + ([] if scale_const else [c_val]), c_val
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("divide,scale_const,mask_first",
+                         [(True, True, False), (True, False, False), (False, True, True),
+                          (False, False, False)])
+def test_scaled_masked_softmax_runs_fused_with_the_reference_bits(compiled, divide,
+                                                                   scale_const, mask_first):
+    torch = pytest.importorskip("torch")
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    with (_noop() if compiled else accel.disabled()):
+        b, inputs, c = _softmax_graph(divide, scale_const, mask_first)
+        backend, handle = _handle(b)
+        assert _fusions(handle) == ["masked_softmax"]
+        runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+        fused = "# masked_softmax" in str(handle.plan)
+    assert fused == compiled
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    s, m = (torch.from_numpy(a) for a in inputs[:2])
+    scaled = s / float(c[0]) if divide else s * float(c[0])
+    want = torch.softmax(scaled + m, -1).numpy()
+    assert np.isnan(runs[2][0][1, 2, 3]).all() and np.isnan(want[1, 2, 3]).all()
+    np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
+
+
 # ---- whole programs --------------------------------------------------------------------------
 
 

@@ -9,7 +9,10 @@ bit-identical to the reference path (which runs the nodes one by one):
   (9 nodes, twice per attention layer of a llama-style graph): one compiled loop over a 4-D
   ``x``, else its six multiplications and additions written into the halves of the output;
 - the tail of RMSNorm, ``x * rsqrt(mean + eps) * w`` (4 nodes; the mean itself is a portable
-  op in ExecuTorch's graphs): one compiled loop (``kernels_fused``) when numba is there.
+  op in ExecuTorch's graphs): one compiled loop (``kernels_fused``) when numba is there;
+- attention's ``softmax(scores / c + mask)`` (or ``scores * c``; 3 nodes per layer): the scale,
+  the mask and the softmax's max-shift in one compiled pass, then the softmax's own exp and
+  normalisation (``kernels_fused.masked_softmax``), when numba is there.
 
 ``prepare(values)`` is called at plan time with this call's input values; it returns the
 fused function and its extra arguments (buffers, expanded constants) or None when the values
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels_fused as KF
+from . import schema as x
 from .lowering import _CONCAT, OUT, Lowered, _rsqrt
 
 F32 = np.dtype(np.float32)
@@ -80,7 +84,7 @@ def find(nodes: list[Lowered], node_slots: list[tuple[int, ...]], consts: list[A
     g = _Graph(nodes, node_slots, consts, external)
     found: dict[int, Fusion] = {}
     for k in range(len(nodes)):
-        for match in (_rope, _rms_tail):
+        for match in (_rope, _rms_tail, _masked_softmax):
             f = match(g, k)
             if f is not None and not any(j in found for j in f.nodes):
                 found.update((j, f) for j in f.nodes)
@@ -212,6 +216,39 @@ def _rms_ab(x, m, eps, w, out=None):
 
 def _rms_ba(x, eps, m, w, out=None):
     return KF.rms_tail(x, m, eps, w, out)
+
+
+# ---- attention's scaled, masked softmax ---------------------------------------------------
+
+
+def _masked_softmax(g: _Graph, k: int) -> Fusion | None:
+    """``softmax(x / c + m)`` or ``softmax(x * c + m)``, ``c`` a single value."""
+    rec = g.nodes[k]
+    if rec.op is None or getattr(rec.op.fn, "xnn_kind", None) is not x.XNNSoftmax or \
+            rec.dtype != F32 or len(rec.op.ins) != 1:
+        return None
+    add = g.op(rec.op.ins[0], np.add)
+    if add is None:
+        return None
+    for a, b in ((0, 1), (1, 0)):  # (scores + mask: either order, the same sum)
+        for fn, divide in ((np.divide, True), (np.multiply, False)):
+            scale = g.op(add[1].ins[a], fn)
+            if scale is None or len(scale[1].ins) != 2:
+                continue
+            s, c = scale[1].ins
+            if not divide and g.const(s) and not g.const(c):
+                s, c = c, s  # (a product: either order)
+            # (c: one value, checked per call; ExecuTorch's graphs pass it in as an input)
+            nodes = (scale[0], add[0], k)
+            ins = (s, c, add[1].ins[b])
+            if not any(g.producer.get(v) in nodes for v in ins):
+                return Fusion("masked_softmax", tuple(sorted(nodes)), ins, rec.out,
+                              lambda vals, d=divide: _softmax_prepare(vals, d))
+    return None
+
+
+def _softmax_prepare(vals: list[np.ndarray], divide: bool) -> Prepared | None:
+    return (KF.masked_softmax, (divide,)) if KF.masked_softmax_fits(*vals) else None
 
 
 __all__ = ["OUT", "Fusion", "find"]

@@ -90,12 +90,39 @@ def _shift_rows(x, out):  # pragma: no cover - compiled by numba
     rows, n = x.shape
     for i in range(rows):
         mx = x[i, 0]
-        for j in range(1, n):
+        nan = mx != mx
+        for j in range(1, n):  # (no branch on NaN inside: the loop vectorises)
             v = x[i, j]
-            if v > mx or np.isnan(v):
-                mx = v
+            mx = v if v > mx else mx
+            nan |= v != v
+        if nan:
+            mx = np.float32(np.nan)
         for j in range(n):
             out[i, j] = x[i, j] - mx
+
+
+@accel.jit(error_model="numpy")
+def _scale_mask_shift(x, c, m, divide, out):  # pragma: no cover - compiled by numba
+    """``t = x / c + m`` (``x * c + m`` unless ``divide``), then ``out = t - max(t)`` per
+    row of the last axis: the XNNDiv (XNNMultiply), XNNAdd and the softmax's shift in one
+    pass, float32 as the nodes round. ``x``, ``out`` 4-D; ``m`` broadcast to their shape."""
+    n0, n1, n2, n = x.shape
+    for a in range(n0):
+        for b in range(n1):
+            for r in range(n2):
+                xr, mr, orow = x[a, b, r], m[a, b, r], out[a, b, r]
+                for j in range(n):
+                    orow[j] = (xr[j] / c if divide else xr[j] * c) + mr[j]
+                mx = orow[0]
+                nan = mx != mx
+                for j in range(1, n):
+                    v = orow[j]
+                    mx = v if v > mx else mx
+                    nan |= v != v
+                if nan:
+                    mx = np.float32(np.nan)
+                for j in range(n):
+                    orow[j] = orow[j] - mx
 
 
 @accel.jit(error_model="numpy")
@@ -131,3 +158,34 @@ def prepare_softmax(shape: tuple[int, ...], dtype: np.dtype) -> Callable[[Any], 
         divide(o2)
         return out
     return run
+
+
+def masked_softmax_fits(x: np.ndarray, c: np.ndarray, m: np.ndarray) -> bool:
+    """Whether :func:`masked_softmax` computes ``softmax(x / c + m)`` for these values as
+    the nodes one by one would (where :func:`prepare_softmax` takes its compiled path)."""
+    if not compiled() or not 0 < x.ndim <= 4 or not 0 < x.shape[-1] <= act.SHORT_ROWS:
+        return False
+    if any(v.dtype != F32 for v in (x, c, m)) or c.size != 1 or m.ndim > x.ndim:
+        return False
+    try:
+        return np.broadcast_shapes(x.shape, m.shape) == x.shape
+    except ValueError:
+        return False
+
+
+def masked_softmax(x: np.ndarray, c: np.ndarray, m: np.ndarray, divide: bool,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """``softmax(x / c + m)`` over the last axis (``x * c`` unless ``divide``): one compiled
+    pass for the scale, the mask and the max-shift, NumPy's exp, one compiled normalisation;
+    the same bits as the XNNDiv, XNNAdd and XNNSoftmax nodes (:func:`masked_softmax_fits`)."""
+    if out is None:
+        out = np.empty(x.shape, F32)
+    lead = (1,) * (4 - x.ndim)
+    x4, o4 = x.reshape(lead + x.shape), out.reshape(lead + x.shape)
+    m4 = np.broadcast_to(m.reshape((1,) * (x.ndim - m.ndim) + m.shape), x.shape).reshape(
+        lead + x.shape) if m.shape != x.shape else m.reshape(lead + x.shape)
+    _scale_mask_shift.compiled()(x4, c.reshape(-1)[0], m4, divide, o4)
+    flat = out.reshape(-1, x.shape[-1])
+    np.exp(flat, out=flat)
+    _divide_by_row_sums.compiled()(flat)
+    return out

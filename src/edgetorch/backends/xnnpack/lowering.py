@@ -325,6 +325,7 @@ def _shaped(kind: type, dtype: np.dtype) -> Callable[[Any], Any]:
                 f = _gelu
             ready[v.shape] = f
         return f(v)
+    compute.xnn_kind = kind  # type: ignore[attr-defined]  (fusion.py finds softmax nodes by it)
     return compute
 
 

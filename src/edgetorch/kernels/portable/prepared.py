@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import accel
 from ..registry import prepares
-from . import norm_accel, special_accel
+from . import index_accel, norm_accel, special_accel
 from ._util import INT64, invalid, scalar
 from .pooling import _pool_params, pool_pads
 
@@ -283,12 +283,7 @@ def _copy(view, out):
         return [partial(np.copyto, out, view)]
     if view.dtype.kind not in "biuf" or out.dtype.kind not in "biuf":
         return None
-    return [partial(_copy_cast, out, view)]
-
-
-def _copy_cast(out, view):
-    with np.errstate(all="ignore"):
-        np.copyto(out, view, casting="unsafe")
+    return [partial(np.copyto, out, view, casting="unsafe")]  # (steps run warnings-silenced)
 
 
 def _dim(d, ndim):
@@ -635,4 +630,13 @@ def _embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse, out):
         if indices.size and as_unsigned.max() >= n:
             raise invalid(f"embedding: index out of range for a table of {n} rows")
         np.take(weight, indices, axis=0, out=out, mode="clip")  # in range: clip is a no-op
+
+    if accel.available() and weight.dtype in index_accel.GATHER_DTYPES and indices.size and \
+            all(a.flags.c_contiguous for a in (weight, indices, out)):
+        gather = index_accel.gather_rows
+
+        def run_compiled() -> None:  # checked and copied in one compiled call
+            if not gather(weight, indices, out):
+                run()  # (raises, naming the table)
+        return [run_compiled]
     return [run]

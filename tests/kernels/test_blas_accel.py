@@ -1,0 +1,58 @@
+"""The compiled fully connected call (edgetorch.kernels.blas_accel): one sgemm, bias as beta."""
+
+import numpy as np
+import pytest
+
+from edgetorch.kernels import accel, blas_accel
+
+pytestmark = pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+F32 = np.float32
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(F32)
+
+
+def test_ready_with_numba_and_numpys_openblas():
+    assert blas_accel.ready()  # numba is there and NumPy's wheel ships scipy-openblas64
+    with accel.disabled():
+        assert not blas_accel.ready()
+
+
+@pytest.mark.parametrize("layout", ["c", "fortran"])
+@pytest.mark.parametrize("bias", ["none", "row", "expanded"])
+@pytest.mark.parametrize("lead", [(7,), (2, 5), (1,)])
+def test_one_call_equals_torch_linear(layout, bias, lead):
+    torch = pytest.importorskip("torch")
+    x, w = _rand(*lead, 33), _rand(33, 19, seed=1)  # w: [K, N]
+    b = _rand(19, seed=2)
+    weights = w if layout == "c" else np.asfortranarray(w)
+    arg = {"none": blas_accel.NO_BIAS, "row": b,
+           "expanded": np.ascontiguousarray(np.broadcast_to(b, lead + (19,)))}[bias]
+    out = np.full(lead + (19,), np.nan, F32)
+    fmt = blas_accel.weights_layout(weights, None if bias == "none" else b)
+    assert fmt == ((False, 19) if layout == "c" else (True, 33))
+    assert blas_accel.run(x, weights, arg, out, False, fmt)
+    want = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w.T.copy()),
+                                      None if bias == "none" else torch.from_numpy(b))
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_refuses_what_it_cannot_read_without_writing():
+    x, w, b = _rand(4, 6), _rand(6, 3), _rand(3)
+    fmt = blas_accel.weights_layout(w, b)
+    out = np.full((4, 3), 7.0, F32)
+    assert not blas_accel.run(x[:, ::2].copy()[:, :3], w, b, out, False, fmt)  # K mismatch
+    assert not blas_accel.run(np.asfortranarray(x), w, b, out, False, fmt)  # not C order
+    assert not blas_accel.run(x, w, b, np.full((4, 4), 7.0, F32), False, fmt)  # wrong size
+    assert (out == 7.0).all()
+    assert blas_accel.weights_layout(w[::2], b) is None  # strided weights
+    assert blas_accel.weights_layout(w.astype(np.float64), b) is None
+    assert blas_accel.weights_layout(w, _rand(4)) is None  # bias of another width
+
+
+def test_flatten_reads_any_shape_of_whole_rows():
+    x, w = _rand(2, 3, 4), _rand(6, 5)  # 24 values: 4 rows of K = 6
+    out = np.empty((4, 5), F32)
+    assert blas_accel.run(x, w, blas_accel.NO_BIAS, out, True, blas_accel.weights_layout(w, None))
+    np.testing.assert_allclose(out, x.reshape(4, 6) @ w, rtol=1e-5, atol=1e-6)
