@@ -286,3 +286,22 @@ def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypa
             got = K.conv2d(x, wmat, bias, win, 1, scratch, 0.0, 1.5, work).copy()
         want = np.clip(_torch_conv(x, filt, bias, stride, pad), 0.0, 1.5)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_sigmoid_matches_torch_with_and_without_compiled_loops(compiled):
+    """XNNSigmoid: exp(-|x|) in compiled passes around NumPy's exp, or tanh in NumPy."""
+    from edgetorch.backends.xnnpack.lowering import _sigmoid
+
+    if compiled and not accel.available():
+        pytest.skip("numba is not installed")
+    x = (np.random.default_rng(7).standard_normal((8, 64)) * 20).astype(np.float32)
+    x[0, :5] = [np.nan, np.inf, -np.inf, -0.0, 88.0]
+    want = torch.sigmoid(torch.from_numpy(x)).numpy()
+    with (accel.enabled() if compiled else accel.disabled()):
+        fresh = _sigmoid(x)
+        into = _sigmoid(x, np.full_like(x, 5.0))
+        strided = _sigmoid(x[:, ::2])  # not contiguous: the NumPy passes
+    assert np.array_equal(fresh, into, equal_nan=True)
+    np.testing.assert_allclose(fresh, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(strided, want[:, ::2], rtol=1e-6, atol=1e-7)

@@ -89,5 +89,13 @@ def sigmoid_steps(x: np.ndarray, out: np.ndarray) -> list | None:
             partial(_run_loop, _sigmoid_finish, (xf, e, x.dtype.type(1), of))]
 
 
+def sigmoid_into(x: np.ndarray, out: np.ndarray) -> None:
+    """The three steps on flat C-contiguous ``x`` and ``out`` (``out`` holds ``exp(-|x|)``
+    in between: each value is read where it is written), numba available."""
+    _neg_abs.compiled()(x, out)
+    np.exp(out, out=out)
+    _sigmoid_finish.compiled()(x, out, x.dtype.type(1), out)
+
+
 def _run_loop(loop, args) -> None:
     loop.compiled()(*args)
