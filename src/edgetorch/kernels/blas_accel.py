@@ -94,9 +94,11 @@ def ready() -> bool:
 
 def _initialise() -> bool:
     global _state, _loop
+    if not accel.available():  # (decided when compiled kernels are on: asked again later)
+        return False
     with _lock:
         if _state is None:
-            ok = accel.available() and _bind()
+            ok = _bind()
             if ok:
                 _loop = _fc_loop.compiled()
                 ok = _self_check()
