@@ -54,13 +54,14 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
     if not ENABLED or m._has_jumps:
         return None
     fixed = _fixed(m, written)
-    unread = _Unread(m)
+    facts = fold_bn.Facts(m)  # who reads what, where each value lives: listed once
+    unread = _Unread(m, facts)
     folded: dict[int, np.ndarray] = {}  # value -> its load-time result (folded instructions)
     once = _single_writer(m)
     steps: list[Callable[[], Any]] = []
     owner: list[int] = []
     try:
-        pairs = fold_bn.fold(m, fixed, written)  # convolution + BatchNorm: one step
+        pairs = fold_bn.fold(m, fixed, written, facts)  # convolution + BatchNorm: one step
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
     substituted: set[int] = set()  # instructions whose steps read folded results directly
@@ -86,10 +87,11 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         per[rec.index] = [rec.run] if new is None else new
     try:  # a copy whose source only it reads: the source's producer writes the copy's target
         forward_copies.forward(m, per, prepared, once,
-                               lambda rec, out: _prepare(m, rec, fixed, written, folded, out))
+                               lambda rec, out: _prepare(m, rec, fixed, written, folded, out),
+                               facts)
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pass
-    dropped = _unread_copies(m, copies, substituted)
+    dropped = _unread_copies(m, copies, substituted, facts)
     for index, new in per.items():
         new = [step for step in new if id(step) not in dropped]
         steps += new
@@ -98,7 +100,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
 
 
 def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
-                   substituted: set[int]) -> set[int]:
+                   substituted: set[int], facts: fold_bn.Facts) -> set[int]:
     """The copies of folded results into planned memory that nothing reads: every reader's
     steps were prepared with the folded array itself (e.g. ExecuTorch's programs transpose
     each linear weight with a ``permute_copy`` the matrix product then reads), the value is no
@@ -106,7 +108,7 @@ def _unread_copies(m: Method, copies: dict[int, tuple[int, Callable[[], Any]]],
     if not copies:
         return set()
     try:
-        reads, where = fold_bn.readers(m), fold_bn.spans(m)
+        reads, where = facts.reads, facts.where
         return {id(step) for v, (idx, step) in copies.items()
                 if all(r in substituted for r in reads.get(v, ()))
                 and not fold_bn.alias_read(m, v, idx, where)}
@@ -168,16 +170,12 @@ class _Unread:
     (no reader, not a method output, no view of its bytes read before they are rewritten);
     the method's readers are listed on the first question."""
 
-    def __init__(self, m: Method) -> None:
-        self.m = m
-        self.reads: dict[int, list[int]] | None = None
-        self.where: dict[int, tuple[int, int, int]] = {}
+    def __init__(self, m: Method, facts: fold_bn.Facts) -> None:
+        self.m, self.facts = m, facts
 
     def __call__(self, value: int, index: int) -> bool:
-        if self.reads is None:
-            self.reads, self.where = fold_bn.readers(self.m), fold_bn.spans(self.m)
-        return not self.reads.get(value) and not fold_bn.alias_read(self.m, value, index,
-                                                                     self.where)
+        return not self.facts.reads.get(value) and \
+            not fold_bn.alias_read(self.m, value, index, self.facts.where)
 
 
 def _prepare(m: Method, rec, fixed: set[int], written: set[int],

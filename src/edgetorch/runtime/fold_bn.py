@@ -62,10 +62,34 @@ def readers(m: Method) -> dict[int, list[int]]:
     return out
 
 
-def fold(m: Method, fixed: set[int], written: set[int]) -> dict[int, list[Callable[[], Any]]]:
+class Facts:
+    """``readers(m)`` and ``spans(m)``, each listed once on first use: the load-time passes
+    (folding, forwarded copies, unread outputs) ask about the same method, which none of them
+    changes while the fast path is planned."""
+
+    def __init__(self, m: Method) -> None:
+        self.m = m
+        self._reads: dict[int, list[int]] | None = None
+        self._where: dict[int, tuple[int, int, int]] | None = None
+
+    @property
+    def reads(self) -> dict[int, list[int]]:
+        if self._reads is None:
+            self._reads = readers(self.m)
+        return self._reads
+
+    @property
+    def where(self) -> dict[int, tuple[int, int, int]]:
+        if self._where is None:
+            self._where = spans(self.m)
+        return self._where
+
+
+def fold(m: Method, fixed: set[int], written: set[int], facts: Facts | None = None
+         ) -> dict[int, list[Callable[[], Any]]]:
     """Instruction index -> its replacement steps, for each convolution + BatchNorm pair."""
-    reads = readers(m)
-    where = spans(m)
+    facts = Facts(m) if facts is None else facts
+    reads, where = facts.reads, facts.where
     producer = {rec.outputs[0]: rec for rec in m.records
                 if rec.kind == "kernel" and len(rec.outputs) == 1}
     plan: dict[int, list[Callable[[], Any]]] = {}
