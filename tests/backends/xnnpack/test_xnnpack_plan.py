@@ -302,6 +302,21 @@ def test_rmsnorm_tail_runs_fused_with_the_reference_bits(compiled):
     np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mask_dims", [(1, 1, 16, 16), (2, 4, 16, 1), (16,), (2, 4, 16, 16)])
+def test_masked_softmax_broadcasts_the_mask_as_the_add_node_does(mask_dims):
+    torch = pytest.importorskip("torch")
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    b, inputs, c = _softmax_graph(True, True, False, mask_dims)
+    backend, handle = _handle(b)
+    runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert "# masked_softmax" in str(handle.plan)
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    s, m = (torch.from_numpy(a) for a in inputs[:2])
+    want = torch.softmax(s / float(c[0]) + m, -1).numpy()
+    np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
+
+
 def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bits():
     """Filters over PACK_MAX_BYTES stay views of the file (not packed at load): the compiled
     GEMM reads them transposed, on the reference path and in the plan alike."""
@@ -322,12 +337,13 @@ def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bi
     np.testing.assert_allclose(runs[2][0], want.numpy(), rtol=1e-5, atol=1e-5)
 
 
-def _softmax_graph(divide: bool, scale_const: bool, mask_first: bool):
+def _softmax_graph(divide: bool, scale_const: bool, mask_first: bool,
+                   mask_dims: tuple[int, ...] = (2, 1, 1, 16)):
     """``softmax(scores / c + mask)`` (``* c``) as attention lowers it; ExecuTorch's graphs
     pass ``c`` in as an input."""
     rng = np.random.default_rng(5)
     b = GraphBuilder()
-    scores, mask = b.input(2, 4, 16, 16), b.input(2, 1, 1, 16)
+    scores, mask = b.input(2, 4, 16, 16), b.input(*mask_dims)
     c_val = np.array([4.0 if divide else 0.25], np.float32)
     c = b.const(c_val) if scale_const else b.input(1)
     out = b.output(2, 4, 16, 16)
@@ -337,8 +353,8 @@ def _softmax_graph(divide: bool, scale_const: bool, mask_first: bool):
     b.node(x.XNNSoftmax(u, out))
     s = (rng.standard_normal((2, 4, 16, 16)) * 3).astype(np.float32)
     s[1, 2, 3, 5] = np.nan  # a NaN row stays NaN, as on the reference path
-    m = np.zeros((2, 1, 1, 16), np.float32)
-    m[1, ..., 11:] = -10000.0
+    m = (rng.standard_normal(mask_dims) * 2).astype(np.float32)
+    m[(-1,) * (m.ndim - 1) + (slice(-5, None),)] = -10000.0  # padded keys of the last row
     return b, [s, m] + ([] if scale_const else [c_val]), c_val
 
 

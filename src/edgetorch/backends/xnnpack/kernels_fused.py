@@ -105,12 +105,15 @@ def _shift_rows(x, out):  # pragma: no cover - compiled by numba
 def _scale_mask_shift(x, c, m, divide, out):  # pragma: no cover - compiled by numba
     """``t = x / c + m`` (``x * c + m`` unless ``divide``), then ``out = t - max(t)`` per
     row of the last axis: the XNNDiv (XNNMultiply), XNNAdd and the softmax's shift in one
-    pass, float32 as the nodes round. ``x``, ``out`` 4-D; ``m`` broadcast to their shape."""
+    pass, float32 as the nodes round. ``x``, ``out`` 4-D; ``m`` 4-D, each of its dimensions
+    ``x``'s or 1 (broadcast here: NumPy's broadcast_to costs more than the pass)."""
     n0, n1, n2, n = x.shape
+    m0, m1, m2 = m.shape[0] > 1, m.shape[1] > 1, m.shape[2] > 1
     for a in range(n0):
         for b in range(n1):
             for r in range(n2):
-                xr, mr, orow = x[a, b, r], m[a, b, r], out[a, b, r]
+                xr, orow = x[a, b, r], out[a, b, r]
+                mr = m[a if m0 else 0, b if m1 else 0, r if m2 else 0]
                 for j in range(n):
                     orow[j] = (xr[j] / c if divide else xr[j] * c) + mr[j]
                 mx = orow[0]
@@ -180,12 +183,13 @@ def masked_softmax(x: np.ndarray, c: np.ndarray, m: np.ndarray, divide: bool,
     the same bits as the XNNDiv, XNNAdd and XNNSoftmax nodes (:func:`masked_softmax_fits`)."""
     if out is None:
         out = np.empty(x.shape, F32)
-    lead = (1,) * (4 - x.ndim)
-    x4, o4 = x.reshape(lead + x.shape), out.reshape(lead + x.shape)
-    m4 = np.broadcast_to(m.reshape((1,) * (x.ndim - m.ndim) + m.shape), x.shape).reshape(
-        lead + x.shape) if m.shape != x.shape else m.reshape(lead + x.shape)
-    _scale_mask_shift.compiled()(x4, c.reshape(-1)[0], m4, divide, o4)
-    flat = out.reshape(-1, x.shape[-1])
+    shape = (1,) * (4 - x.ndim) + x.shape
+    m4 = m.reshape((1,) * (4 - m.ndim) + m.shape)
+    if m4.shape[3] != shape[3]:  # (a mask broadcast along the rows: not worth a loop of its own)
+        m4 = np.ascontiguousarray(np.broadcast_to(m4, m4.shape[:3] + shape[3:]))
+    _scale_mask_shift.compiled()(x.reshape(shape), c.reshape(-1)[0], m4, divide,
+                                 out.reshape(shape))
+    flat = out.reshape(-1, shape[3])
     np.exp(flat, out=flat)
     _divide_by_row_sums.compiled()(flat)
     return out
