@@ -85,10 +85,9 @@ class Facts:
         return self._where
 
 
-def fold(m: Method, fixed: set[int], written: set[int], facts: Facts | None = None
+def fold(m: Method, fixed: set[int], written: set[int], facts: Facts
          ) -> dict[int, list[Callable[[], Any]]]:
     """Instruction index -> its replacement steps, for each convolution + BatchNorm pair."""
-    facts = Facts(m) if facts is None else facts
     reads, where = facts.reads, facts.where
     producer = {rec.outputs[0]: rec for rec in m.records
                 if rec.kind == "kernel" and len(rec.outputs) == 1}

@@ -31,9 +31,8 @@ Prepare = Callable[[Any, np.ndarray], "list[Callable[[], Any]] | None"]
 
 
 def forward(m: Method, per: dict[int, list[Callable[[], Any]]], prepared: set[int],
-            once: set[int], prepare: Prepare, facts: fold_bn.Facts | None = None) -> None:
+            once: set[int], prepare: Prepare, facts: fold_bn.Facts) -> None:
     """Rewrite ``per`` (instruction -> steps) in place for each forwardable copy."""
-    facts = fold_bn.Facts(m) if facts is None else facts
     reads, where = facts.reads, facts.where
     producer = {rec.outputs[0]: rec for rec in m.records
                 if rec.kind == "kernel" and len(rec.outputs) == 1}

@@ -10,9 +10,9 @@ bit-identical to the reference path (which runs the nodes one by one):
   ``x``, else its six multiplications and additions written into the halves of the output;
 - the tail of RMSNorm, ``x * rsqrt(mean + eps) * w`` (4 nodes; the mean itself is a portable
   op in ExecuTorch's graphs): one compiled loop (``kernels_fused``) when numba is there;
-- attention's ``softmax(scores / c + mask)`` (or ``scores * c``; 3 nodes per layer): the scale,
-  the mask and the softmax's max-shift in one compiled pass, then the softmax's own exp and
-  normalisation (``kernels_fused.masked_softmax``), when numba is there.
+- attention's ``softmax(scores / c + mask)`` (or ``scores * c``; 3 nodes per layer): the scale
+  and the mask in one compiled pass, then the softmax's own compiled passes and exp
+  (``kernels_fused.masked_softmax``), when numba is there.
 
 ``prepare(values)`` is called at plan time with this call's input values; it returns the
 fused function and its extra arguments (buffers, expanded constants) or None when the values

@@ -102,11 +102,10 @@ def _shift_rows(x, out):  # pragma: no cover - compiled by numba
 
 
 @accel.jit(error_model="numpy")
-def _scale_mask_shift(x, c, m, divide, out):  # pragma: no cover - compiled by numba
-    """``t = x / c + m`` (``x * c + m`` unless ``divide``), then ``out = t - max(t)`` per
-    row of the last axis: the XNNDiv (XNNMultiply), XNNAdd and the softmax's shift in one
-    pass, float32 as the nodes round. ``x``, ``out`` 4-D; ``m`` 4-D, each of its dimensions
-    ``x``'s or 1 (broadcast here: NumPy's broadcast_to costs more than the pass)."""
+def _scale_mask(x, c, m, divide, out):  # pragma: no cover - compiled by numba
+    """``out = x / c + m`` (``x * c + m`` unless ``divide``): the XNNDiv (XNNMultiply) and
+    XNNAdd in one pass, float32 as the nodes round. ``x``, ``out`` 4-D; ``m`` 4-D, each of its
+    dimensions ``x``'s or 1 (broadcast here: NumPy's broadcast_to costs more than the pass)."""
     n0, n1, n2, n = x.shape
     m0, m1, m2 = m.shape[0] > 1, m.shape[1] > 1, m.shape[2] > 1
     for a in range(n0):
@@ -116,16 +115,6 @@ def _scale_mask_shift(x, c, m, divide, out):  # pragma: no cover - compiled by n
                 mr = m[a if m0 else 0, b if m1 else 0, r if m2 else 0]
                 for j in range(n):
                     orow[j] = (xr[j] / c if divide else xr[j] * c) + mr[j]
-                mx = orow[0]
-                nan = mx != mx
-                for j in range(1, n):
-                    v = orow[j]
-                    mx = v if v > mx else mx
-                    nan |= v != v
-                if nan:
-                    mx = np.float32(np.nan)
-                for j in range(n):
-                    orow[j] = orow[j] - mx
 
 
 @accel.jit(error_model="numpy")
@@ -179,7 +168,8 @@ def masked_softmax_fits(x: np.ndarray, c: np.ndarray, m: np.ndarray) -> bool:
 def masked_softmax(x: np.ndarray, c: np.ndarray, m: np.ndarray, divide: bool,
                    out: np.ndarray | None = None) -> np.ndarray:
     """``softmax(x / c + m)`` over the last axis (``x * c`` unless ``divide``): one compiled
-    pass for the scale, the mask and the max-shift, NumPy's exp, one compiled normalisation;
+    pass for the scale and the mask, then :func:`prepare_softmax`'s compiled max-shift,
+    NumPy's exp and compiled normalisation;
     the same bits as the XNNDiv, XNNAdd and XNNSoftmax nodes (:func:`masked_softmax_fits`)."""
     if out is None:
         out = np.empty(x.shape, F32)
@@ -187,9 +177,9 @@ def masked_softmax(x: np.ndarray, c: np.ndarray, m: np.ndarray, divide: bool,
     m4 = m.reshape((1,) * (4 - m.ndim) + m.shape)
     if m4.shape[3] != shape[3]:  # (a mask broadcast along the rows: not worth a loop of its own)
         m4 = np.ascontiguousarray(np.broadcast_to(m4, m4.shape[:3] + shape[3:]))
-    _scale_mask_shift.compiled()(x.reshape(shape), c.reshape(-1)[0], m4, divide,
-                                 out.reshape(shape))
+    _scale_mask.compiled()(x.reshape(shape), c.reshape(-1)[0], m4, divide, out.reshape(shape))
     flat = out.reshape(-1, shape[3])
+    _shift_rows.compiled()(flat, flat)  # (in place: each row's max is taken before it shifts)
     np.exp(flat, out=flat)
     _divide_by_row_sums.compiled()(flat)
     return out

@@ -81,8 +81,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
         # constant filter and bias: packed once; the compiled plan runs it into its buffer
         w, b = weights(), bias()
         blas = blas_accel.weights_layout(w, b)  # the compiled GEMM + bias reads them as they are
-        return (Op(env, _fc_into, (i,), (w, blas_accel.NO_BIAS if blas and b is None else b,
-                                         k if flatten else 0, blas), expand=(1,)), out_slot)
+        if blas is not None and b is None:
+            b = blas_accel.NO_BIAS
+        return Op(env, _fc_into, (i,), (w, b, k if flatten else 0, blas), expand=(1,)), out_slot
 
     def compute():
         w = weights()
@@ -112,7 +113,7 @@ def _fc_into(v: np.ndarray, w: np.ndarray, b: np.ndarray | None, k: int,
         if v.dtype is F32 and blas_accel.ready():
             if out is None:
                 n = w.shape[1]
-                out = np.empty(v.shape[:-1] + (n,) if not k else (v.size // max(k, 1), n), F32)
+                out = np.empty(v.shape[:-1] + (n,) if not k else (v.size // k, n), F32)
             if out.dtype is F32 and blas_accel.run(v, w, b, out, bool(k), blas):
                 return out
         if not b.size:
