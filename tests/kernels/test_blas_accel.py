@@ -56,3 +56,42 @@ def test_flatten_reads_any_shape_of_whole_rows():
     out = np.empty((4, 5), F32)
     assert blas_accel.run(x, w, blas_accel.NO_BIAS, out, True, blas_accel.weights_layout(w, None))
     np.testing.assert_allclose(out, x.reshape(4, 6) @ w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["transposed_input", "transposed_output", "both", "rows_2d",
+                                  "column_slice", "one_row"])
+@pytest.mark.parametrize("bias", ["none", "row", "expanded"])
+def test_strided_input_and_output_in_place(case, bias):
+    """A transposed [S, B, E] view (attention's batch-first input) is multiplied as it lies:
+    one GEMM per index of a leading axis, the other axis the GEMM's rows."""
+    w, b = _rand(24, 10, seed=1), _rand(10, seed=2)
+    base = _rand(3, 7, 24, seed=3)
+    x = {"transposed_input": base.transpose(1, 0, 2), "transposed_output": base,
+         "both": base.transpose(1, 0, 2), "rows_2d": base[:, 2, :],
+         "column_slice": _rand(5, 40, seed=4)[:, 8:32], "one_row": base[:1, :1]}[case]
+    shape = x.shape[:-1] + (10,)
+    if case in ("transposed_output", "both"):
+        out = np.full(shape[1::-1] + shape[2:], np.nan, F32).transpose(1, 0, 2)
+    else:
+        out = np.full(shape, np.nan, F32)
+    arg = {"none": blas_accel.NO_BIAS, "row": b,
+           "expanded": np.ascontiguousarray(np.broadcast_to(b, shape))}[bias]
+    assert not (x.flags.c_contiguous and out.flags.c_contiguous) or case == "one_row"
+    assert blas_accel.run(x, w, arg, out, False, blas_accel.weights_layout(w, b))
+    want = np.matmul(x.astype(np.float64), w) + (0 if bias == "none" else b)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_strided_refuses_steps_along_the_last_axis_and_overlapping_rows():
+    w, b = _rand(4, 3), _rand(3)
+    fmt = blas_accel.weights_layout(w, b)
+    out = np.full((5, 3), 7.0, F32)
+    assert not blas_accel.run(_rand(5, 8)[:, ::2], w, b, out, False, fmt)  # stride 2 along K
+    assert not blas_accel.run(_rand(5, 4), w, b, out[:, ::2], False, fmt)  # 2 values, not 3
+    flat = np.full(20, 7.0, F32)
+    overlapping = np.lib.stride_tricks.as_strided(flat, (5, 3), (8, 4))  # rows 2 apart
+    assert not blas_accel.run(_rand(5, 4), w, b, overlapping, False, fmt)
+    assert (out == 7.0).all() and (flat == 7.0).all()
+    rows = np.lib.stride_tricks.as_strided(_rand(20), (5, 4), (8, 4))  # input rows overlap: fine
+    assert blas_accel.run(rows, w, b, out, False, fmt)
+    np.testing.assert_allclose(out, rows @ w + b, rtol=1e-5, atol=1e-5)

@@ -35,6 +35,7 @@ NO_BIAS = np.empty(0, F32)  # the bias argument of a layer without one
 
 _SGEMM = None  # numba's handle on the symbol, set by _bind() before the loop compiles
 _loop = None  # the compiled _fc_loop
+_strided = None  # the compiled _fc_strided
 _state: bool | None = None  # None: not looked up yet
 _lock = threading.Lock()
 
@@ -69,7 +70,8 @@ def _bind() -> bool:
 
 
 def _self_check() -> bool:
-    """The bound GEMM against np.matmul on a small product (both weight layouts, bias)."""
+    """The bound GEMM against np.matmul on a small product (both weight layouts, bias, and
+    strided rows)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5, 7)).astype(F32)
     w = rng.standard_normal((7, 3)).astype(F32)
@@ -81,7 +83,10 @@ def _self_check() -> bool:
         if layout is None or not run(x, weights, b, got, False, layout) or \
                 not np.allclose(got, want, rtol=1e-5, atol=1e-5):
             return False
-    return True
+    x3 = rng.standard_normal((2, 5, 7)).astype(F32).transpose(1, 0, 2)  # strided rows
+    got = np.empty((5, 2, 3), F32)
+    return run(x3, w, b, got, False, weights_layout(w, b)) and \
+        np.allclose(got, np.matmul(x3, w) + b, rtol=1e-5, atol=1e-5)
 
 
 def ready() -> bool:
@@ -93,14 +98,14 @@ def ready() -> bool:
 
 
 def _initialise() -> bool:
-    global _state, _loop
+    global _state, _loop, _strided
     if not accel.available():  # (decided when compiled kernels are on: asked again later)
         return False
     with _lock:
         if _state is None:
             ok = _bind()
             if ok:
-                _loop = _fc_loop.compiled()
+                _loop, _strided = _fc_loop.compiled(), _fc_strided.compiled()
                 ok = _self_check()
             _state = ok
     return _state
@@ -110,8 +115,7 @@ def _initialise() -> bool:
 def _fc_loop(x, w, b, out, flatten, trans_w, ldw):  # pragma: no cover - compiled by numba
     k, n = w.shape
     m = x.size // k
-    if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.ndim == 0 or \
-            x.size != m * k or out.size != m * n or (not flatten and x.shape[-1] != k):
+    if x.ndim == 0 or x.size != m * k or out.size != m * n or (not flatten and x.shape[-1] != k):
         return False
     if m == 0:
         return True
@@ -128,6 +132,62 @@ def _fc_loop(x, w, b, out, flatten, trans_w, ldw):  # pragma: no cover - compile
         beta = np.float32(1)
     _SGEMM(_ROW_MAJOR, _NO_TRANS, _TRANS if trans_w else _NO_TRANS, m, n, k, np.float32(1),
            x.ctypes.data, k, w.ctypes.data, ldw, beta, out.ctypes.data, n)
+    return True
+
+
+@accel.jit(error_model="numpy")
+def _fc_strided(x, w, b, out, trans_w, ldw):  # pragma: no cover - compiled by numba
+    """``out[i, j] = x[i, j] @ w + b`` for 3-D ``x``, ``out`` of any positive strides with
+    unit steps along their last axis: one GEMM per index of one leading axis, the other
+    leading axis the GEMM's rows (its stride the leading dimension)."""
+    k, n = w.shape
+    p, q = x.shape[0], x.shape[1]
+    if x.shape[2] != k or out.shape[0] != p or out.shape[1] != q or out.shape[2] != n or \
+            x.strides[2] != 4 or out.strides[2] != 4:
+        return False
+    if out.size == 0:
+        return True
+    xs0, xs1, os0, os1 = x.strides[0] // 4, x.strides[1] // 4, out.strides[0] // 4, \
+        out.strides[1] // 4
+    # out's elements must be distinct: its leading axes, by stride, each step past the last
+    (sa, na), (sb, nb) = ((os0, p), (os1, q)) if os0 <= os1 else ((os1, q), (os0, p))
+    span = n
+    if na > 1:
+        if sa < span:
+            return False
+        span = sa * na
+    if nb > 1 and sb < span:
+        return False
+    rows1 = q == 1 or (xs1 >= k and os1 >= n)  # rows along axis 1, one GEMM per i
+    rows0 = p == 1 or (xs0 >= k and os0 >= n)
+    if rows1 and (q >= p or not rows0) and (p == 1 or (xs0 > 0 and os0 > 0)):
+        m, calls, xl, ol, xstep, ostep = q, p, max(xs1, k), max(os1, n), xs0, os0
+    elif rows0 and (q == 1 or (xs1 > 0 and os1 > 0)):
+        m, calls, xl, ol, xstep, ostep = p, q, max(xs0, k), max(os0, n), xs1, os1
+    else:
+        return False
+    beta = np.float32(0)
+    if b.size == n:
+        bf = b.reshape(-1)
+        for i in range(p):
+            for j in range(q):
+                for c in range(n):
+                    out[i, j, c] = bf[c]
+        beta = np.float32(1)
+    elif b.size == out.size:  # expanded to the output's shape (XNNPACK plans), C order
+        bf = b.reshape(-1)
+        for i in range(p):
+            for j in range(q):
+                for c in range(n):
+                    out[i, j, c] = bf[(i * q + j) * n + c]
+        beta = np.float32(1)
+    elif b.size != 0:
+        return False
+    xa, oa = x.ctypes.data, out.ctypes.data
+    for c in range(calls):
+        _SGEMM(_ROW_MAJOR, _NO_TRANS, _TRANS if trans_w else _NO_TRANS, m, n, k, np.float32(1),
+               xa + np.uintp(c * xstep * 4), xl, w.ctypes.data, ldw, beta,
+               oa + np.uintp(c * ostep * 4), ol)
     return True
 
 
@@ -151,6 +211,17 @@ def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, out: np.ndarray, flatten: b
     """``out = x @ w + b`` as one compiled call (:func:`ready` first): ``x`` float32
     ``[..., K]`` (any shape of ``m * K`` values when ``flatten``), ``w`` ``[K, N]`` of
     ``layout`` (:func:`weights_layout`), ``b`` of ``N`` values, of ``out.size`` values, or
-    empty (no bias), ``out`` float32 of ``m * N`` values, not overlapping ``x``. False, having
-    done nothing, when ``x`` or ``out`` is not C-contiguous or the sizes disagree."""
-    return _loop(x, w, b, out, flatten, layout[0], layout[1])
+    empty (no bias), ``out`` float32 of ``m * N`` values, not overlapping ``x``.
+
+    A strided 2-D or 3-D ``x`` or ``out`` (a transposed view: attention's ``[S, B, E]``
+    input) is multiplied in place, one GEMM per index of a leading axis (NumPy's matmul
+    makes one small GEMM per row pair there, ~10x slower). False, having done nothing,
+    when they do not fit (the sizes disagree, a stride along the last axis, overlapping
+    rows)."""
+    if x.flags.c_contiguous and out.flags.c_contiguous:
+        return _loop(x, w, b, out, flatten, layout[0], layout[1])
+    if flatten or x.ndim not in (2, 3) or out.ndim != x.ndim:
+        return False
+    if x.ndim == 2:
+        x, out = x[None], out[None]
+    return _strided(x, w, b, out, layout[0], layout[1])

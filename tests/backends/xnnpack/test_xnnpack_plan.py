@@ -382,6 +382,68 @@ def test_scaled_masked_softmax_runs_fused_with_the_reference_bits(compiled, divi
     np.testing.assert_allclose(runs[2][0], want, rtol=1e-5, atol=1e-6)
 
 
+def _heads_graph(bsz: int = 2, seq: int = 5, heads: int = 3, dim: int = 4, expose: bool = False):
+    """Attention's layout: ``[B, S, H*D]`` projections viewed as heads ``[B*H, S, D]`` (a
+    reshape of a permuted view: a copy), ``softmax``-free scores ``q @ k^T``, ``@ v``, then
+    the heads permuted back to ``[B, S, H*D]`` (another copy)."""
+    rng = np.random.default_rng(6)
+    b = GraphBuilder()
+    ins = [b.input(bsz, seq, heads * dim) for _ in range(3)]
+    out = b.output(bsz, seq, heads * dim)
+    extra = b.output(bsz * heads, seq, dim) if expose else None
+    heads_of = []
+    for i in ins:
+        split, perm, flat = (b.tensor(bsz, seq, heads, dim), b.tensor(bsz, heads, seq, dim),
+                             b.tensor(bsz * heads, seq, dim))
+        b.node(x.XNNStaticReshape(4, [bsz, seq, heads, dim], i, split))
+        b.node(x.XNNStaticTranspose(4, [0, 2, 1, 3], split, perm))
+        b.node(x.XNNStaticReshape(3, [0, seq, dim], perm, flat))
+        heads_of.append(flat)
+    q, k, v = heads_of
+    scores, ctx = b.tensor(bsz * heads, seq, seq), extra or b.tensor(bsz * heads, seq, dim)
+    b.node(x.XNNBatchMatrixMultiply(q, k, scores, x.XNN_FLAG_TRANSPOSE_B))
+    b.node(x.XNNBatchMatrixMultiply(scores, v, ctx))
+    split, perm = b.tensor(bsz, heads, seq, dim), b.tensor(bsz, seq, heads, dim)
+    b.node(x.XNNStaticReshape(4, [bsz, heads, seq, dim], ctx, split))
+    b.node(x.XNNStaticTranspose(4, [0, 2, 1, 3], split, perm))
+    b.node(x.XNNStaticReshape(3, [bsz, seq, heads * dim], perm, out))
+    return b, [rng.standard_normal((bsz, seq, heads * dim)).astype(np.float32) for _ in ins]
+
+
+def _heads_torch(torch, inputs, bsz=2, seq=5, heads=3, dim=4):
+    q, k, v = (torch.from_numpy(a).reshape(bsz, seq, heads, dim).transpose(1, 2) for a in inputs)
+    return (q @ k.transpose(-1, -2) @ v).transpose(1, 2).reshape(bsz, seq, heads * dim).numpy()
+
+
+@pytest.mark.parametrize("dims", [(2, 5, 3, 4), (1, 16, 4, 16), (3, 1, 2, 8)])
+def test_heads_matmuls_read_and_write_the_permuted_layout_with_the_reference_bits(dims):
+    """The reshapes that copy a permuted view are skipped: the GEMMs read the heads where
+    they lie and write the product's rows where the final layout puts them."""
+    torch = pytest.importorskip("torch")
+    b, inputs = _heads_graph(*dims)
+    backend, handle = _handle(b)
+    assert _fusions(handle) == ["bmm_views"]
+    runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    plan = str(handle.plan)
+    assert plan.count("# bmm_views") == 2 and "COPYTO(b" not in plan  # no copy of a view
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    np.testing.assert_allclose(runs[2][0], _heads_torch(torch, inputs, *dims), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_heads_product_also_read_by_the_method_keeps_its_own_layout():
+    torch = pytest.importorskip("torch")
+    b, inputs = _heads_graph(expose=True)
+    backend, handle = _handle(b)
+    runs = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert str(handle.plan).count("# bmm_views") == 2  # (its reads fused, its chain not)
+    assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
+    np.testing.assert_allclose(runs[2][0], _heads_torch(torch, inputs), rtol=1e-5, atol=1e-5)
+    q, k, v = (torch.from_numpy(a).reshape(2, 5, 3, 4).transpose(1, 2) for a in inputs)
+    np.testing.assert_allclose(runs[2][1], (q @ k.transpose(-1, -2) @ v).reshape(6, 5, 4),
+                               rtol=1e-5, atol=1e-5)
+
+
 # ---- whole programs --------------------------------------------------------------------------
 
 

@@ -12,7 +12,12 @@ bit-identical to the reference path (which runs the nodes one by one):
   op in ExecuTorch's graphs): one compiled loop (``kernels_fused``) when numba is there;
 - attention's ``softmax(scores / c + mask)`` (or ``scores * c``; 3 nodes per layer): the scale
   and the mask in one compiled pass, then the softmax's own compiled passes and exp
-  (``kernels_fused.masked_softmax``), when numba is there.
+  (``kernels_fused.masked_softmax``), when numba is there;
+- a batched matmul of heads laid out by views (attention's ``[B, S, H, D]`` projections
+  permuted to ``[B, H, S, D]`` and reshaped to ``[B*H, S, D]``, and its result permuted back
+  and reshaped to ``[B, S, H*D]``): the reshapes that would copy a permuted view are skipped,
+  the GEMMs read the permuted heads where they lie and write straight into the rows of the
+  final layout (BLAS's leading dimensions), checked at plan time to give the same bits.
 
 ``prepare(values)`` is called at plan time with this call's input values; it returns the
 fused function and its extra arguments (buffers, expanded constants) or None when the values
@@ -31,7 +36,8 @@ import numpy as np
 
 from . import kernels_fused as KF
 from . import schema as x
-from .lowering import _CONCAT, OUT, Lowered, _rsqrt
+from .lowering import _CONCAT, OUT, VIEW, Lowered, _rsqrt
+from .lowering_nn import _bmm_t
 
 F32 = np.dtype(np.float32)
 Prepared = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -54,11 +60,13 @@ class _Graph:
         self.nodes, self.consts = nodes, consts
         self.producer: dict[int, int] = {}
         self.uses: dict[int, int] = {}
+        self.reader: dict[int, int] = {}  # slot -> the (last) node reading it
         for k, (rec, slots) in enumerate(zip(nodes, node_slots)):
             self.producer[rec.out] = k
             for s in slots:
                 if s != rec.out:
                     self.uses[s] = self.uses.get(s, 0) + 1
+                    self.reader[s] = k
         for s in external:  # read by the method: never an inner value of a fusion
             self.uses[s] = self.uses.get(s, 0) + 1000
 
@@ -84,7 +92,7 @@ def find(nodes: list[Lowered], node_slots: list[tuple[int, ...]], consts: list[A
     g = _Graph(nodes, node_slots, consts, external)
     found: dict[int, Fusion] = {}
     for k in range(len(nodes)):
-        for match in (_rope, _rms_tail, _masked_softmax):
+        for match in (_rope, _rms_tail, _masked_softmax, _bmm_views):
             f = match(g, k)
             if f is not None and not any(j in found for j in f.nodes):
                 found.update((j, f) for j in f.nodes)
@@ -249,6 +257,142 @@ def _masked_softmax(g: _Graph, k: int) -> Fusion | None:
 
 def _softmax_prepare(vals: list[np.ndarray], divide: bool) -> Prepared | None:
     return (KF.masked_softmax, (divide,)) if KF.masked_softmax_fits(*vals) else None
+
+
+
+# ---- batched matmul of heads laid out by views ---------------------------------------------
+
+_LAYOUT = (np.ndarray.reshape, np.ndarray.transpose)
+
+
+def _bmm_views(g: _Graph, k: int) -> Fusion | None:
+    """``[reshape(a)] @ [reshape(b)]`` (or ``@ b^T``), then ``reshape/transpose... reshape``
+    of the product: each reshape or chain taken in only when only this product reads it."""
+    rec = g.nodes[k]
+    if rec.op is None or rec.op.fn not in (np.matmul, _bmm_t) or len(rec.op.ins) != 2 or \
+            rec.op.extra or rec.dtype != F32 or rec.lo != -math.inf or rec.hi != math.inf:
+        return None
+    nodes, ins, shapes = [k], [], []
+    for s in rec.op.ins:
+        r = g.op(s, np.ndarray.reshape)
+        if r is not None and r[1].kind == VIEW and not g.const(r[1].ins[0]):
+            nodes.append(r[0])
+            ins.append(r[1].ins[0])
+            shapes.append(r[1].extra[0])
+        else:
+            ins.append(s)
+            shapes.append(None)
+    chain, out = [], rec.out
+    while g.uses.get(out) == 1:  # the layout nodes reading the product, one after another
+        j = g.reader[out]
+        view = g.nodes[j].op
+        if view is None or view.kind != VIEW or view.fn not in _LAYOUT or view.ins != (out,) \
+                or g.op(g.nodes[j].out, view.fn, g.uses.get(g.nodes[j].out, 0)) is None:
+            break
+        chain.append((view.fn, view.extra))
+        nodes.append(j)
+        out = g.nodes[j].out
+    while chain and chain[-1][0] is not np.ndarray.reshape:  # (ends where a copy is made)
+        chain.pop()
+        nodes.pop()
+        out = g.nodes[nodes[-1]].out
+    if len(nodes) == 1 or any(g.producer.get(v) in nodes for v in ins):
+        return None
+    transposed = rec.op.fn is _bmm_t
+    return Fusion("bmm_views", tuple(sorted(nodes)), tuple(ins), out,
+                  lambda vals: _bmm_views_prepare(vals, shapes, transposed, chain))
+
+
+def _resolved(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
+    known = math.prod(d for d in shape if d != -1)
+    return tuple(size // known if d == -1 and known else d for d in shape)
+
+
+def _bmm_views_prepare(vals: list[np.ndarray], shapes: list[Any], transposed: bool,
+                       chain: list[tuple[Any, tuple[Any, ...]]]) -> Prepared | None:
+    """The heads' batch shape every operand can be viewed with, and where each product row
+    goes in the chain's result; None when a view would need a copy or the bits differ."""
+    if any(v.dtype != F32 or v.ndim < 3 for v in vals):
+        return None
+    batch = max((v.shape[:-2] for v in vals), key=len)
+    n = math.prod(batch)
+    for v, shape in zip(vals, shapes):
+        if shape is not None:
+            want = _resolved(shape, v.size)
+            if want[-2:] != v.shape[-2:] or math.prod(want[:-2]) != n:
+                return None  # (the reshape does more than merge the heads' batch axes)
+        if math.prod(v.shape[:-2]) != n or not _viewable(v, batch + v.shape[-2:]):
+            return None
+    a, b = (v.reshape(batch + v.shape[-2:]) for v in vals)
+    if transposed:
+        b = np.swapaxes(b, -1, -2)
+    if a.shape[-1] != b.shape[-2]:
+        return None
+    product = batch + (a.shape[-2], b.shape[-1])
+    flat = math.prod(product)
+    nodes_in = [v.reshape(_resolved(s, v.size)) if s else v for v, s in zip(vals, shapes)]
+    if nodes_in[0].shape[:-2] != nodes_in[1].shape[:-2]:
+        return None  # (the node broadcasts a batch axis)
+    index = np.arange(flat, dtype=np.int64).reshape(nodes_in[0].shape[:-2] + product[-2:])
+    for fn, extra in chain:
+        index = fn(index, *extra)
+    where = np.empty(flat, np.int64)
+    where[np.ascontiguousarray(index).reshape(-1)] = np.arange(flat)
+    where = where.reshape(product)
+    strides = tuple(int(where[(0,) * i + (1,) + (0,) * (len(product) - i - 1)] - where.flat[0])
+                    if d > 1 else 0 for i, d in enumerate(product))
+    if where.flat[0] != 0 or not np.array_equal(
+            np.lib.stride_tricks.as_strided(np.arange(flat, dtype=np.int64), product,
+                                            [s * 8 for s in strides]), where):
+        return None  # (the chain is not a strided layout of the product)
+    heads = _Heads(batch, transposed, index.shape, tuple(s * 4 for s in strides))
+    got = heads(*vals)
+    want = (_bmm_t if transposed else np.matmul)(*nodes_in)  # the nodes one by one
+    for fn, more in chain:
+        want = fn(want, *more)
+    if got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
+        return None
+    return heads, ()
+
+
+def _viewable(v: np.ndarray, shape: tuple[int, ...]) -> bool:
+    try:
+        v.view().shape = shape  # (raises where the reshape would have to copy)
+    except AttributeError:
+        return False
+    return True
+
+
+class _Heads:
+    """The product of the heads, each row written where the layout chain puts it. The views
+    of the operands and of ``out`` are made again only when they are other arrays than at the
+    last call (a plan passes its own buffers: made once)."""
+
+    def __init__(self, batch: tuple[int, ...], transposed: bool, shape: tuple[int, ...],
+                 strides: tuple[int, ...]) -> None:
+        self.batch, self.transposed, self.shape, self.strides = batch, transposed, shape, strides
+        self.last: tuple[Any, ...] = (None, None, None)
+        self.views: tuple[np.ndarray, ...] = ()
+
+    def __call__(self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+                 ) -> np.ndarray:
+        if out is None:
+            out = np.empty(self.shape, F32)
+        last = self.last
+        if a is not last[0] or b is not last[1] or out is not last[2]:
+            self.views = self._views(a, b, out)
+            self.last = (a, b, out)
+        np.matmul(*self.views)
+        return out
+
+    def _views(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, ...]:
+        batch = self.batch
+        a = a.reshape(batch + a.shape[-2:])
+        b = b.reshape(batch + b.shape[-2:])
+        if self.transposed:
+            b = np.swapaxes(b, -1, -2)
+        rows = np.ndarray(batch + (a.shape[-2], b.shape[-1]), F32, out, 0, self.strides)
+        return a, b, rows
 
 
 __all__ = ["OUT", "Fusion", "find"]
