@@ -47,16 +47,21 @@ from .instructions import (
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
 from .values import (
+    DTYPES,
     MAX_UNPLANNED_BYTES,
     BoxedList,
     TensorSlot,
     allocate_arenas,
+    contiguous_order,
     dtype_of,
     strided_view,
 )
 
 if TYPE_CHECKING:
     from .program import Program
+
+
+_DYNAMISM = dict(S.TensorShapeDynamism._value2member_map_)
 
 
 class Method:
@@ -133,17 +138,20 @@ class Method:
                 self._vals[i] = [self._vals[j] for j in v.items]
 
     def _tensor_value(self, i: int, t: S.Tensor, pte: Any) -> np.ndarray | None:
-        dtype = dtype_of(t.scalar_type, self._where(i))
-        sizes = tuple(int(s) for s in t.sizes)
-        dim_order = tuple(int(d) for d in t.dim_order)
-        if sorted(dim_order) != list(range(len(sizes))) or any(s < 0 for s in sizes):
+        dtype = DTYPES.get(t.scalar_type)
+        if dtype is None:
+            dtype = dtype_of(t.scalar_type, self._where(i))  # (raises, naming the type)
+        sizes = tuple(map(int, t.sizes))
+        dim_order = tuple(map(int, t.dim_order))
+        if (len(dim_order) != len(sizes) or not contiguous_order(dim_order) and
+                sorted(dim_order) != list(range(len(sizes)))) or (sizes and min(sizes) < 0):
             raise InvalidProgramError(
                 f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
         nbytes = math.prod(sizes) * dtype.itemsize
-        if t.shape_dynamism not in S.TensorShapeDynamism._value2member_map_:
+        dynamism = _DYNAMISM.get(t.shape_dynamism)
+        if dynamism is None:
             raise InvalidProgramError(
                 f"{self._where(i)}: shape_dynamism {t.shape_dynamism} is not a TensorShapeDynamism")
-        dynamism = S.TensorShapeDynamism(t.shape_dynamism)
         info = t.extra_tensor_info
         external = info is not None and info.location == S.TensorDataLocation.EXTERNAL
         if (t.data_buffer_idx > 0 or external) and t.allocation_info is None:

@@ -16,21 +16,30 @@ import numpy as np
 
 from ..errors import InvalidProgramError, MemoryAllocationError, ResizeError
 from ..schema import program as S
-from ..schema.scalar_type import ScalarType, is_known, to_numpy_dtype
+from ..schema.scalar_type import ScalarType, is_known, numpy_dtypes, to_numpy_dtype
 
 # A program may claim any arena size; refuse absurd ones instead of trying to allocate them.
 MAX_ARENA_BYTES = 1 << 34  # 16 GiB
 MAX_UNPLANNED_BYTES = 1 << 31
+DTYPES: dict[int, np.dtype] = numpy_dtypes()  # ScalarType value -> dtype, for the loader
+
+
+_CONTIGUOUS = [tuple(range(n)) for n in range(17)]  # the identity dim orders, by rank
+
+
+def contiguous_order(dim_order: tuple[int, ...]) -> bool:
+    """Whether ``dim_order`` is the identity (a C-contiguous tensor)."""
+    n = len(dim_order)
+    return dim_order == (_CONTIGUOUS[n] if n < len(_CONTIGUOUS) else tuple(range(n)))
 
 
 def strided_view(buf: np.ndarray | memoryview, offset: int, dtype: np.dtype,
                  sizes: tuple[int, ...], dim_order: tuple[int, ...]) -> np.ndarray:
     """A view of ``buf[offset:]`` as a tensor of logical ``sizes`` laid out in ``dim_order``."""
+    if contiguous_order(dim_order):
+        return np.ndarray(sizes, dtype, buf, offset)
     physical = tuple(sizes[d] for d in dim_order)
-    arr = np.ndarray(physical, dtype=dtype, buffer=buf, offset=offset)
-    if list(dim_order) != list(range(len(dim_order))):
-        arr = arr.transpose(np.argsort(dim_order))
-    return arr
+    return np.ndarray(physical, dtype, buf, offset).transpose(np.argsort(dim_order))
 
 
 @dataclass
@@ -82,6 +91,9 @@ class BoxedList:
 
 
 def dtype_of(st: int, where: str) -> np.dtype:
+    dtype = DTYPES.get(st)
+    if dtype is not None:
+        return dtype
     if not is_known(st):
         name = ScalarType(st).name if st in ScalarType._value2member_map_ else str(st)
         raise InvalidProgramError(

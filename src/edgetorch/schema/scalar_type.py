@@ -101,6 +101,11 @@ def to_numpy_dtype(st: int) -> np.dtype:
     return _TO_NUMPY[ScalarType(st)]
 
 
+def numpy_dtypes() -> dict[int, np.dtype]:
+    """ScalarType value -> NumPy dtype, for every type this runtime has (a plain dict)."""
+    return {int(k): v for k, v in _TO_NUMPY.items()}
+
+
 def from_numpy_dtype(dtype: np.dtype) -> ScalarType:
     return _FROM_NUMPY[np.dtype(dtype)]
 
