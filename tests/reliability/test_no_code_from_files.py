@@ -53,6 +53,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("src/edgetorch/backends/xnnpack/plan.py", "exec"):
         "executes the code object compiled just above from plan.py's own generated source "
         "(see the compile entry): no text from a file reaches it",
+    ("src/edgetorch/schema/fbs/reader.py", "compile"):
+        "compile_reader writes one reading function per table class of a schema declared in "
+        "code (the dataclasses of edgetorch.schema), before any buffer is read: the only "
+        "values in its text are vtable slots and byte widths, ints from those declarations; "
+        "field names, defaults and enum members go into the namespace, not the text",
+    ("src/edgetorch/schema/fbs/reader.py", "exec"):
+        "executes the code object compiled just above from compile_reader's own text (see "
+        "the compile entry): no byte of a file reaches it",
     ("src/edgetorch/export/export.py", "torch.export.load"):
         "export(model='path') reads the user's own saved ExportedProgram, as ExecuTorch's "
         "export() does (torch.export.load is torch's documented reader for it); no .pte, .ptd, "

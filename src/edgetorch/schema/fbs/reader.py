@@ -143,19 +143,47 @@ class BufferReader:
 
 
 def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[BufferReader, int, Any], Any]:
-    readers = [_field_reader(schema, f, slot) for f, slot in decl.fields]
-
-    def read(r: BufferReader, pos: int, where: Any) -> Any:
-        vt = r.vtable(pos, where)
-        return cls(*[rd(r, pos, vt, where) for rd in readers])
-
-    return read
+    """One function per table class, generated: scalar and enum fields are read inline (the
+    same checks as ``_scalar_reader``, without a call per field: most of a program's fields
+    are scalars), the others through their field readers."""
+    ns: dict[str, Any] = {"cls": cls}
+    body = ["def read(r, pos, where):",
+            "    vt = r.vtable(pos, where)",
+            "    nvt = len(vt)",
+            "    buf = r.buf"]
+    names = []
+    for i, (f, slot) in enumerate(decl.fields):
+        a = f"a{i}"
+        names.append(a)
+        if isinstance(f.type, (Scalar, Enum)):
+            base, members, default = _scalar_parts(f)
+            ns[f"U{i}"], ns[f"D{i}"], ns[f"N{i}"] = base.st.unpack_from, default, f.name
+            body += [f"    off = vt[{slot}] if {slot} < nvt else 0",
+                     "    if off:",
+                     f"        if off < 4 or pos + off + {base.size} > r.size:",
+                     f"            r.field(pos, vt, {slot}, {base.size}, where, N{i})",
+                     f"        {a} = U{i}(buf, pos + off)[0]"]
+            if members is not None:
+                ns[f"M{i}"] = members
+                ns[f"E{i}"] = f.type.cls.__name__
+                body += [f"        v = M{i}.get({a})",
+                         "        if v is None:",
+                         f"            r.field_fail(where, N{i}, pos, f'{{{a}}} is not a valid "
+                         f"{{E{i}}}')",
+                         f"        {a} = v"]
+            body += ["    else:",
+                     f"        {a} = D{i}"]
+        else:
+            ns[f"R{i}"] = _field_reader(schema, f, slot)
+            body.append(f"    {a} = R{i}(r, pos, vt, where)")
+    body.append(f"    return cls({', '.join(names)})")
+    exec(compile("\n".join(body) + "\n", f"<flatbuffer reader of {cls.__name__}>", "exec"),  # noqa: S102
+         ns)
+    return ns["read"]
 
 
 def _field_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
-    name, t = f.name, f.type
-    if isinstance(t, (Scalar, Enum)):
-        return _scalar_reader(f, slot)
+    name, t = f.name, f.type  # (scalars and enums: read inline, see compile_reader)
     if isinstance(t, Union):
         return _union_reader(schema, f, slot)
     if isinstance(t, Struct):
@@ -215,32 +243,13 @@ def _field_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
     raise TypeError(f"field {name}: unsupported type {t!r}")
 
 
-def _scalar_reader(f: F, slot: int) -> Callable[..., Any]:
-    name = f.name
+def _scalar_parts(f: F) -> tuple[Scalar, dict[int, Any] | None, Any]:
+    """(stored type, enum members by value or None, value when absent) of a scalar field."""
     if isinstance(f.type, Enum):
-        base, enum_cls = f.type.base, f.type.cls
-        members = {int(m): m for m in enum_cls}
+        enum_cls = f.type.cls
         default = enum_cls(0) if f.default is None else f.default
-    else:
-        base, members = f.type, None
-        default = base.convert(0) if f.default is None else f.default
-    unpack, size = base.st.unpack_from, base.size
-
-    def read_scalar(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
-        off = vt[slot] if slot < len(vt) else 0
-        if off:
-            if off < 4 or pos + off + size > r.size:
-                r.field(pos, vt, slot, size, where, name)  # raises, naming the field
-            value = unpack(r.buf, pos + off)[0]
-            if members is None:
-                return value
-            member = members.get(value)
-            if member is None:
-                r.field_fail(where, name, pos, f"{value} is not a valid {enum_cls.__name__}")
-            return member
-        return default
-
-    return read_scalar
+        return f.type.base, {int(m): m for m in enum_cls}, default
+    return f.type, None, f.type.convert(0) if f.default is None else f.default
 
 
 def _vector_reader(schema: Schema, f: F, slot: int, elem: Any) -> Callable[..., Any]:
