@@ -75,6 +75,18 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {row['model']} | {path} | {row['runners']['eager']['ms']:.3f} | "
                              + " | ".join(cells) + " |")
         lines.append("")
+        paired = [(row, k, v) for row in result["rows"] if row["threads"] == threads
+                  for k, v in row.get("paired", {}).items()]
+        if paired:
+            lines += [f"Per call, interleaved ({threads} thread(s)): each runtime once on the same "
+                      "file, back to back, repeated; median of the per-pair ratios.", "",
+                      "| model | path | file | pairs | ours ms | ET ms | ours / ET |",
+                      "|---|---|---|---:|---:|---:|---:|"]
+            for row, k, v in paired:
+                path, file = k.split("/")[0], {"ours": "ours", "et": "ET's"}[k.split(":")[1]]
+                lines.append(f"| {row['model']} | {path} | {file} | {v['pairs']} | "
+                             f"{v['ours_ms']:.3f} | {v['et_ms']:.3f} | {v['median_ratio']:.2f}x |")
+            lines.append("")
     lines += ["## Load (load_program + load_method, ms) and RSS growth over load + first call (MB)",
               "", "| model | path | .pte MB ours / ET | load ours on ours | load ET on ET's | "
               "RSS ours on ours | RSS ET on ET's |", "|---|---|---|---:|---:|---:|---:|"]
