@@ -259,7 +259,6 @@ def _softmax_prepare(vals: list[np.ndarray], divide: bool) -> Prepared | None:
     return (KF.masked_softmax, (divide,)) if KF.masked_softmax_fits(*vals) else None
 
 
-
 # ---- batched matmul of heads laid out by views ---------------------------------------------
 
 _LAYOUT = (np.ndarray.reshape, np.ndarray.transpose)
