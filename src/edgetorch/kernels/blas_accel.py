@@ -143,7 +143,8 @@ def _fc_strided(x, w, b, out, trans_w, ldw):  # pragma: no cover - compiled by n
     k, n = w.shape
     p, q = x.shape[0], x.shape[1]
     if x.shape[2] != k or out.shape[0] != p or out.shape[1] != q or out.shape[2] != n or \
-            x.strides[2] != 4 or out.strides[2] != 4:
+            x.strides[2] != 4 or out.strides[2] != 4 or (x.strides[0] | x.strides[1] |
+                                                         out.strides[0] | out.strides[1]) % 4:
         return False
     if out.size == 0:
         return True
@@ -167,19 +168,14 @@ def _fc_strided(x, w, b, out, trans_w, ldw):  # pragma: no cover - compiled by n
     else:
         return False
     beta = np.float32(0)
-    if b.size == n:
+    if b.size == n or b.size == out.size:  # a row, or expanded to out's shape (C order)
         bf = b.reshape(-1)
+        expanded = b.size != n
         for i in range(p):
             for j in range(q):
+                at = (i * q + j) * n if expanded else 0
                 for c in range(n):
-                    out[i, j, c] = bf[c]
-        beta = np.float32(1)
-    elif b.size == out.size:  # expanded to the output's shape (XNNPACK plans), C order
-        bf = b.reshape(-1)
-        for i in range(p):
-            for j in range(q):
-                for c in range(n):
-                    out[i, j, c] = bf[(i * q + j) * n + c]
+                    out[i, j, c] = bf[at + c]
         beta = np.float32(1)
     elif b.size != 0:
         return False

@@ -143,9 +143,9 @@ class BufferReader:
 
 
 def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[BufferReader, int, Any], Any]:
-    """One function per table class, generated: scalar and enum fields are read inline (the
-    same checks as ``_scalar_reader``, without a call per field: most of a program's fields
-    are scalars), the others through their field readers."""
+    """One function per table class, generated: scalar and enum fields are read inline
+    (bounds checked through ``BufferReader.field``, unknown enum values refused, no call per
+    field: most of a program's fields are scalars), the others through their field readers."""
     ns: dict[str, Any] = {"cls": cls}
     body = ["def read(r, pos, where):",
             "    vt = r.vtable(pos, where)",
