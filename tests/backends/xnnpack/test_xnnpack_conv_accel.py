@@ -330,3 +330,37 @@ def test_compiled_max_pool_matches_eager_and_numpy(k, stride, dil, pad):
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, ref)
         assert np.isnan(got).any()
+
+
+@pytest.mark.parametrize("k", [(3, 3), (1, 3), (3, 1), (5, 5)])
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("dil", [1, 2])
+def test_compiled_depthwise_layouts_same_bits_and_near_float64(k, stride, dil):
+    """The channels-last loop (3x3 interior pixels summed in a register) and the
+    channels-first one (column phases for strides) make the same operations in the same
+    order -- bias, taps in (row, column) order, clamp -- so they give the same bits, on
+    inputs small enough that every pixel is a border pixel and on larger ones; both within
+    float32 rounding of a float64 sum."""
+    from edgetorch.kernels.portable import conv_accel as CA
+
+    rng = np.random.default_rng(7)
+    for h, w, pad in [(1, 2, (0, 0)), (5, 4, (1, 0)), (12, 11, (1, 2)), (17, 20, (2, 1))]:
+        c = 9
+        x = rng.standard_normal((2, h, w, c)).astype(np.float32)
+        f = rng.standard_normal((*k, c)).astype(np.float32)
+        b = rng.standard_normal(c).astype(np.float32)
+        oh = (h + 2 * pad[0] - dil * (k[0] - 1) - 1) // stride + 1
+        ow = (w + 2 * pad[1] - dil * (k[1] - 1) - 1) // stride + 1
+        if oh < 1 or ow < 1:
+            continue
+        last = np.empty((2, oh, ow, c), np.float32)
+        CA.depthwise_nhwc(x, f, b, last, pad, (stride, stride), (dil, dil), -1.5, 2.0)
+        first = np.empty((2, c, oh, ow), np.float32)
+        CA.depthwise_nchw(x.transpose(0, 3, 1, 2), f.transpose(2, 0, 1), b, first, pad,
+                          (stride, stride), (dil, dil), -1.5, 2.0)
+        np.testing.assert_array_equal(first.transpose(0, 2, 3, 1), last)
+        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).astype(np.float64))
+        wt = torch.from_numpy(f.transpose(2, 0, 1)[:, None].astype(np.float64))
+        ref = nn.functional.conv2d(xt, wt, torch.from_numpy(b.astype(np.float64)), stride,
+                                   pad, dil, c).clamp(-1.5, 2.0).numpy().transpose(0, 2, 3, 1)
+        np.testing.assert_allclose(last, ref, rtol=1e-5, atol=1e-5)

@@ -33,37 +33,81 @@ def usable(*arrays: np.ndarray) -> bool:
 
 @accel.jit
 def _nhwc(x, w, bias, out, pt, pl, sh, sw, dh, dw, lo, hi):  # pragma: no cover - compiled
-    """``out[n, oy, ox, c] = clamp(bias[c] + sum_ij x[n, iy, ix, c] * w[i, j, c])``, one
-    output row at a time: per tap, the range of output columns whose input is inside is
-    computed once, so the inner loops run without bounds tests (with 32 channels a test per
-    pixel and tap made this 1.5x slower)."""
+    """``out[n, oy, ox, c] = clamp(bias[c] + sum_ij x[n, iy, ix, c] * w[i, j, c])``, a
+    pixel at a time: the bias, then each tap inside the input in (row, column) order, then
+    the clamp; taps outside (zero padding) add nothing.
+
+    A 3x3 window with all nine taps inside (every pixel but the border) is one pass over
+    the channels with the sum in a register, the same operations in the same order (same
+    bits). A tap-at-a-time loop adding into the output row in memory ran 2-2.7x slower on
+    MobileNetV2's layers."""
     nb, h, wd, c = x.shape
     kh, kw = w.shape[0], w.shape[1]
     oh, ow = out.shape[1], out.shape[2]
+    # output columns whose taps are all inside: ox*sw - pl >= 0, ox*sw - pl + (kw-1)*dw < wd
+    cfirst = min(ow, (pl + sw - 1) // sw)
+    span = wd - 1 + pl - (kw - 1) * dw
+    clast = max(cfirst, min(ow, span // sw + 1)) if span >= 0 else cfirst
+    three = kh == 3 and kw == 3
+    k1, k2 = (1, 2) if three else (0, 0)  # the nine filter rows (unused unless 3x3)
+    w00, w01, w02 = w[0, 0], w[0, k1], w[0, k2]
+    w10, w11, w12 = w[k1, 0], w[k1, k1], w[k1, k2]
+    w20, w21, w22 = w[k2, 0], w[k2, k1], w[k2, k2]
     for n in range(nb):
         for oy in range(oh):
+            orow = out[n, oy]
+            iy = oy * sh - pt
+            inner = three and iy >= 0 and iy + 2 * dh < h
+            first, last = (cfirst, clast) if inner else (ow, ow)
             for ox in range(ow):
-                for ch in range(c):
-                    out[n, oy, ox, ch] = bias[ch]
-            for i in range(kh):
-                iy = oy * sh - pt + i * dh
-                if iy < 0 or iy >= h:
+                if first <= ox < last:
                     continue
-                for j in range(kw):
-                    off = j * dw - pl
-                    first = 0 if off >= 0 else (-off + sw - 1) // sw
-                    last = min(ow, (wd - 1 - off) // sw + 1) if wd - 1 - off >= 0 else 0
-                    for ox in range(first, last):
-                        ix = ox * sw + off
+                a = orow[ox]
+                for ch in range(c):
+                    a[ch] = bias[ch]
+                for i in range(kh):
+                    y = iy + i * dh
+                    if y < 0 or y >= h:
+                        continue
+                    for j in range(kw):
+                        ix = ox * sw - pl + j * dw
+                        if ix < 0 or ix >= wd:
+                            continue
+                        xp = x[n, y, ix]
+                        wr = w[i, j]
                         for ch in range(c):
-                            out[n, oy, ox, ch] += x[n, iy, ix, ch] * w[i, j, ch]
-            for ox in range(ow):
+                            a[ch] += xp[ch] * wr[ch]
                 for ch in range(c):  # NaN passes through, as np.clip lets it
-                    v = out[n, oy, ox, ch]
+                    v = a[ch]
                     if v < lo:
-                        out[n, oy, ox, ch] = lo
+                        a[ch] = lo
                     elif v > hi:
-                        out[n, oy, ox, ch] = hi
+                        a[ch] = hi
+            if first >= last:
+                continue
+            r0, r1, r2 = x[n, iy], x[n, iy + dh], x[n, iy + 2 * dh]
+            for ox in range(first, last):
+                ix = ox * sw - pl
+                a0, a1, a2 = r0[ix], r0[ix + dw], r0[ix + 2 * dw]
+                b0, b1, b2 = r1[ix], r1[ix + dw], r1[ix + 2 * dw]
+                c0, c1, c2 = r2[ix], r2[ix + dw], r2[ix + 2 * dw]
+                o = orow[ox]
+                for ch in range(c):
+                    s = bias[ch]
+                    s += a0[ch] * w00[ch]
+                    s += a1[ch] * w01[ch]
+                    s += a2[ch] * w02[ch]
+                    s += b0[ch] * w10[ch]
+                    s += b1[ch] * w11[ch]
+                    s += b2[ch] * w12[ch]
+                    s += c0[ch] * w20[ch]
+                    s += c1[ch] * w21[ch]
+                    s += c2[ch] * w22[ch]
+                    if s < lo:
+                        s = lo
+                    elif s > hi:
+                        s = hi
+                    o[ch] = s
 
 
 @accel.jit
@@ -71,12 +115,24 @@ def _nchw(x, w, bias, out, pt, pl, sh, sw, dh, dw, lo, hi):  # pragma: no cover 
     """``out[n, c, oy, ox] = clamp(bias[c] + sum_ij x[n, c, iy, ix] * w[c, i, j])``, a plane
     at a time, each tap a run of an output row. Rows are indexed through slices starting
     at the first valid column: a possibly negative index makes numba test for wraparound
-    on every element, which kept the loop scalar (4x slower)."""
+    on every element, which kept the loop scalar (4x slower). With a column stride each
+    input plane is first split into its ``sw`` column phases (``phases[y, r, q] =
+    x[.., y, q*sw + r]``) so that every tap reads a contiguous run too: reading every
+    ``sw``-th element kept the loop scalar (MobileNetV2's 112x112 stride-2 layer 4.9 ms,
+    1.8 ms split)."""
     nb, c, h, wd = x.shape
     kh, kw = w.shape[1], w.shape[2]
     oh, ow = out.shape[2], out.shape[3]
+    phases = np.empty((h if sw > 1 else 0, sw, (wd + sw - 1) // sw), x.dtype)
     for n in range(nb):
         for ch in range(c):
+            if sw > 1:
+                for y in range(h):
+                    xr = x[n, ch, y]
+                    for r in range(sw):
+                        pr = phases[y, r]
+                        for q in range((wd - r + sw - 1) // sw):
+                            pr[q] = xr[q * sw + r]
             b = bias[ch]
             for oy in range(oh):
                 orow = out[n, ch, oy]
@@ -94,14 +150,14 @@ def _nchw(x, w, bias, out, pt, pl, sh, sw, dh, dw, lo, hi):  # pragma: no cover 
                         if last <= first:
                             continue
                         wt = w[ch, i, j]
-                        src = xrow[first * sw + off :]
-                        dst = orow[first:last]
+                        start = first * sw + off
                         if sw == 1:
-                            for k in range(last - first):
-                                dst[k] += src[k] * wt
+                            src = xrow[start:]
                         else:
-                            for k in range(last - first):
-                                dst[k] += src[k * sw] * wt
+                            src = phases[iy, start % sw, start // sw :]
+                        dst = orow[first:last]
+                        for k in range(last - first):
+                            dst[k] += src[k] * wt
                 for ox in range(ow):
                     orow[ox] = min(max(orow[ox], lo), hi)
 
