@@ -229,3 +229,54 @@ def test_prepared_sigmoid_gives_the_kernels_bits(mode):
     ok = ~np.isnan(x)
     np.testing.assert_allclose(fast[ok], torch.sigmoid(torch.from_numpy(x)).numpy()[ok],
                                rtol=1e-6, atol=1e-7)
+
+
+FC_CASES = [  # (x shape, N, weight layout, bias)
+    ((1, 20), 64, "transposed", True),  # the tutorial classifier's layer
+    ((32, 64), 48, "c", True),
+    ((5, 7), 3, "transposed", False),
+    ((2, 3, 16), 8, "transposed", True),  # linear over a batch of rows
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape,n,layout,bias", FC_CASES)
+def test_prepared_fully_connected_gives_the_kernels_bits(mode, shape, n, layout, bias):
+    """addmm and linear: the one-call compiled GEMM with the bias (or NumPy's matmul then
+    add) in the kernel and in its preparer, same bits; eager PyTorch's numbers."""
+    x = R.standard_normal(shape).astype(np.float32)
+    weight = R.standard_normal((n, shape[-1])).astype(np.float32)  # torch's [N, K]
+    w = weight.T if layout == "transposed" else np.ascontiguousarray(weight.T)
+    b = R.standard_normal(n).astype(np.float32) if bias else None
+    out_shape = shape[:-1] + (n,)
+    with _mode(mode):
+        calls = [("aten::linear.out", (x, weight, b))]
+        if len(shape) == 2 and bias:
+            calls.append(("aten::addmm.out", (b, x, w, 1, 1)))
+        for name, args in calls:
+            want = KERNELS[name].fn(*args, np.full(out_shape, np.nan, np.float32))
+            got = np.full(out_shape, np.nan, np.float32)
+            steps = KERNELS[name].prepare(*args, got)
+            assert steps is not None, name
+            _run(steps)
+            assert got.tobytes() == want.tobytes(), name
+            ref = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(weight),
+                                             None if b is None else torch.from_numpy(b))
+            np.testing.assert_allclose(got, ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_fully_connected_overlapping_or_float64_keeps_numpy_path():
+    """In place (out is the bias) or float64: no compiled call, NumPy's result."""
+    from edgetorch.kernels.portable import linalg
+
+    x = R.standard_normal((4, 6)).astype(np.float32)
+    w = R.standard_normal((6, 5)).astype(np.float32)
+    c = R.standard_normal(5).astype(np.float32)
+    out = np.empty((4, 5), np.float32)
+    assert linalg.fc_layout(x, w, c, out) is not None
+    assert linalg.fc_layout(x, w, c, x[:, :5]) is None  # out overlaps x
+    assert linalg.fc_layout(x.astype(np.float64), w, c, out) is None
+    assert linalg.fc_layout(x, w, np.ones((4, 5), np.float32), out) is None  # 2-D bias
+    c2 = np.tile(c, (4, 1))
+    got = KERNELS["aten::addmm.out"].fn(c2, x, w, 1, 1, c2)  # in place, into self
+    np.testing.assert_allclose(got, x @ w + c, rtol=1e-6, atol=1e-6)

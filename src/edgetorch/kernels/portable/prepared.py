@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import accel
 from ..registry import prepares
-from . import index_accel, norm_accel, special_accel
+from . import index_accel, linalg, norm_accel, special_accel
 from ._util import INT64, invalid, scalar
 from .pooling import _pool_params, pool_pads
 
@@ -82,7 +82,7 @@ def _addmm(c, a, b, beta, alpha, out):
     steps = [partial(np.matmul, a, b, out)]
     if beta == 1:
         steps.append(partial(np.add, out, c, out))
-    return steps
+    return _or_compiled_fc(a, b, c, out, steps) if beta == 1 else steps
 
 
 @prepares("aten::linear.out")
@@ -97,7 +97,23 @@ def _linear(x, w, b, out):
     steps = [partial(np.matmul, x, w.T, out)]
     if b is not None:
         steps.append(partial(np.add, out, b, out))
-    return steps
+    return _or_compiled_fc(x, w.T, b, out, steps)
+
+
+def _or_compiled_fc(x, w, b, out, steps):
+    """The kernel's compiled fully connected call (``linalg.compiled_fc``) when it applies
+    to these operands, falling back to ``steps`` (the NumPy calls) when the compiled call
+    is unavailable at run time, as the kernel does; ``steps`` otherwise."""
+    layout = linalg.fc_layout(x, w, b, out)
+    if layout is None:
+        return steps
+
+    def fc() -> None:
+        if not linalg.compiled_fc(x, w, b, out, layout):
+            for step in steps:
+                step()
+
+    return [fc]
 
 
 # ---- elementwise -----------------------------------------------------------------------

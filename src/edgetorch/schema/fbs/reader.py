@@ -295,22 +295,26 @@ def _vector_reader(schema: Schema, f: F, slot: int, elem: Any) -> Callable[..., 
 
 def _union_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
     name, members = f.name, f.type.members
-    tag_slot = slot - 1
+    tag_slot, count = slot - 1, len(members)
+    tag_name = name + "_type"
+    labels = [f"{name}<{m.__name__}>" for m in members]  # made once, not per value
+    readers: list[Any] = []  # the members' readers, resolved on first use
 
     def read_union(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
-        p = r.field(pos, vt, tag_slot, 1, where, name + "_type")
+        p = r.field(pos, vt, tag_slot, 1, where, tag_name)
         tag = r.buf[p] if p else 0
         if tag == 0:
             r.field_fail(where, name, pos, "union has no value (type NONE)")
-        if tag > len(members):
+        if tag > count:
             r.field_fail(where, name, pos,
-                         f"union type tag {tag} is not one of the {len(members)} members")
-        member = members[tag - 1]
+                         f"union type tag {tag} is not one of the {count} members")
         target = r.deref(pos, vt, slot, where, name)
         if target < 0:
             r.field_fail(where, name, pos,
-                         f"union type is {member.__name__} but the value is missing")
-        return schema.reader(member)(r, target, (where, f"{name}<{member.__name__}>"))
+                         f"union type is {members[tag - 1].__name__} but the value is missing")
+        if not readers:
+            readers.extend(schema.reader(m) for m in members)
+        return readers[tag - 1](r, target, (where, labels[tag - 1]))
 
     return read_union
 
