@@ -146,11 +146,22 @@ def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[Buff
     """One function per table class, generated: scalar and enum fields are read inline
     (bounds checked through ``BufferReader.field``, unknown enum values refused, no call per
     field: most of a program's fields are scalars), the others through their field readers."""
-    ns: dict[str, Any] = {"cls": cls}
+    ns: dict[str, Any] = {"cls": cls, "I32": _I32.unpack_from, "U32": _U32.unpack_from}
+    # The vtable: a table whose vtable was read before (most of them: tables of one kind
+    # share a few vtables) is checked and charged here; anything else goes to
+    # r.vtable, which reads, checks and caches it (and fails the same way).
     body = ["def read(r, pos, where):",
-            "    vt = r.vtable(pos, where)",
-            "    nvt = len(vt)",
-            "    buf = r.buf"]
+            "    buf = r.buf",
+            "    size = r.size",
+            "    e = r.vtables.get(pos - I32(buf, pos)[0]) if 0 <= pos <= size - 4 else None",
+            "    if e is None or e[0] < 4 or pos + e[0] > size:",
+            "        vt = r.vtable(pos, where)",
+            "    else:",
+            "        r.budget -= e[0]",
+            "        if r.budget < 0:",
+            "            r.charge(0, where)",
+            "        vt = e[1]",
+            "    nvt = len(vt)"]
     names = []
     for i, (f, slot) in enumerate(decl.fields):
         a = f"a{i}"
@@ -173,6 +184,49 @@ def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[Buff
                          f"        {a} = v"]
             body += ["    else:",
                      f"        {a} = D{i}"]
+        elif isinstance(f.type, Union):
+            # inline when the tag and the offset are in the buffer and the tag names a
+            # member; otherwise the union's reader, which checks each and fails
+            read_union, members, labels, fill = _union_parts(schema, f, slot)
+            ns[f"R{i}"], ns[f"RD{i}"], ns[f"LB{i}"], ns[f"FILL{i}"] = \
+                read_union, members, labels, fill
+            body += [f"    toff = vt[{slot - 1}] if {slot - 1} < nvt else 0",
+                     f"    voff = vt[{slot}] if {slot} < nvt else 0",
+                     "    tag = buf[pos + toff] if 4 <= toff and pos + toff < size else 0",
+                     f"    if 0 < tag <= {len(labels)} and 4 <= voff and pos + voff + 4 <= size:",
+                     "        target = pos + voff + U32(buf, pos + voff)[0]",
+                     "    else:",
+                     "        target = size",
+                     "    if target + 4 <= size:",
+                     f"        if not RD{i}:",
+                     f"            FILL{i}()",
+                     f"        {a} = RD{i}[tag - 1](r, target, (where, LB{i}[tag - 1]))",
+                     "    else:",
+                     f"        {a} = R{i}(r, pos, vt, where)"]
+        elif isinstance(f.type, type) or (isinstance(f.type, list)
+                                          and isinstance(f.type[0], Scalar)):
+            # a table or a vector of scalars: inline when the offset and what it points to
+            # are in the buffer (and the budget allows); otherwise (absent, or anything out
+            # of bounds) the field's reader, which checks each and fails
+            ns[f"R{i}"], ns[f"N{i}"] = _field_reader(schema, f, slot), f.name
+            body += [f"    off = vt[{slot}] if {slot} < nvt else 0",
+                     "    t = pos + off + U32(buf, pos + off)[0] if 4 <= off and "
+                     "pos + off + 4 <= size else size"]
+            if isinstance(f.type, type):
+                ns[f"SUB{i}"] = _lazy(schema.reader, f.type)
+                body += ["    if t + 4 <= size:",
+                         f"        {a} = SUB{i}()(r, t, (where, N{i}))"]
+            else:
+                elem = f.type[0]
+                ns[f"UV{i}"] = struct.unpack_from
+                body += ["    n = U32(buf, t)[0] if t + 4 <= size else -1",
+                         f"    if 0 <= n and n * {elem.size} <= size - t - 4:",
+                         f"        r.budget -= n * {elem.size}",
+                         "        if r.budget < 0:",
+                         f"            r.charge(0, (where, N{i}))",
+                         f"        {a} = list(UV{i}(f'<{{n}}{elem.code}', buf, t + 4))"]
+            body += ["    else:",
+                     f"        {a} = R{i}(r, pos, vt, where)"]
         else:
             ns[f"R{i}"] = _field_reader(schema, f, slot)
             body.append(f"    {a} = R{i}(r, pos, vt, where)")
@@ -294,11 +348,22 @@ def _vector_reader(schema: Schema, f: F, slot: int, elem: Any) -> Callable[..., 
 
 
 def _union_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
+    return _union_parts(schema, f, slot)[0]
+
+
+def _union_parts(schema: Schema, f: F, slot: int) -> tuple[Callable[..., Any], list[Any],
+                                                           list[str], Callable[[], None]]:
+    """The checked reader of a union field, the list of its members' readers (filled by the
+    last element, on first use: members may be declared later) and their path labels."""
     name, members = f.name, f.type.members
     tag_slot, count = slot - 1, len(members)
     tag_name = name + "_type"
     labels = [f"{name}<{m.__name__}>" for m in members]  # made once, not per value
-    readers: list[Any] = []  # the members' readers, resolved on first use
+    readers: list[Any] = []
+
+    def fill() -> None:
+        if not readers:
+            readers.extend(schema.reader(m) for m in members)
 
     def read_union(r: BufferReader, pos: int, vt: tuple, where: Any) -> Any:
         p = r.field(pos, vt, tag_slot, 1, where, tag_name)
@@ -312,11 +377,10 @@ def _union_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
         if target < 0:
             r.field_fail(where, name, pos,
                          f"union type is {members[tag - 1].__name__} but the value is missing")
-        if not readers:
-            readers.extend(schema.reader(m) for m in members)
+        fill()
         return readers[tag - 1](r, target, (where, labels[tag - 1]))
 
-    return read_union
+    return read_union, readers, labels, fill
 
 
 def _absent(r: BufferReader, pos: int, where: Any, f: F, value: Any) -> Any:
