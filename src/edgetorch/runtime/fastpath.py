@@ -26,6 +26,7 @@ float rounding), which the tests check.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ MAX_FOLD_BYTES = 1 << 22  # a folded result is kept beside its planned memory: s
 # Kernels whose result is not a function of their arguments: never folded.
 _NOT_PURE = ("rand", "bernoulli", "dropout", "normal", "uniform", "multinomial", "poisson",
              "exponential", "geometric", "cauchy", "empty", "et_copy_index", "_local_scalar")
+_IMPURE = re.compile("|".join(map(re.escape, _NOT_PURE)))
 
 
 def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], list[int]] | None:
@@ -220,7 +222,7 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
 def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], written: set[int],
           once: set[int]) -> list[Callable[[], Any]] | None:
     """Run an instruction whose inputs are all known at load; keep its result."""
-    if any(p in rec.name for p in _NOT_PURE) or rec.description.endswith(" in place"):
+    if _IMPURE.search(rec.name) or rec.description.endswith(" in place"):
         return None
     out = _single_out(m, rec)
     if out is None or out not in fixed or out not in once:

@@ -212,20 +212,26 @@ def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[Buff
             body += [f"    off = vt[{slot}] if {slot} < nvt else 0",
                      "    t = pos + off + U32(buf, pos + off)[0] if 4 <= off and "
                      "pos + off + 4 <= size else size"]
+            if not f.required:  # absent: its default here
+                ns[f"ABS{i}"] = f.default if isinstance(f.type, type) else \
+                    (lambda: None) if f.optional else list
+                body += ["    if not off:",
+                         f"        {a} = None if ABS{i} is None else ABS{i}()",
+                         "        t = -1"]
             if isinstance(f.type, type):
                 ns[f"SUB{i}"] = _lazy(schema.reader, f.type)
-                body += ["    if t + 4 <= size:",
+                body += ["    if 0 <= t and t + 4 <= size:",
                          f"        {a} = SUB{i}()(r, t, (where, N{i}))"]
             else:
                 elem = f.type[0]
                 ns[f"UV{i}"] = struct.unpack_from
-                body += ["    n = U32(buf, t)[0] if t + 4 <= size else -1",
+                body += ["    n = U32(buf, t)[0] if 0 <= t and t + 4 <= size else -1",
                          f"    if 0 <= n and n * {elem.size} <= size - t - 4:",
                          f"        r.budget -= n * {elem.size}",
                          "        if r.budget < 0:",
                          f"            r.charge(0, (where, N{i}))",
                          f"        {a} = list(UV{i}(f'<{{n}}{elem.code}', buf, t + 4))"]
-            body += ["    else:",
+            body += ["    elif t >= 0:",
                      f"        {a} = R{i}(r, pos, vt, where)"]
         else:
             ns[f"R{i}"] = _field_reader(schema, f, slot)
