@@ -1,4 +1,6 @@
-"""Matrix products (mm, bmm, addmm, linear: BLAS through np.matmul) and pairwise distances."""
+"""Matrix products (mm, bmm, addmm, linear: BLAS through np.matmul; float32 addmm and linear
+as one compiled GEMM with the bias, ``compiled_fc``, with the ``accel`` extra) and pairwise
+distances."""
 
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ def bmm_out(self, mat2, out):
 
 @kernel("aten::addmm.out")
 def addmm_out(self, mat1, mat2, beta, alpha, out):
-    if beta == 1 and alpha == 1 and compiled_fc(mat1, mat2, self, out, fc_layout(mat1, mat2, self, out)):
+    if beta == 1 and alpha == 1 and \
+            compiled_fc(mat1, mat2, self, out, fc_layout(mat1, mat2, self, out)):
         return out
     ct, (c, a, b) = _mat_operands(self, mat1, mat2)
     with np.errstate(all="ignore"):

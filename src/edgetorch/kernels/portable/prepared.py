@@ -3,8 +3,8 @@
 A preparer (``registry.prepares``) gets an instruction's arguments once, at ``load_method``,
 when every tensor among them keeps its memory and sizes across calls, and returns the NumPy
 calls (``functools.partial`` with ``out=``) that compute exactly what the kernel computes:
-the same ufuncs on the same operands in the same order, so results are bit-identical (tests
-compare each preparer with its kernel). It returns None, and the kernel runs as usual, for
+the same ufuncs (or the kernel's own compiled call) on the same operands in the same order,
+so results are bit-identical (tests compare each preparer with its kernel). It returns None, and the kernel runs as usual, for
 anything off its narrow fast case: other dtypes, broadcasting into a different shape, ``alpha``
 not 1, overlapping operands, a view NumPy would have to copy. Temporaries are allocated here,
 once per instruction, never per call.
