@@ -253,3 +253,47 @@ def test_error_messages_name_the_location(et_pte):
         PteFile.parse(bytes(data))
     text = str(info.value)
     assert "execution_plan" in text and "0x" in text and "re-export" in text
+
+
+def _outcome(read, data):
+    try:
+        return ("ok", read(data))
+    except FormatError as e:
+        return (type(e).__name__, str(e))
+
+
+def test_inline_reads_equal_the_field_readers(et_pte):
+    """The generated readers' inline fast paths (vtables, unions, tables, scalar vectors)
+    give what the field readers alone give -- the same program, or the same error and
+    message -- on the valid flatbuffer and on hundreds of corrupted ones."""
+    import copy
+
+    from edgetorch.schema import program as s
+    from edgetorch.schema.flatbuffer import PROGRAM
+
+    plain = copy.copy(PROGRAM)
+    plain._readers, plain.inline = {}, False
+    program_size = PteFile.parse(et_pte).program_size
+    flat = bytes(et_pte[:program_size])
+
+    def reader(schema):
+        return lambda data: schema.read(data, s.Program, identifiers=(s.FILE_IDENTIFIER,),
+                                        what="program flatbuffer", hint="")
+
+    fast, slow = reader(PROGRAM), reader(plain)
+    assert _outcome(fast, flat) == _outcome(slow, flat)
+    assert _outcome(fast, flat)[0] == "ok"
+    rng = random.Random(5)
+    hostile = [0, 1, 3, 4, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFF, program_size, program_size - 4]
+    kinds = set()
+    for i in range(600):
+        data = bytearray(flat)
+        if i % 2:
+            data[rng.randrange(program_size)] ^= 1 << rng.randrange(8)
+        else:
+            struct.pack_into("<I", data, rng.randrange(program_size // 4) * 4,
+                             rng.choice(hostile))
+        got, want = _outcome(fast, bytes(data)), _outcome(slow, bytes(data))
+        assert got == want, i
+        kinds.add(got[0])
+    assert len(kinds) >= 2  # both valid reads and errors were compared

@@ -105,6 +105,9 @@ class Schema:
         self.tables: dict[type, TableDecl] = {cls: _resolve(cls, fs) for cls, fs in tables.items()}
         self._readers: dict[type, _Read] = {}
         self._writers: dict[type, _Write] = {}
+        # Generated readers read common fields inline; tests switch it off (on a copy) to
+        # compare with the field readers alone.
+        self.inline = True
 
     def _decl(self, cls: type) -> TableDecl:
         for base in cls.__mro__:
@@ -192,7 +195,7 @@ class Schema:
     def reader(self, cls: type) -> _Read:
         fn = self._readers.get(cls)
         if fn is None:
-            fn = self._readers[cls] = compile_reader(self, cls, self._decl(cls))
+            fn = self._readers[cls] = compile_reader(self, cls, self._decl(cls), self.inline)
         return fn
 
 

@@ -142,26 +142,33 @@ class BufferReader:
 # ---------------------------------------------------------------------------------------
 
 
-def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[BufferReader, int, Any], Any]:
+def compile_reader(schema: Schema, cls: type, decl: TableDecl,
+                   inline: bool = True) -> Callable[[BufferReader, int, Any], Any]:
     """One function per table class, generated: scalar and enum fields are read inline
     (bounds checked through ``BufferReader.field``, unknown enum values refused, no call per
-    field: most of a program's fields are scalars), the others through their field readers."""
+    field: most of a program's fields are scalars). With ``inline`` the vtable (when cached),
+    unions, table fields and scalar vectors are too, their common case; anything else
+    (absent required fields, offsets or lengths out of bounds) goes to the field's reader,
+    which raises the error. The others always go through their field readers."""
     ns: dict[str, Any] = {"cls": cls, "I32": _I32.unpack_from, "U32": _U32.unpack_from}
-    # The vtable: a table whose vtable was read before (most of them: tables of one kind
-    # share a few vtables) is checked and charged here; anything else goes to
-    # r.vtable, which reads, checks and caches it (and fails the same way).
     body = ["def read(r, pos, where):",
             "    buf = r.buf",
-            "    size = r.size",
-            "    e = r.vtables.get(pos - I32(buf, pos)[0]) if 0 <= pos <= size - 4 else None",
-            "    if e is None or e[0] < 4 or pos + e[0] > size:",
-            "        vt = r.vtable(pos, where)",
-            "    else:",
-            "        r.budget -= e[0]",
-            "        if r.budget < 0:",
-            "            r.charge(0, where)",
-            "        vt = e[1]",
-            "    nvt = len(vt)"]
+            "    size = r.size"]
+    if inline:
+        # The vtable: a table whose vtable was read before (most of them: tables of one
+        # kind share a few vtables) is checked and charged here; anything else goes to
+        # r.vtable, which reads, checks and caches it (and fails the same way).
+        body += ["    e = r.vtables.get(pos - I32(buf, pos)[0]) if 0 <= pos <= size - 4 else None",
+                 "    if e is None or e[0] < 4 or pos + e[0] > size:",
+                 "        vt = r.vtable(pos, where)",
+                 "    else:",
+                 "        r.budget -= e[0]",
+                 "        if r.budget < 0:",
+                 "            r.charge(0, where)",
+                 "        vt = e[1]"]
+    else:
+        body.append("    vt = r.vtable(pos, where)")
+    body.append("    nvt = len(vt)")
     names = []
     for i, (f, slot) in enumerate(decl.fields):
         a = f"a{i}"
@@ -184,7 +191,7 @@ def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[Buff
                          f"        {a} = v"]
             body += ["    else:",
                      f"        {a} = D{i}"]
-        elif isinstance(f.type, Union):
+        elif inline and isinstance(f.type, Union):
             # inline when the tag and the offset are in the buffer and the tag names a
             # member; otherwise the union's reader, which checks each and fails
             read_union, members, labels, fill = _union_parts(schema, f, slot)
@@ -203,8 +210,8 @@ def compile_reader(schema: Schema, cls: type, decl: TableDecl) -> Callable[[Buff
                      f"        {a} = RD{i}[tag - 1](r, target, (where, LB{i}[tag - 1]))",
                      "    else:",
                      f"        {a} = R{i}(r, pos, vt, where)"]
-        elif isinstance(f.type, type) or (isinstance(f.type, list)
-                                          and isinstance(f.type[0], Scalar)):
+        elif inline and (isinstance(f.type, type) or (isinstance(f.type, list)
+                                                     and isinstance(f.type[0], Scalar))):
             # a table or a vector of scalars: inline when the offset and what it points to
             # are in the buffer (and the budget allows); otherwise (absent, or anything out
             # of bounds) the field's reader, which checks each and fails
