@@ -78,6 +78,16 @@ def _sigmoid_finish(x, e, one, out):  # pragma: no cover - compiled
         out[i] = one / p if x[i] >= 0 else e[i] / p
 
 
+@accel.jit(error_model="numpy")
+def _sigmoid_finish_in_place(x, e, one):  # pragma: no cover - compiled
+    """:func:`_sigmoid_finish` with ``out`` = ``e``, same bits. Its own loop: with one array
+    read and written through two arguments numba's loop stays scalar (2,816 values: 3.7 us
+    there, 1.1 us here)."""
+    for i in range(x.size):
+        p = one + e[i]
+        e[i] = one / p if x[i] >= 0 else e[i] / p
+
+
 def sigmoid_steps(x: np.ndarray, out: np.ndarray) -> list | None:
     """Three steps for the prepared sigmoid (instead of eight NumPy calls), its bits: the exp
     stays NumPy's (numba's may round differently). None when the loops do not apply."""
@@ -94,7 +104,7 @@ def sigmoid_into(x: np.ndarray, out: np.ndarray) -> None:
     in between: each value is read where it is written), numba available."""
     _neg_abs.compiled()(x, out)
     np.exp(out, out=out)
-    _sigmoid_finish.compiled()(x, out, x.dtype.type(1), out)
+    _sigmoid_finish_in_place.compiled()(x, out, x.dtype.type(1))
 
 
 def _run_loop(loop, args) -> None:
