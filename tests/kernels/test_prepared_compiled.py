@@ -280,3 +280,28 @@ def test_fully_connected_overlapping_or_float64_keeps_numpy_path():
     c2 = np.tile(c, (4, 1))
     got = KERNELS["aten::addmm.out"].fn(c2, x, w, 1, 1, c2)  # in place, into self
     np.testing.assert_allclose(got, x @ w + c, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", [(1, 4, 16, 16), (3, 7), (2, 1, 5)])
+def test_prepared_any_over_rows_gives_the_kernels_bits(mode, shape):
+    """any over a short last axis (SDPA's "row fully masked" check): one compiled pass, or
+    NumPy's transposed reduction; the kernel's bools either way."""
+    x = R.random(shape) < 0.1
+    x.reshape(-1, shape[-1])[0] = False  # a row with nothing set
+    out_shape = shape[:-1] + (1,)
+    with _mode(mode):
+        got = np.ones(out_shape, np.bool_)
+        _run(KERNELS["aten::any.out"].prepare(x, -1, True, got))
+    want = KERNELS["aten::any.out"].fn(x, -1, True, np.ones(out_shape, np.bool_))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, x.any(axis=-1, keepdims=True))
+
+
+def test_a_kernel_takes_one_preparer():
+    """A second preparer for the same kernel is refused (it would silently replace one)."""
+    from edgetorch.errors import RegistrationError
+    from edgetorch.kernels.registry import prepares
+
+    with pytest.raises(RegistrationError, match="already has a preparer"):
+        prepares("aten::any.out")(lambda x, dim, keepdim, out: None)

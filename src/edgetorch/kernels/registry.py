@@ -100,6 +100,9 @@ def prepares(*names: str, unread_outputs: bool = False) -> Callable[[Preparer], 
             if entry is None:
                 raise RegistrationError(f"cannot attach a preparer to {name!r}: no kernel is "
                                         "registered under that name yet")
+            if entry.prepare is not None:
+                raise RegistrationError(f"{name!r} already has a preparer "
+                                        f"({entry.prepare.__module__}.{entry.prepare.__name__})")
             KERNELS[name] = replace(entry, prepare=prep, prepare_unread=unread_outputs)
         return prep
 

@@ -194,6 +194,22 @@ def row_mean(x: np.ndarray, n, out: np.ndarray) -> None:
     _row_mean.compiled()(x, n, out)
 
 
+@accel.jit
+def _any_rows(x, out):  # pragma: no cover - compiled
+    """``out[r] = x[r, 0] or x[r, 1] or ...`` of a bool matrix (exact: any order)."""
+    rows, size = x.shape
+    for r in range(rows):
+        found = False
+        for i in range(size):
+            found |= x[r, i]
+        out[r] = found
+
+
+def any_rows(x: np.ndarray, out: np.ndarray) -> None:
+    """``_any_rows``, compiled on the first call."""
+    _any_rows.compiled()(x, out)
+
+
 # ---- a folded BatchNorm's epilogue: per-channel bias and the activation after it ---------
 
 

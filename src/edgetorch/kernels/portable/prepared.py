@@ -264,19 +264,6 @@ def _logical_not(x, out):
     return [partial(np.logical_not, x, out=out)] if _apart(out, x) else None
 
 
-@prepares("aten::any.out")
-def _any(x, dim, keepdim, out):
-    if not (_plain(x) and _plain(out) and x.dtype == _BOOL and out.dtype == _BOOL):
-        return None
-    d = _dim(dim, x.ndim)
-    if d is None:
-        return None
-    shape = x.shape[:d] + ((1,) if keepdim else ()) + x.shape[d + 1:]
-    if shape != out.shape or not _apart(out, x):
-        return None
-    return [partial(np.any, x, axis=(d,), keepdims=bool(keepdim), out=out)]
-
-
 @prepares("aten::full_like.out")
 def _full_like(x, fill_value, memory_format, out):
     if not (_plain(x) and _plain(out) and x.shape == out.shape and out.dtype.kind in "biuf"):
@@ -534,6 +521,8 @@ def _any(x, dim, keepdim, out):
         return [partial(np.logical_or.reduce, x, axis=d, keepdims=keepdim, out=out)]
     n = x.shape[-1]
     rows = x.size // n
+    if accel.available():  # one compiled pass (SDPA's 64 rows of 16: 4.5 -> ~1 us)
+        return [partial(norm_accel.any_rows, x.reshape(rows, n), out.reshape(rows))]
     work = np.empty((n, rows), np.bool_)
     return [partial(np.copyto, work, x.reshape(rows, n).T),
             partial(np.logical_or.reduce, work, axis=0, out=out.reshape(rows))]
