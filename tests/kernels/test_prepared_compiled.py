@@ -305,3 +305,23 @@ def test_a_kernel_takes_one_preparer():
 
     with pytest.raises(RegistrationError, match="already has a preparer"):
         prepares("aten::any.out")(lambda x, dim, keepdim, out: None)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shapes", [((16, 16), (), ()), ((1, 4, 16, 1), (1, 4, 16, 16), (1, 4, 16, 16)),
+                                    ((5,), (3, 5), (1,)), ((2, 1, 3), (1, 4, 1), (2, 4, 3))])
+def test_prepared_where_gives_the_kernels_bits(mode, shapes):
+    """where with broadcasting (SDPA's masks): one compiled pass over broadcast views, or
+    NumPy's two copies; the kernel's values, NaN and -0.0 included."""
+    cs, as_, bs = shapes
+    cond = R.random(cs) < 0.5
+    a = R.standard_normal(as_).astype(np.float32)
+    b = R.standard_normal(bs).astype(np.float32)
+    if a.size > 1:
+        a.reshape(-1)[:2] = [np.nan, -0.0]
+    out_shape = np.broadcast_shapes(cs, as_, bs)
+    with _mode(mode):
+        got = np.full(out_shape, 7, np.float32)
+        _run(KERNELS["aten::where.self_out"].prepare(cond, a, b, got))
+    want = KERNELS["aten::where.self_out"].fn(cond, a, b, np.full(out_shape, 7, np.float32))
+    assert got.tobytes() == want.tobytes()

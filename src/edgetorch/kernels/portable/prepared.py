@@ -230,6 +230,9 @@ def _where(cond, a, b, out):
         return None
     if not (_fits(out, cond.shape, a.shape, b.shape) and _apart(out, cond, a, b)):
         return None
+    views = index_accel.select_views(cond, a, b, out) if accel.available() else None
+    if views is not None:  # one compiled pass, the same values
+        return [partial(index_accel.select, *views)]
     return [partial(np.copyto, out, b), partial(np.copyto, out, a, where=cond)]
 
 
