@@ -77,7 +77,7 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         elif rec.kind == "kernel":
             new = _fold(m, rec, fixed, folded, written, once)
             if new is not None:
-                copies[_single_out(m, rec)] = (rec.index, new[0])
+                copies[_single_out(rec)] = (rec.index, new[0])
             else:
                 new = _prepare(m, rec, fixed, written, folded, unread=unread)
                 if new is not None:
@@ -158,10 +158,9 @@ def _arguments(m: Method, rec, fixed: set[int], written: set[int],
     return args
 
 
-def _single_out(m: Method, rec) -> int | None:
+def _single_out(rec) -> int | None:
     """The out value of a one-output kernel call (its last argument, also its return slot)."""
-    ins = m._plan.chains[0].instructions[rec.index].instr_args
-    call = [int(x) for x in ins.args]
+    call = rec.call
     if len(call) < 2 or call[-1] != call[-2] or rec.outputs != (call[-1],):
         return None
     return call[-1]
@@ -189,15 +188,14 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
     entry = get_kernel(rec.name)
     if entry.prepare is None or rec.description.endswith(" in place"):
         return None
-    ins = m._plan.chains[0].instructions[rec.index].instr_args
-    call = [int(x) for x in ins.args]
+    call = rec.call
     ret = m._vals[call[-1]]
     if isinstance(ret, BoxedList):  # several outputs: they must be the trailing out arguments
-        if ret.kind is not S.TensorList or tuple(call[-1 - len(ret.items):-1]) != ret.items:
+        if ret.kind is not S.TensorList or call[-1 - len(ret.items):-1] != ret.items:
             return None
         if not all(j in fixed for j in ret.items):
             return None
-    elif _single_out(m, rec) is None or call[-1] not in fixed:
+    elif call[-1] not in fixed or _single_out(rec) is None:
         return None
     args = _arguments(m, rec, fixed, written, folded)
     if args is None or len(args) != entry.num_args:
@@ -222,10 +220,9 @@ def _prepare(m: Method, rec, fixed: set[int], written: set[int],
 def _fold(m: Method, rec, fixed: set[int], folded: dict[int, np.ndarray], written: set[int],
           once: set[int]) -> list[Callable[[], Any]] | None:
     """Run an instruction whose inputs are all known at load; keep its result."""
-    if _IMPURE.search(rec.name) or rec.description.endswith(" in place"):
-        return None
-    out = _single_out(m, rec)
-    if out is None or out not in fixed or out not in once:
+    out = _single_out(rec)
+    if out is None or out not in once or out not in fixed or _IMPURE.search(rec.name) or \
+            rec.description.endswith(" in place"):
         return None
     for i in rec.args[:-1]:  # every input tensor a constant or a folded result
         v = m._vals[i]

@@ -59,6 +59,8 @@ class InstructionRecord:
     source: str | None = None
     # For tracing: outputs logged as one value each (a TensorList output is one entry).
     logged_outputs: tuple[int, ...] = ()
+    # A kernel call's value indices as the program lists them, the return slot last.
+    call: tuple[int, ...] = ()
 
     @property
     def is_prim(self) -> bool:
@@ -79,7 +81,7 @@ def kernel_io(plan: S.ExecutionPlan, call_args: Sequence[int]
     slot, or the tensors of a TensorList return slot, is written. ExecuTorch's kernel wrapper
     logs each out argument: the tensors of a multi-output op one by one, but a ``Tensor[]``
     out argument (the same list passed as an argument) as one list."""
-    args = tuple(int(x) for x in call_args)
+    args = tuple(map(int, call_args))
     ret = args[-1]
     val = plan.values[ret].val if 0 <= ret < len(plan.values) else None
     if not isinstance(val, S.TensorList):

@@ -81,12 +81,9 @@ class Method:
         self._vals: list[Any] = []
         self._slots: dict[int, TensorSlot] = {}
         self.buffers = BufferTable(plan.name)
+        # Tensors neither planned nor constants of the program: bound at run time.
+        self._bound: set[int] = set()
         self._materialize_values()
-        self._bound = {
-            i for i, ev in enumerate(plan.values)
-            if isinstance(ev.val, S.Tensor) and ev.val.allocation_info is None
-            and ev.val.data_buffer_idx == 0
-        }
         self.records: list[InstructionRecord] = []
         self._instrs: list[Instr] = []
         self._delegate_handles: list[Any] = []
@@ -113,29 +110,36 @@ class Method:
 
     def _materialize_values(self) -> None:
         pte = self._program._pte
+        append = self._vals.append
+        n = len(self._plan.values)
+        boxed = []
         for i, ev in enumerate(self._plan.values):
             v = ev.val
-            if isinstance(v, S.Tensor):
-                self._vals.append(self._tensor_value(i, v, pte))
-            elif isinstance(v, (S.Int, S.Double, S.Bool, S.String)):
-                self._vals.append(getattr(v, _SCALAR_FIELD[type(v)]))
-            elif isinstance(v, (S.DoubleList, S.BoolList)):
-                self._vals.append(list(v.items))
-            elif isinstance(v, (S.IntList, S.TensorList, S.OptionalTensorList)):
-                items = tuple(int(x) for x in v.items)
-                n = len(self._plan.values)
-                for x in items:
-                    if x >= n or (x < 0 and not isinstance(v, S.OptionalTensorList)):
-                        raise InvalidProgramError(
-                            f"{self._where(i)}: list item {x} is not a value index (0..{n - 1})")
-                self._vals.append(BoxedList(type(v), items))
+            kind = type(v)
+            if kind is S.Tensor:
+                append(self._tensor_value(i, v, pte))
+            elif kind in _SCALAR_FIELD:
+                append(getattr(v, _SCALAR_FIELD[kind]))
+            elif kind is S.DoubleList or kind is S.BoolList:
+                append(list(v.items))
+            elif kind in _BOXED:
+                items = tuple(map(int, v.items))
+                if items and (max(items) >= n or min(items) < 0 and kind is not S.OptionalTensorList):
+                    x = next(x for x in items
+                             if x >= n or x < 0 and kind is not S.OptionalTensorList)
+                    raise InvalidProgramError(
+                        f"{self._where(i)}: list item {x} is not a value index (0..{n - 1})")
+                boxed.append(i)
+                append(BoxedList(kind, items))
             else:
-                self._vals.append(None)
+                append(None)
         # Int lists of constants never change: resolve them once.
         written = self._written = self._written_slots()
-        for i, v in enumerate(self._vals):
-            if isinstance(v, BoxedList) and v.kind is S.IntList and not written & set(v.items):
-                self._vals[i] = [self._vals[j] for j in v.items]
+        vals = self._vals
+        for i in boxed:
+            v = vals[i]
+            if v.kind is S.IntList and written.isdisjoint(v.items):
+                vals[i] = [vals[j] for j in v.items]
 
     def _tensor_value(self, i: int, t: S.Tensor, pte: Any) -> np.ndarray | None:
         dtype = DTYPES.get(t.scalar_type)
@@ -160,8 +164,9 @@ class Method:
                 raise InvalidProgramError(
                     f"{self._where(i)}: constant {t.data_buffer_idx} holds {len(data)} bytes, the "
                     f"tensor {list(sizes)} needs {nbytes}")
-            arr = strided_view(data, 0, dtype, sizes, dim_order)
-            return arr
+            if t.data_buffer_idx == 0:  # (external data: bound like the unplanned)
+                self._bound.add(i)
+            return strided_view(data, 0, dtype, sizes, dim_order)
         if t.allocation_info is not None:
             mem_id = int(t.allocation_info.memory_id)
             offset = t.allocation_info.memory_offset
@@ -187,6 +192,7 @@ class Method:
             raise MemoryAllocationError(
                 f"{self._where(i)}: unplanned tensor of {nbytes} bytes is too large")
         own = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        self._bound.add(i)
         slot = TensorSlot(i, dtype, dim_order, sizes, dynamism, own, 0)
         self._slots[i] = slot
         return slot.view(sizes)
@@ -261,13 +267,14 @@ class Method:
             a = ins.instr_args
             where = f"method {self.name!r} instruction {pc}"
             if isinstance(a, S.KernelCall):
-                fn, desc = self._compile_kernel(pc, a, where)
+                call = tuple(map(int, a.args))
+                fn, desc = self._compile_kernel(pc, a.op_index, call, where)
                 name = self._plan.operators[a.op_index].qualified_name
-                args, outs, logged = kernel_io(self._plan, a.args)
+                args, outs, logged = kernel_io(self._plan, call)
                 if desc.endswith(" in place"):  # no return slot: the first argument is written
-                    args, outs, logged = tuple(int(x) for x in a.args), args[:1], args[:1]
+                    args, outs, logged = call, args[:1], args[:1]
                 rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
-                                        where_from.get(pc), logged)
+                                        where_from.get(pc), logged, call)
             elif isinstance(a, S.DelegateCall):
                 fn, desc = self._compile_delegate(pc, a, where)
                 name = self._plan.delegates[a.delegate_index].id
@@ -290,14 +297,15 @@ class Method:
             self.records.append(rec)
             self._instrs.append(fn)
 
-    def _compile_kernel(self, pc: int, call: S.KernelCall, where: str) -> tuple[Instr, str]:
+    def _compile_kernel(self, pc: int, op_index: int, call: tuple[int, ...],
+                        where: str) -> tuple[Instr, str]:
         ops = self._plan.operators
-        if not 0 <= call.op_index < len(ops):
-            raise InvalidProgramError(f"{where}: operator index {call.op_index} out of range "
+        if not 0 <= op_index < len(ops):
+            raise InvalidProgramError(f"{where}: operator index {op_index} out of range "
                                       f"(the method lists {len(ops)} operators)")
-        name = ops[call.op_index].qualified_name
+        name = ops[op_index].qualified_name
         entry = get_kernel(name)
-        args = [int(x) for x in call.args]
+        args = list(call)
         if len(args) == entry.num_args and name in NO_RETURN_SLOT:
             return self._compile_in_place(pc, entry.fn, name, args, where)
         if len(args) != entry.num_args + 1:
@@ -660,3 +668,4 @@ def _destroy_delegates(handles: list[tuple[Any, Any]]) -> None:
 
 
 _SCALAR_FIELD = {S.Int: "int_val", S.Double: "double_val", S.Bool: "bool_val", S.String: "string_val"}
+_BOXED = (S.IntList, S.TensorList, S.OptionalTensorList)

@@ -126,14 +126,21 @@ CLAMPED = frozenset({
 })
 
 
+_ID_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # node kind -> names
+
+
 def node_value_ids(u: Any) -> tuple[list[int], list[int]]:
-    """(input value ids, output value ids) of a node's union member (its ``*_id`` fields)."""
-    ins, outs = [], []
-    for k, v in vars(u).items():
-        if not k.endswith("_id") or v == x.XNN_INVALID_VALUE_ID or k == "external_id":
-            continue
-        (outs if k.startswith("output") else ins).append(v)
-    return ins, outs
+    """(input value ids, output value ids) of a node's union member (its ``*_id`` fields,
+    in declaration order; the field names are listed once per node kind)."""
+    names = _ID_FIELDS.get(type(u))
+    if names is None:
+        ids = [k for k in vars(u) if k.endswith("_id") and k != "external_id"]
+        names = _ID_FIELDS[type(u)] = (tuple(k for k in ids if not k.startswith("output")),
+                                       tuple(k for k in ids if k.startswith("output")))
+    d = u.__dict__
+    invalid = x.XNN_INVALID_VALUE_ID
+    return ([v for v in map(d.__getitem__, names[0]) if v != invalid],
+            [v for v in map(d.__getitem__, names[1]) if v != invalid])
 
 
 def rule(*classes: type) -> Callable[[Rule], Rule]:

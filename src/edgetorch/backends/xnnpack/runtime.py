@@ -151,7 +151,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
         if t.id_out in slots:
             raise FormatError(f"{where} is defined twice; the blob is corrupted")
         slots[t.id_out] = s
-        shape = tuple(int(d) for d in t.dims)
+        shape = tuple(map(int, t.dims))
         if len(shape) > MAX_DIMS:
             raise FormatError(f"{where} has {len(shape)} dimensions; XNNPACK allows {MAX_DIMS}")
         const, qparams = None, None
@@ -162,7 +162,8 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             nbytes += 0 if const is None else const.nbytes
         else:
             dtype = _dtype(value, where)
-        if math.prod(d for d in shape if d) * dtype.itemsize >= MAX_TENSOR_BYTES:
+        if (math.prod(shape) or math.prod(d for d in shape if d)) * dtype.itemsize >= \
+                MAX_TENSOR_BYTES:
             # (zero-sized dims included: NumPy refuses such shapes even when empty)
             raise FormatError(f"{where}: dims {list(shape)} describe more than "
                               f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
