@@ -10,6 +10,8 @@ once per method:
   with no dtype promotion, shape checks or view building left for ``execute``;
 * **BatchNorm folding**: a convolution followed by an inference BatchNorm becomes one
   convolution with folded weights (``fold_bn.py``);
+* **safe softmax**: the six instructions after an attention's softmax that zero fully masked
+  rows become one compiled pass (``safe_softmax.py``);
 * **unread outputs**: a preparer registered with ``prepares(..., unread_outputs=True)`` gets
   None for an out argument nothing reads (``max_pool2d_with_indices``' indices in a CNN) and
   skips computing it;
@@ -35,7 +37,7 @@ import numpy as np
 
 from ..kernels.registry import get_kernel
 from ..schema import program as S
-from . import fold_bn, forward_copies
+from . import fold_bn, forward_copies, safe_softmax
 from .values import BoxedList
 
 if TYPE_CHECKING:
@@ -66,6 +68,10 @@ def plan_steps(m: Method, written: set[int]) -> tuple[list[Callable[[], Any]], l
         pairs = fold_bn.fold(m, fixed, written, facts)  # convolution + BatchNorm: one step
     except Exception:  # noqa: BLE001 - an optimisation never fails a load
         pairs = {}
+    try:  # an attention's "safe softmax" tail: six instructions, one step
+        pairs.update(safe_softmax.fuse(m, fixed, once, facts))
+    except Exception:  # noqa: BLE001 - an optimisation never fails a load
+        pass
     substituted: set[int] = set()  # instructions whose steps read folded results directly
     prepared: set[int] = set()  # instructions run by their preparer's steps
     copies: dict[int, tuple[int, Callable[[], Any]]] = {}  # folded value -> (instr, its copy)

@@ -210,6 +210,31 @@ def any_rows(x: np.ndarray, out: np.ndarray) -> None:
     _any_rows.compiled()(x, out)
 
 
+@accel.jit
+def _masked_rows_zero(x, s, out):  # pragma: no cover - compiled
+    """``out[r] = 0`` where every ``x[r, i]`` is -inf, else ``s[r]``: the tail of the "safe"
+    softmax of an attention whose mask hides a whole row."""
+    rows, size = x.shape
+    ninf = -np.inf
+    for r in range(rows):
+        masked = True
+        for i in range(size):
+            if x[r, i] != ninf:
+                masked = False
+                break
+        if masked:
+            for i in range(size):
+                out[r, i] = 0
+        else:
+            for i in range(size):
+                out[r, i] = s[r, i]
+
+
+def masked_rows_zero(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+    """``_masked_rows_zero`` on (rows, size) matrices, compiled on the first call."""
+    _masked_rows_zero.compiled()(x, s, out)
+
+
 # ---- a folded BatchNorm's epilogue: per-channel bias and the activation after it ---------
 
 
