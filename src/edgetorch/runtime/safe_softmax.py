@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 EQ, NOT, ANY = "aten::eq.Scalar_out", "aten::logical_not.out", "aten::any.out"
 FULL_LIKE, WHERE = "aten::full_like.out", "aten::where.self_out"
+_SIX = sorted((EQ, NOT, ANY, NOT, FULL_LIKE, WHERE))  # the tail's kernels, in any order
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -58,14 +59,12 @@ def fuse(m: Method, fixed: set[int], once: set[int], facts: fold_bn.Facts
 def _tail(m: Method, block, fixed: set[int], once: set[int], facts: fold_bn.Facts
           ) -> dict[int, list[Callable[[], Any]] | None] | None:
     """Instruction -> its steps (None: its own) for the six of ``block``, or None."""
-    if any(r.kind != "kernel" for r in block):
+    if any(r.kind != "kernel" for r in block) or sorted(r.name for r in block) != _SIX:
         return None
     eq = block[0]
     by_name: dict[str, list[Any]] = {}
     for r in block:
         by_name.setdefault(r.name, []).append(r)
-    if sorted(map(len, by_name.values())) != [1, 1, 1, 1, 2] or len(by_name.get(NOT, ())) != 2:
-        return None
     (anyr,), (full,), (where,) = by_name[ANY], by_name[FULL_LIKE], by_name[WHERE]
     vals = m._vals
     x, neg, c1 = eq.args[0], vals[eq.args[1]], eq.outputs[0]
