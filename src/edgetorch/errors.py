@@ -67,6 +67,18 @@ class ExternalDataError(FormatError):
     code = ErrorCode.InvalidExternalData
 
 
+class UnsafeFileError(FormatError):
+    """A file asks for something edgetorch never does with a file's contents: unpickling an
+    object, calling something that is not an operator, following a path outside the folders
+    the user named, or handing its own flags to a tool (docs/security.md)."""
+
+    code = ErrorCode.AccessFailed
+
+
+class ETRecordError(FormatError, RuntimeError):
+    """An ETRecord file is not a valid ETRecord (a RuntimeError too, as ExecuTorch raises)."""
+
+
 # ---- runtime ----------------------------------------------------------------------------
 
 

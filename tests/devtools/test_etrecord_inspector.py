@@ -165,9 +165,11 @@ def test_standalone_generate_etrecord(tmp_path):
 def test_loading_tensors_never_unpickles(tmp_path):
     import zipfile
 
+    from edgetorch.errors import UnsafeFileError
+
     path = tmp_path / "evil.etrecord"
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("ETRECORD_V0", "")
         z.writestr("representative_inputs", b"\x80\x04cos\nsystem\n.")  # a pickle, not a tensor file
-    with pytest.raises(RuntimeError, match="weights_only"):
+    with pytest.raises(UnsafeFileError, match="weights_only"):
         parse_etrecord(path)

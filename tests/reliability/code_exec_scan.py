@@ -17,8 +17,11 @@ from pathlib import Path
 UNPICKLING_MODULES = {"pickle", "_pickle", "cPickle", "dill", "cloudpickle", "marshal", "shelve",
                       "joblib", "pickletools", "copyreg"}
 CODE_BUILTINS = {"eval", "exec", "compile", "__import__"}
+# torch's export serde retries a failed weights-only load with weights_only=False.
 ALWAYS_UNPICKLE = {"torch.jit.load", "torch.export.load", "torch.package.PackageImporter",
-                   "torch.serialization.load"}
+                   "torch.serialization.load",
+                   "torch._export.serde.serialize.deserialize_torch_artifact",
+                   "torch.export.pt2_archive._package.load_pt2"}
 SAFE_YAML_LOADERS = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 

@@ -61,10 +61,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("src/edgetorch/schema/fbs/reader.py", "exec"):
         "executes the code object compiled just above from compile_reader's own text (see "
         "the compile entry): no byte of a file reaches it",
-    ("src/edgetorch/export/export.py", "torch.export.load"):
-        "export(model='path') reads the user's own saved ExportedProgram, as ExecuTorch's "
-        "export() does (torch.export.load is torch's documented reader for it); no .pte, .ptd, "
-        ".bpte, ETRecord or ETDump ever reaches it",
+    ("src/edgetorch/util/torch_files.py", "torch.export.load"):
+        "load_exported_program calls torch's .pt2 reader inside _weights_only_unpickling, which "
+        "replaces every unpickler it reaches (torch.load forced to weights_only=True, "
+        "pickle.loads and torch._C._pickle_load_obj refusing), then checks the graph's call "
+        "targets (tests/reliability/test_hostile_torch_files.py)",
 }
 
 

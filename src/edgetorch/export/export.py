@@ -18,6 +18,7 @@ from torch.fx import GraphModule
 from ..exir import to_edge, to_edge_transform_and_lower
 from ..exir._warnings import experimental
 from ..extension.export_util.utils import save_pte_program
+from ..util.torch_files import load_exported_program
 from .recipe import EXPERIMENTAL, ExportRecipe, QuantizationRecipe
 from .types import StageType
 
@@ -77,7 +78,7 @@ class ExportSession:
                  artifact_dir: str | None = None, generate_etrecord: bool | None = False) -> None:
         self._generate_etrecord = bool(generate_etrecord)
         if isinstance(model, str):
-            model = torch.export.load(model)
+            model = load_exported_program(model)  # weights-only: a file never runs code
         self._model_type = _model_type(model)
         self._model = model if isinstance(model, dict) else {"forward": model}
         if example_inputs is None and self._model_type != "ExportedProgram":

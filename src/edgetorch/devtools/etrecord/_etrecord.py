@@ -19,6 +19,8 @@ from typing import IO, Any
 import torch
 from torch.export import ExportedProgram
 
+from ...errors import EdgeTorchError, ETRecordError
+from ...util.torch_files import load_tensors
 from . import _serde
 
 IDENTIFIER = "ETRECORD_V0"
@@ -150,48 +152,144 @@ def _write_program(z: zipfile.ZipFile, base: str, ep: ExportedProgram) -> None:
     z.writestr(f"{base}_example_inputs", artifact.example_inputs)
 
 
-def _read_program(z: zipfile.ZipFile, base: str) -> ExportedProgram:
-    return _serde.deserialize(_serde.SerializedArtifact(
-        z.read(base), *(z.read(base + s) for s in _SUFFIXES)))
+# A saved ETRecord may come from anywhere: what is read from it is bounded (zip bombs) and
+# checked (pickles, call targets) before torch sees it; any malformation is an ETRecordError.
+MAX_ENTRIES = 10_000
+MAX_ENTRY_BYTES = 1 << 30
+MAX_TOTAL_BYTES = 2 << 30
+_JSON_ENTRIES = (DEBUG_HANDLE_MAP, DELEGATE_MAP, NUM_OUTS_MAP, EXPORT_GRAPH_ID)
 
 
-def _load_tensors(data: bytes, entry: str) -> Any:
-    try:  # weights_only: a file never runs code when read
-        return torch.load(io.BytesIO(data), weights_only=True)
-    except Exception as e:
-        raise RuntimeError(f"ETRecord entry {entry!r} is not a tensor file readable with "
-                           f"torch.load(weights_only=True) ({e}); regenerate the ETRecord") from e
+class _Reader:
+    """The entries of an ETRecord zip, each read at most once and within the size limits."""
+
+    def __init__(self, z: zipfile.ZipFile, max_bytes: int) -> None:
+        infos = z.infolist()
+        if len(infos) > MAX_ENTRIES:
+            raise ETRecordError(f"ETRecord has {len(infos)} entries (at most {MAX_ENTRIES})")
+        self.z = z
+        self.sizes = {}
+        for info in infos:
+            if info.file_size > min(MAX_ENTRY_BYTES, max_bytes):
+                raise ETRecordError(
+                    f"ETRecord entry {info.filename!r} decompresses to {info.file_size} bytes, "
+                    f"over the limit of {min(MAX_ENTRY_BYTES, max_bytes)}; pass "
+                    "parse_etrecord(path, max_bytes=...) to read larger records")
+            self.sizes[info.filename] = info.file_size
+        total = sum(self.sizes.values())
+        if total > max_bytes:
+            raise ETRecordError(f"ETRecord entries decompress to {total} bytes in all, over the "
+                                f"limit of {max_bytes}; pass parse_etrecord(path, max_bytes=...) "
+                                "to read larger records")
+
+    def names(self) -> list[str]:
+        return list(self.sizes)
+
+    def read(self, name: str) -> bytes:
+        if name not in self.sizes:
+            raise ETRecordError(f"ETRecord entry {name!r} is missing")
+        return self.z.read(name)
+
+    def json(self, name: str) -> Any:
+        try:
+            return json.loads(self.read(name))
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
+            raise ETRecordError(f"ETRecord entry {name!r} is not valid JSON ({e})") from e
+
+    def program(self, base: str) -> ExportedProgram:
+        blobs = [self.read(base + suffix) for suffix in ("", *_SUFFIXES)]
+        try:
+            return _serde.deserialize(_serde.SerializedArtifact(*blobs),
+                                      f"ETRecord program {base!r}")
+        except EdgeTorchError:
+            raise
+        except Exception as e:  # torch's deserializer on malformed JSON or graphs
+            ours = _edgetorch_cause(e)
+            if ours is not None:  # our own refusal, wrapped by torch (SerializeError)
+                raise ours from e
+            raise ETRecordError(f"ETRecord program {base!r} cannot be deserialized "
+                                f"({type(e).__name__}: {str(e)[:300]})") from e
+
+    def tensors(self, name: str) -> Any:
+        return load_tensors(self.read(name), f"ETRecord entry {name!r}")
 
 
-def parse_etrecord(etrecord_path: str | os.PathLike | IO[bytes]) -> ETRecord:
-    """Read an ETRecord written by edgetorch or by ExecuTorch."""
+def _edgetorch_cause(e: BaseException) -> EdgeTorchError | None:
+    seen = 0
+    cause: BaseException | None = e
+    while cause is not None and seen < 32:
+        if isinstance(cause, EdgeTorchError):
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
+def _check_maps(fields: dict[str, Any]) -> None:
+    """The JSON maps as the Inspector reads them: ``{method: {instruction: value}}``."""
+    for name in (DEBUG_HANDLE_MAP, DELEGATE_MAP, NUM_OUTS_MAP):
+        m = fields.get(name)
+        if m is None:
+            continue
+        if not isinstance(m, dict) or not all(isinstance(v, dict) for v in m.values()):
+            raise ETRecordError(f"ETRecord entry {name!r} is not a map of methods to maps")
+    graph_id = fields.get(EXPORT_GRAPH_ID)
+    if graph_id is not None and (not isinstance(graph_id, int) or isinstance(graph_id, bool)):
+        raise ETRecordError(f"ETRecord entry {EXPORT_GRAPH_ID!r} is not an integer")
+    outputs = fields.get(REFERENCE_OUTPUTS)
+    if outputs is not None and not isinstance(outputs, dict):
+        raise ETRecordError(f"ETRecord entry {REFERENCE_OUTPUTS!r} is not a map of methods")
+    inputs = fields.get(REPRESENTATIVE_INPUTS)
+    if inputs is not None and not isinstance(inputs, (list, tuple)):
+        raise ETRecordError(f"ETRecord entry {REPRESENTATIVE_INPUTS!r} is not a list")
+
+
+def parse_etrecord(etrecord_path: str | os.PathLike | IO[bytes], *,
+                   max_bytes: int = MAX_TOTAL_BYTES) -> ETRecord:
+    """Read an ETRecord written by edgetorch or by ExecuTorch.
+
+    The file may come from anywhere: tensors are read with ``torch.load(weights_only=True)``
+    only (a pickled object is refused, never run), graphs may call operators only, and no
+    more than ``max_bytes`` is decompressed. Anything else is an :class:`ETRecordError` (a
+    ``RuntimeError``, as ExecuTorch raises) or :class:`UnsafeFileError`."""
     try:
         z = zipfile.ZipFile(etrecord_path, "r")
-    except zipfile.BadZipFile:
-        raise RuntimeError("Invalid etrecord file passed in.") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+        raise ETRecordError(f"Invalid etrecord file passed in ({e}).") from None
     with z:
-        names = z.namelist()
-        if IDENTIFIER not in names:
-            raise RuntimeError("ETRecord identifier missing from etrecord file passed in. Either "
-                               "an invalid file was passed in or the file is corrupt.")
-        fields: dict[str, Any] = {}
-        edges: dict[str, ExportedProgram] = {}
-        graph_map: dict[str, ExportedProgram] = {}
-        for name in names:
-            if name == IDENTIFIER or name.endswith(_SUFFIXES):
-                continue
-            if name in (DEBUG_HANDLE_MAP, DELEGATE_MAP, NUM_OUTS_MAP, EXPORT_GRAPH_ID):
-                fields[name] = json.loads(z.read(name))
-            elif name in (REFERENCE_OUTPUTS, REPRESENTATIVE_INPUTS):
-                fields[name] = _load_tensors(z.read(name), name)
-            elif name == EXPORTED_PROGRAM:
-                fields[name] = _read_program(z, name)
-            elif name == EDGE_PROGRAM:  # the older single-method layout
-                edges["forward"] = _read_program(z, name)
-            elif name.startswith(EDGE_PROGRAM + "/"):
-                edges[name[len(EDGE_PROGRAM) + 1:]] = _read_program(z, name)
-            else:
-                graph_map[name] = _read_program(z, name)
+        try:
+            return _parse(_Reader(z, max_bytes))
+        except EdgeTorchError:
+            raise
+        except (zipfile.BadZipFile, NotImplementedError, EOFError, OSError, ValueError,
+                RuntimeError) as e:  # corrupt entries, CRC errors, unsupported compression
+            raise ETRecordError(f"Invalid etrecord file passed in ({type(e).__name__}: "
+                                f"{str(e)[:300]}).") from e
+
+
+def _parse(r: _Reader) -> ETRecord:
+    names = r.names()
+    if IDENTIFIER not in names:
+        raise ETRecordError("ETRecord identifier missing from etrecord file passed in. Either "
+                            "an invalid file was passed in or the file is corrupt.")
+    fields: dict[str, Any] = {}
+    edges: dict[str, ExportedProgram] = {}
+    graph_map: dict[str, ExportedProgram] = {}
+    for name in names:
+        if name == IDENTIFIER or name.endswith(_SUFFIXES):
+            continue
+        if name in _JSON_ENTRIES:
+            fields[name] = r.json(name)
+        elif name in (REFERENCE_OUTPUTS, REPRESENTATIVE_INPUTS):
+            fields[name] = r.tensors(name)
+        elif name == EXPORTED_PROGRAM:
+            fields[name] = r.program(name)
+        elif name == EDGE_PROGRAM:  # the older single-method layout
+            edges["forward"] = r.program(name)
+        elif name.startswith(EDGE_PROGRAM + "/"):
+            edges[name[len(EDGE_PROGRAM) + 1:]] = r.program(name)
+        else:
+            graph_map[name] = r.program(name)
+    _check_maps(fields)
     edge: Any = next(iter(edges.values())) if len(edges) == 1 else (edges or None)
     return ETRecord(fields.get(EXPORTED_PROGRAM), fields.get(EXPORT_GRAPH_ID, 0), edge,
                     graph_map, fields.get(DEBUG_HANDLE_MAP), fields.get(DELEGATE_MAP),

@@ -27,10 +27,12 @@ from torch._export.serde import serialize as export_serialize
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 from torch.export import ExportedProgram
 
+from ...errors import UnsafeFileError
 from ...exir.backend.compile_spec_schema import CompileSpec
 from ...exir.backend.lowered_backend_module import LoweredBackendModule
 from ...exir.dialects._ops import ops as exir_ops
 from ...exir.dialects.edge._ops import EdgeOpOverload
+from ...util.torch_files import check_graph_targets, load_tensors
 
 EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 SerializedArtifact = export_serialize.SerializedArtifact
@@ -194,10 +196,7 @@ class _DeserializerHooks:
     @staticmethod
     def deserialize_operator(self: Any, serialized_target: str, *, base: dict) -> Any:
         if serialized_target.startswith(EDGE_PREFIX):
-            target: Any = exir_ops.edge  # ExecuTorch's names and ours are the same ATen names
-            for part in serialized_target[len(EDGE_PREFIX):].split("."):
-                target = getattr(target, part)
-            return target
+            return _edge_operator(serialized_target)
         return base["deserialize_operator"](serialized_target)
 
     @staticmethod
@@ -224,6 +223,26 @@ class _DeserializerHooks:
         return meta
 
 
+def _edge_operator(serialized_target: str) -> EdgeOpOverload:
+    """``executorch.exir.dialects.edge.ops.aten.add.Tensor`` -> our Edge op; anything that is
+    not ``<namespace>.<op>.<overload>`` naming an Edge operator is refused (the name comes from
+    a file and is resolved by attribute lookup)."""
+    parts = serialized_target[len(EDGE_PREFIX):].split(".")
+    if len(parts) != 3 or not all(p.isidentifier() and not p.startswith("__") for p in parts):
+        raise UnsafeFileError(f"operator {serialized_target!r} is not an Edge operator name "
+                              "(<namespace>.<op>.<overload>)")
+    target: Any = exir_ops.edge  # ExecuTorch's names and ours are the same ATen names
+    try:
+        for part in parts:
+            target = getattr(target, part)
+    except (AttributeError, RuntimeError) as e:
+        raise UnsafeFileError(f"operator {serialized_target!r} is not a known Edge operator "
+                              f"({e})") from e
+    if not isinstance(target, EdgeOpOverload):
+        raise UnsafeFileError(f"{serialized_target!r} does not name an Edge operator")
+    return target
+
+
 _DESERIALIZER_HOOKS = {name: getattr(_DeserializerHooks, name) for name in
                        ("deserialize_operator", "deserialize_node", "deserialize_metadata")}
 
@@ -237,10 +256,13 @@ def _deserialize_delegate(self: Any, serialized_node: schema.Node) -> None:
         original = _deserialize_ep(
             export_serialize._dict_to_dataclass(schema.ExportedProgram,
                                                 payload["original_module"]),
-            base64.b64decode(payload["original_state_dict"]),
-            base64.b64decode(payload["original_constants"]), None)
+            load_tensors(base64.b64decode(payload["original_state_dict"]),
+                         f"delegate {first.name!r} original_state_dict"),
+            load_tensors(base64.b64decode(payload["original_constants"]),
+                         f"delegate {first.name!r} original_constants"), None)
     finally:
         export_serialize._CURRENT_DESERIALIZER = outer
+    check_graph_targets(original.graph_module, f"delegate {first.name!r}'s original program")
     lowered = LoweredBackendModule(
         original, payload["backend_id"], base64.b64decode(payload["processed_bytes"]),
         [CompileSpec(cs["key"], base64.b64decode(cs["value"])) for cs in payload["compile_specs"]])
@@ -256,12 +278,15 @@ def _deserialize_delegate(self: Any, serialized_node: schema.Node) -> None:
     node.meta.update(self.deserialize_metadata(serialized_node.metadata))
 
 
-def _deserialize_program(artifact: SerializedArtifact) -> ExportedProgram:
+def _deserialize_program(artifact: SerializedArtifact, what: str) -> ExportedProgram:
     text = artifact.exported_program
     serialized = export_serialize._dict_to_dataclass(
         schema.ExportedProgram, json.loads(text.decode("utf-8") if isinstance(text, bytes) else text))
-    return _deserialize_ep(serialized, artifact.state_dict, artifact.constants,
-                                       artifact.example_inputs or None)
+    # Tensors are read here, weights-only: torch's own reader would retry an unsafe load.
+    return _deserialize_ep(serialized, load_tensors(artifact.state_dict, f"{what}'s state dict"),
+                           load_tensors(artifact.constants, f"{what}'s constants"),
+                           load_tensors(artifact.example_inputs, f"{what}'s example inputs")
+                           if artifact.example_inputs else None)
 
 
 def _deserialize_ep(exported_program: schema.ExportedProgram, state_dict: Any, constants: Any,
@@ -293,6 +318,10 @@ def _deserialize_ep(exported_program: schema.ExportedProgram, state_dict: Any, c
         return ep
 
 
-def deserialize(artifact: SerializedArtifact) -> ExportedProgram:
-    """Read a program written by :func:`serialize` or by ExecuTorch's ``serialize``."""
-    return _deserialize_program(artifact)
+def deserialize(artifact: SerializedArtifact, what: str = "program") -> ExportedProgram:
+    """Read a program written by :func:`serialize` or by ExecuTorch's ``serialize``: tensors
+    with ``weights_only=True`` only, and a graph that calls operators only (both refused with
+    ``UnsafeFileError`` otherwise)."""
+    ep = _deserialize_program(artifact, what)
+    check_graph_targets(ep.graph_module, what)
+    return ep
