@@ -23,7 +23,7 @@ from .memory_planning import MemoryPlan
 from .pass_base import run_passes
 from .verifier import verify_edge_program
 
-SCHEMA_VERSION = 0  # Program.version as ExecuTorch 1.5 writes it
+SCHEMA_VERSION = S.SCHEMA_VERSION  # Program.version as ExecuTorch 1.5 writes it
 
 
 def _as_dict(programs: ExportedProgram | dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:

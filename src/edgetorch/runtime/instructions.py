@@ -15,11 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EdgeTorchError, KernelError
+from ..errors import EdgeTorchError, InvalidProgramError, KernelError
 from ..schema import program as S
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
 
 Instr = Callable[[], Any]
+
+# Instructions one ``execute`` may run before it is stopped as a runaway program (a jump
+# that loops forever): ExecuTorch's ``ET_MAX_INSTRUCTIONS``, failing with InvalidProgram.
+MAX_INSTRUCTIONS = 10_000_000
 
 # np.errstate(all="ignore") costs about a microsecond per entry, a tenth of a tiny model's
 # call; setting NumPy's error-state context variable directly costs a third of that. Where a
@@ -107,19 +111,30 @@ def sources(chain: S.Chain) -> dict[int, str]:
 
 
 def run_plain(records: Sequence[InstructionRecord], instrs: Sequence[Instr], has_jumps: bool,
-              method: str) -> None:
-    """The fast path: the pre-bound callables and nothing else."""
+              method: str, budget: int = MAX_INSTRUCTIONS) -> None:
+    """The fast path: the pre-bound callables and nothing else. With jumps, at most
+    ``budget`` instructions run (a straight-line chain is bounded by its length)."""
     pc = -1
     try:
         if not has_jumps:
             for pc, fn in enumerate(instrs):  # noqa: B007 (pc names the failing instruction)
                 fn()
         else:
-            pc, n = 0, len(instrs)
+            pc, n, left = 0, len(instrs), budget
             while pc < n:
+                if left == 0:
+                    raise _over_budget(method, budget)
+                left -= 1
                 pc = instrs[pc]()
     except Exception as e:
         _raise_in_context(e, method, records, pc)
+
+
+def _over_budget(method: str, budget: int) -> InvalidProgramError:
+    return InvalidProgramError(
+        f"method {method!r} executed {budget} instructions without finishing: a jump loops "
+        "forever, or the program needs a larger budget (load_method(name, max_instructions=N); "
+        f"ExecuTorch stops at ET_MAX_INSTRUCTIONS = {MAX_INSTRUCTIONS})")
 
 
 def run_steps(steps: Sequence[Instr], owner: Sequence[int],
@@ -146,12 +161,15 @@ def run_steps(steps: Sequence[Instr], owner: Sequence[int],
 
 
 def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: EventTracer,
-               method: str, chain: int = 0) -> None:
+               method: str, chain: int = 0, budget: int = MAX_INSTRUCTIONS) -> None:
     """The same run, reporting each instruction to ``tracer`` as ExecuTorch's runtime does."""
-    pc, n = 0, len(records)
+    pc, n, left = 0, len(records), budget
     log_values = tracer.log_intermediate_outputs
     try:
         while pc < n:
+            if left == 0:
+                raise _over_budget(method, budget)
+            left -= 1
             rec = records[pc]
             tracer.set_instruction(chain, pc)
             start = now_ns()

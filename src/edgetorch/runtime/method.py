@@ -29,6 +29,7 @@ from ..errors import (
     MemoryAllocationError,
     MethodBusyError,
 )
+from ..kernels.portable._util import can_cast
 from ..kernels.registry import NO_RETURN_SLOT, get_kernel
 from ..schema import program as S
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
@@ -37,6 +38,7 @@ from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
 from .fastpath import plan_steps
 from .instructions import (
     Instr,
+    MAX_INSTRUCTIONS,
     InstructionRecord,
     kernel_io,
     run_plain,
@@ -67,8 +69,14 @@ _DYNAMISM = dict(S.TensorShapeDynamism._value2member_map_)
 class Method:
     """One method of a loaded program, ready to ``execute``."""
 
-    def __init__(self, program: Program, plan: S.ExecutionPlan) -> None:
+    def __init__(self, program: Program, plan: S.ExecutionPlan,
+                 max_instructions: int = MAX_INSTRUCTIONS) -> None:
         init_start = now_ns()
+        if max_instructions < 1:
+            raise InvalidArgumentError(f"max_instructions must be positive, got {max_instructions}")
+        # A program with jumps stops after this many instructions per execute (ExecuTorch's
+        # ET_MAX_INSTRUCTIONS); straight-line programs are bounded by their length.
+        self.max_instructions = int(max_instructions)
         self._program = program
         # Chosen once: without a tracer, execute runs the plain loop and pays nothing.
         self.event_tracer = program.event_tracer
@@ -133,6 +141,7 @@ class Method:
                 append(BoxedList(kind, items))
             else:
                 append(None)
+        self._check_list_items(boxed)
         # Int lists of constants never change: resolve them once.
         written = self._written = self._written_slots()
         vals = self._vals
@@ -140,6 +149,24 @@ class Method:
             v = vals[i]
             if v.kind is S.IntList and written.isdisjoint(v.items):
                 vals[i] = [vals[j] for j in v.items]
+
+    def _check_list_items(self, boxed: list[int]) -> None:
+        """Each list holds values of its element kind, as ExecuTorch's parser requires: a
+        TensorList holds tensors (never a list -- no list can contain itself or another list,
+        so values form no cycles), an IntList ints."""
+        values = self._plan.values
+        for i in boxed:
+            v = values[i].val
+            want = _LIST_ITEMS[type(v)]
+            for x in v.items:
+                x = int(x)
+                if x < 0:  # (only an OptionalTensorList may say None; checked above)
+                    continue
+                if type(values[x].val) not in want:
+                    raise InvalidProgramError(
+                        f"{self._where(i)}: {type(v).__name__} item {x} is a "
+                        f"{type(values[x].val).__name__}, not a "
+                        f"{' or '.join(k.__name__ for k in want)}")
 
     def _tensor_value(self, i: int, t: S.Tensor, pte: Any) -> np.ndarray | None:
         dtype = DTYPES.get(t.scalar_type)
@@ -151,6 +178,10 @@ class Method:
                 sorted(dim_order) != list(range(len(sizes)))) or (sizes and min(sizes) < 0):
             raise InvalidProgramError(
                 f"{self._where(i)}: sizes {list(sizes)} / dim_order {list(dim_order)} are inconsistent")
+        if t.storage_offset != 0:  # as ExecuTorch's tensor parser
+            raise InvalidProgramError(
+                f"{self._where(i)}: non-zero storage offset {t.storage_offset} is not supported",
+                code=ErrorCode.NotSupported)
         nbytes = math.prod(sizes) * dtype.itemsize
         dynamism = _DYNAMISM.get(t.shape_dynamism)
         if dynamism is None:
@@ -290,7 +321,7 @@ class Method:
                 rec = InstructionRecord(pc, "jump_false", "jump_false",
                                         (int(a.cond_value_index),), (), fn, desc)
             elif isinstance(a, S.FreeCall):
-                fn, desc = self._compile_free(pc, a)
+                fn, desc = self._compile_free(pc, a, where)
                 rec = InstructionRecord(pc, "free", "free", (int(a.value_index),), (), fn, desc)
             else:
                 raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
@@ -427,7 +458,12 @@ class Method:
             return pc + 1
         return run, f"move {src} -> {dst}"
 
-    def _compile_free(self, pc: int, call: S.FreeCall) -> tuple[Instr, str]:
+    def _compile_free(self, pc: int, call: S.FreeCall, where: str) -> tuple[Instr, str]:
+        idx = int(call.value_index)
+        self._arg_getter(idx, where)
+        if not isinstance(self._plan.values[idx].val, S.Tensor):
+            raise InvalidProgramError(f"{where}: free of value {idx}, which is not a tensor")
+
         def run() -> int:  # memory is planned; nothing to release
             return pc + 1
         return run, f"free {call.value_index}"
@@ -462,6 +498,11 @@ class Method:
             self._vals[idx] = res  # scalar results (symbolic sizes)
             return
         res = np.asarray(res)
+        if res.dtype != target.dtype and not can_cast(res.dtype, target.dtype):
+            raise KernelError(
+                f"{op} produced {res.dtype} values for value {idx}, which the program declares "
+                f"{target.dtype}; the kernel's result cannot be cast to it (as ExecuTorch's "
+                "canCast): the program is inconsistent", code=ErrorCode.InvalidArgument)
         slot = self._slots.get(idx)
         if res.shape != target.shape:
             if slot is None:
@@ -624,7 +665,8 @@ class Method:
         elif self._steps is not None:
             run_steps(self._steps[0], self._steps[1], self.records, self.name)
         else:
-            run_plain(self.records, self._instrs, self._has_jumps, self.name)
+            run_plain(self.records, self._instrs, self._has_jumps, self.name,
+                      self.max_instructions)
         self.last_run_seconds = time.perf_counter() - start
         vals = self._vals
         if copy_outputs:
@@ -645,7 +687,7 @@ class Method:
         them, then the program outputs (ExecuTorch logs those on chain -1, instruction 0)."""
         tracer.create_event_block("Execute")
         start = now_ns()
-        run_traced(self.records, self._vals, tracer, self.name)
+        run_traced(self.records, self._vals, tracer, self.name, budget=self.max_instructions)
         tracer.log_profiling("Method::execute", UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, start, now_ns())
         for idx in self._plan.outputs:
             tracer.log_evalue(self._vals[idx], output=True, chain_index=UNSET_CHAIN_ID,
@@ -669,3 +711,5 @@ def _destroy_delegates(handles: list[tuple[Any, Any]]) -> None:
 
 _SCALAR_FIELD = {S.Int: "int_val", S.Double: "double_val", S.Bool: "bool_val", S.String: "string_val"}
 _BOXED = (S.IntList, S.TensorList, S.OptionalTensorList)
+_LIST_ITEMS = {S.IntList: (S.Int,), S.TensorList: (S.Tensor,),
+               S.OptionalTensorList: (S.Tensor, S.Null)}

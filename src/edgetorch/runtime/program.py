@@ -18,6 +18,7 @@ from ..schema.pte import PteFile
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
 from .gc_pause import paused_gc
 from .meta import MethodMeta, method_meta
+from .instructions import MAX_INSTRUCTIONS
 from .method import Method
 
 
@@ -65,11 +66,15 @@ class Program:
             raise InvalidProgramError(f"{self._source} method {method_name!r}: {e}") from e
 
     @paused_gc()  # (gc_pause.py)
-    def load_method(self, name: str) -> Method:
+    def load_method(self, name: str, *, max_instructions: int | None = None) -> Method:
+        """Load method ``name``. ``max_instructions`` bounds the instructions one ``execute``
+        runs in a method with jumps (default ExecuTorch's 10,000,000; beyond it the call
+        fails with InvalidProgram)."""
         plan = self._plan(name)
         start = now_ns()
         try:
-            method = Method(self, plan)
+            method = Method(self, plan, max_instructions if max_instructions is not None
+                            else MAX_INSTRUCTIONS)
         except EdgeTorchError:
             raise
         except Exception as e:

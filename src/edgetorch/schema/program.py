@@ -14,6 +14,8 @@ from typing import Union
 from .scalar_type import ScalarType
 
 FILE_IDENTIFIER = b"ET12"
+# Program.version as ExecuTorch writes it (exir/version.py EXECUTORCH_SCHEMA_VERSION).
+SCHEMA_VERSION = 0
 
 
 class TensorShapeDynamism(IntEnum):

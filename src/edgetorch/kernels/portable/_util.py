@@ -193,8 +193,19 @@ def into(out: object, shape: Sequence[int], dtype: np.dtype) -> np.ndarray | Non
     return None
 
 
-def finish(result: object, out: np.ndarray) -> np.ndarray:
-    """Write ``result`` into ``out`` when it has out's shape, else return it as ``out.dtype``."""
+def can_cast(src: np.dtype, dst: np.dtype) -> bool:
+    """torch's ``canCast``, which ExecuTorch's kernels check before writing ``out``."""
+    if dst.kind == "b":
+        return src.kind == "b"
+    if dst.kind in "iu":
+        return src.kind in "biu"
+    return dst.kind == "c" or src.kind != "c"
+
+
+def finish(result: object, out: np.ndarray, convert: bool = False) -> np.ndarray:
+    """Write ``result`` into ``out`` when it has out's shape, else return it as ``out.dtype``.
+    A result ``out`` cannot hold under torch's ``canCast`` (a float result into a bool or
+    integer ``out``) is refused unless the kernel is a conversion (``convert=True``)."""
     if result is out:
         return out
     if type(result) is not np.ndarray:
@@ -204,6 +215,10 @@ def finish(result: object, out: np.ndarray) -> np.ndarray:
             np.copyto(out, result)
             return out
         return result
+    if not convert and not can_cast(result.dtype, out.dtype):
+        raise invalid(f"the result is {result.dtype}, which cannot be cast to the out tensor's "
+                      f"{out.dtype} (torch's canCast: no floating -> integral, no non-bool -> "
+                      "bool, no complex -> real)")
     with np.errstate(all="ignore"):
         if result.shape == out.shape:
             np.copyto(out, result, casting="unsafe")

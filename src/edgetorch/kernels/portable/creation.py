@@ -43,7 +43,7 @@ def fill_scalar_out(self, value, out):
 def fill_tensor_out(self, value, out):
     if value.ndim != 0:
         raise invalid(f"fill: the value must be a 0-dim tensor, got shape {list(value.shape)}")
-    return finish(np.broadcast_to(value, self.shape), out)
+    return finish(np.broadcast_to(value, self.shape), out, convert=True)
 
 
 @kernel("aten::zeros.out")
@@ -85,7 +85,7 @@ def _arange(start, end, step, out):
         start, end, step = int(start), int(end), int(step)
         n = math.ceil(float(end - start) / step)
         r = start + step * np.arange(n, dtype=INT64)
-    return finish(r, out)
+    return finish(r, out, convert=True)
 
 
 @kernel("aten::arange.start_out")

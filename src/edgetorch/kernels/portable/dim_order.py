@@ -21,7 +21,7 @@ def _check_dim_order(dim_order, out) -> None:
 @kernel("dim_order_ops::_to_dim_order_copy.out")
 def to_dim_order_copy_out(self, non_blocking, dim_order, out):
     _check_dim_order(dim_order, out)
-    return finish(self, out)  # the dtype conversion is the cast into out
+    return finish(self, out, convert=True)  # the dtype conversion is the cast into out
 
 
 @kernel("dim_order_ops::_clone_dim_order.out")

@@ -86,7 +86,7 @@ def upsample_bilinear2d_vec_out(input, output_size, align_corners, scale_factors
     w0, w1, lw0, lw1 = _linear_weights(W, ow, align_corners, scales[1], ct)
     rows = x[:, :, h0, :] * lh0[:, None] + x[:, :, h1, :] * lh1[:, None]
     r = rows[..., w0] * lw0 + rows[..., w1] * lw1
-    return finish(_to_out_dtype(r, out), out)
+    return finish(_to_out_dtype(r, out), out, convert=True)
 
 
 def _to_out_dtype(r: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -132,7 +132,7 @@ def upsample_bilinear2d_aa_out(self, output_size, align_corners, scales_h, scale
     x = self.astype(ct, copy=False)
     r = _aa_matrix(H, oh, align_corners, scales_h, ct) @ x @ \
         _aa_matrix(W, ow, align_corners, scales_w, ct).T
-    return finish(_to_out_dtype(r, out), out)
+    return finish(_to_out_dtype(r, out), out, convert=True)
 
 
 # ---- grid sampling ---------------------------------------------------------------------

@@ -36,13 +36,13 @@ def alias_copy_out(self, out):
 
 @kernel("aten::_to_copy.out")
 def to_copy_out(self, non_blocking, memory_format, out):
-    return finish(self, out)  # the cast to out.dtype happens on the way in
+    return finish(self, out, convert=True)  # the cast to out.dtype happens on the way in
 
 
 @kernel("aten::copy.out")
 def copy_out(self, src, non_blocking, out):
     try:
-        return finish(np.broadcast_to(src, self.shape), out)
+        return finish(np.broadcast_to(src, self.shape), out, convert=True)
     except ValueError:
         raise invalid(f"copy: src of shape {list(src.shape)} does not broadcast to "
                       f"{list(self.shape)}") from None
