@@ -37,8 +37,8 @@ from .buffers import BufferTable, MutableBuffer
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
 from .fastpath import plan_steps
 from .instructions import (
-    Instr,
     MAX_INSTRUCTIONS,
+    Instr,
     InstructionRecord,
     kernel_io,
     run_plain,

@@ -17,8 +17,8 @@ from ..schema import program as S
 from ..schema.pte import PteFile
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
 from .gc_pause import paused_gc
-from .meta import MethodMeta, method_meta
 from .instructions import MAX_INSTRUCTIONS
+from .meta import MethodMeta, method_meta
 from .method import Method
 
 
