@@ -24,11 +24,15 @@ class BackendInitContext:
     weights a backend such as XNNPACK keeps outside its blob. A missing key raises.
     ``options`` are what the caller gave this backend id in ``load_program(...,
     backend_options={"EthosUBackend": {...}})`` (ExecuTorch's per-backend load options).
+    ``program_dir`` is the folder of the ``.pte`` when it was loaded from a path (None for
+    bytes): with the folders the user names in ``options``, the only places a path stored in
+    the file may lead (``edgetorch.runtime.file_paths``).
     """
 
     method_name: str
     named_data: Callable[[str], memoryview]
     options: Mapping[str, Any] = field(default_factory=dict)
+    program_dir: str | None = None
 
 
 @dataclass(frozen=True)

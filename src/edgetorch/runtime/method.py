@@ -409,7 +409,7 @@ class Method:
         try:
             handle = backend.init(blob, specs, BackendInitContext(
                 self.name, self._program.named_data,
-                self._program.backend_options.get(delegate.id, {})))
+                self._program.backend_options.get(delegate.id, {}), self._program.folder))
         except EdgeTorchError:
             raise
         except Exception as e:  # the backend's own parser refused its blob

@@ -27,8 +27,10 @@ class Program:
 
     def __init__(self, pte: PteFile, source: str = "<bytes>", data_map: Any = None,
                  event_tracer: EventTracer | None = None, selected_ops: Any = None,
-                 backend_options: Any = None) -> None:
+                 backend_options: Any = None, folder: str | None = None) -> None:
         self._pte = pte
+        #: The folder the .pte was read from (None when loaded from bytes or a file object).
+        self.folder = folder
         #: backend id -> options handed to that backend's ``init`` (``load_program``'s).
         self.backend_options: dict[str, Any] = dict(backend_options or {})
         #: Where loading and every method loaded from here report events (None: no tracing).

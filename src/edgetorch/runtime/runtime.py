@@ -125,8 +125,10 @@ class Runtime:
             from .data_map import load_data_map
 
             data_map = load_data_map(data_path)
+        folder = os.path.dirname(os.path.abspath(os.fspath(data))) \
+            if isinstance(data, (str, os.PathLike)) else None
         program = Program(pte, source, data_map, event_tracer, selection,
-                          backend_options=backend_options)
+                          backend_options=backend_options, folder=folder)
         if verification == Verification.InternalConsistency:
             for name in program.method_names:
                 program.metadata(name)

@@ -44,11 +44,14 @@ def lower_example(name: str, specs=(CPU,)) -> tuple[bytes, list[np.ndarray], lis
     return lower(model, inputs, specs), [t.numpy() for t in inputs], [t.numpy() for t in flat]
 
 
-def run_ours(pte: bytes, inputs, precision: str | None = None) -> list[np.ndarray]:
-    """Run in edgetorch's runtime; ``precision`` overrides delegates that name none."""
+def run_ours(pte: bytes, inputs, precision: str | None = None,
+             options: dict | None = None) -> list[np.ndarray]:
+    """Run in edgetorch's runtime; ``precision`` overrides delegates that name none;
+    ``options`` are the OpenvinoBackend's load options."""
     set_inference_precision(precision)
     try:
-        method = Runtime.get().load_program(pte).load_method("forward")
+        method = Runtime.get().load_program(
+            pte, backend_options={"OpenvinoBackend": options or {}}).load_method("forward")
         return [np.asarray(o) for o in method.execute([np.asarray(a) for a in inputs])]
     finally:
         set_inference_precision(None)

@@ -82,7 +82,12 @@ class OpenvinoBackend:
         ov, why = _openvino()
         if ov is None:
             raise BackendNotFoundError(f"{BACKEND_ID}: {why}; {INSTALL_HINT}")
-        options = parse_options(compile_specs)
+        # A cache folder is the user's choice (backend option ``cache_dir``), never the file's:
+        # a path stored in a .pte must not make the runtime write files (docs/security.md);
+        # ExecuTorch's runtime reads only ``device`` from the compile specs.
+        user = getattr(context, "options", None) or {}
+        options = replace(parse_options(compile_specs),
+                          cache_dir=str(user["cache_dir"]) if user.get("cache_dir") else None)
         if options.inference_precision is None and _default_precision[0] is not None:
             options = replace(options, inference_precision=_default_precision[0])
         core = ov.Core()

@@ -14,7 +14,7 @@ import pytest
 from ethosu_util import load_npz, output_scales, steps_off
 
 import edgetorch.backends.arm.runtime.ethosu as sim
-from edgetorch.errors import BackendNotFoundError
+from edgetorch.errors import BackendNotFoundError, UnsafeFileError
 from edgetorch.runtime import Runtime
 
 pytestmark = pytest.mark.compat
@@ -59,7 +59,7 @@ def test_simulation_equals_reference_model(ref_arm):
     handle = sim.EthosUSimulator().init(
         memoryview(bytes(prog._pte.delegate_bytes(plan.delegates[0]))),
         {c.key: bytes(c.value) for c in plan.delegates[0].compile_specs},
-        type("Ctx", (), {"named_data": None, "options": {}})())
+        type("Ctx", (), {"named_data": None, "options": {"intermediates": str(out / "inter")}})())
     got = np.zeros((1, 3, 8, 8), np.int8)
     vals = [q[0], q[1], got]
     sim.EthosUSimulator().execute(handle, vals, [0, 1, 2])
@@ -79,11 +79,21 @@ def test_intermediates_from_backend_options(ref_arm, tmp_path, monkeypatch, fres
     pte = raw.replace(old, old[:-4] + b"XYZ/")
     assert pte != raw and len(pte) == len(raw)
     inputs = load_npz(out / "inputs.npz")
-    with pytest.raises(BackendNotFoundError, match="dump_intermediate_artifacts_to"):
+    # loaded from bytes, no folder is allowed: the stored path is not followed at all
+    with pytest.raises(UnsafeFileError, match="debug_artifact_path.*allowed_dirs"):
         _run(pte, inputs, backend_options={"EthosUBackend": {"simulation": "tosa"}})
+    moved_pte = tmp_path / "model.pte"
+    moved_pte.write_bytes(pte)  # the stored folder lies outside the .pte's own folder
+    with pytest.raises(UnsafeFileError, match="debug_artifact_path"):
+        _run(moved_pte, inputs)
+    with pytest.raises(BackendNotFoundError, match="dump_intermediate_artifacts_to"):
+        _run(pte, inputs, backend_options={"EthosUBackend": {
+            "simulation": "tosa", "allowed_dirs": [str(out)]}})
     expected = _run(out / "model.pte", inputs)
     # without its TOSA graph the delegate runs its command stream (npu/), to the same bits
-    np.testing.assert_array_equal(_run(pte, inputs)[0], expected[0])
+    np.testing.assert_array_equal(
+        _run(pte, inputs, backend_options={"EthosUBackend": {"simulation": "npu"}})[0],
+        expected[0])
     got = _run(pte, inputs, backend_options={"EthosUBackend": {"intermediates": str(moved)}})
     np.testing.assert_array_equal(got[0], expected[0])
     monkeypatch.setenv(sim.ENV_VAR, str(moved))

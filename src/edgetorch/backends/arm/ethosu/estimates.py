@@ -19,7 +19,7 @@ from typing import Any
 
 from ....errors import InvalidArgumentError
 from ....schema.program import CompileSpec
-from ..runtime.ethosu import find_tosa
+from ..runtime.ethosu import find_tosa, target_flags
 from .backend import compile_tosa
 from .compile_spec import EthosUCompileSpec
 from .compiled import COMPILED, CompiledPartition, blob_key
@@ -41,13 +41,15 @@ def _as_dict(result: VelaResult, per_layer: bool) -> dict[str, Any]:
 
 
 def _recompile(blob: bytes, specs: dict[str, bytes], options: dict[str, Any],
-               named_data: Any = None) -> CompiledPartition:
+               named_data: Any = None, program_dir: str | None = None) -> CompiledPartition:
     vela = parse_vela_bin(blob, named_data)
-    path, runner, _, _ = find_tosa(vela, specs, options, blob)
+    path, runner, _, _ = find_tosa(vela, specs, options, blob, program_dir)
     tosa = runner.tosa_bytes
-    # without debug_artifact_path: Vela's working files go to a temporary folder
-    cs = EthosUCompileSpec._from_list(
-        [CompileSpec(k, v) for k, v in specs.items() if k != "debug_artifact_path"])
+    # Without debug_artifact_path: Vela's working files go to a temporary folder. Only the
+    # target's options among the stored flags reach Vela (a .pte may come from anywhere).
+    safe = {k: v for k, v in specs.items() if k != "debug_artifact_path"}
+    safe["compile_flags"] = " ".join(target_flags(specs.get("compile_flags", b""))).encode()
+    cs = EthosUCompileSpec._from_list([CompileSpec(k, v) for k, v in safe.items()])
     assert isinstance(cs, EthosUCompileSpec)
     tag = os.path.basename(path)[len("output_"):].split("_TOSA-")[0]
     return CompiledPartition(tag, str(cs.target), compile_tosa(tosa, cs), tosa, path)
@@ -119,11 +121,13 @@ def vela_estimates(edge_or_et_manager: Any, per_layer: bool = False,
             f"vela_estimates expects an EdgeProgramManager, an ExecutorchProgramManager or a "
             f".pte path, got {type(edge_or_et_manager).__name__}")
     options = {"intermediates": intermediates} if intermediates else {}
+    program_dir = os.path.dirname(os.path.abspath(os.fspath(edge_or_et_manager))) \
+        if isinstance(edge_or_et_manager, (str, os.PathLike)) else None
     out = []
     for method, index, blob, specs, store in rows:
         part = COMPILED.get(blob_key(blob))
         if part is None:
-            part = _recompile(blob, specs, options, _named_data_getter(store))
+            part = _recompile(blob, specs, options, _named_data_getter(store), program_dir)
         est = {"method": method, "delegate": index, "tag": part.tag, "target": part.target,
                "blob_bytes": len(blob)}
         est.update(_as_dict(part.result, per_layer))

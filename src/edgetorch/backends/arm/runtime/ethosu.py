@@ -26,7 +26,8 @@ must be equal, the TOSA result is returned).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from ....errors import (
     KernelError,
 )
 from ....runtime.backends import backend
+from ....runtime.file_paths import allowed_roots, resolve_stored_path
 from ..ethosu.compiled import COMPILED, blob_key
 from ..ethosu.vela_bin import VelaBin, VelaIO, parse_vela_bin
 from .tosa_sim import NUMPY_DTYPES, TosaGraphRunner
@@ -114,27 +116,63 @@ def _matches(tosa_io: list[TosaIO], vela_io: list[VelaIO]) -> bool:
         for t, v in zip(tosa_io, vela_io, strict=True))
 
 
-def _candidate_dirs(specs: Mapping[str, bytes], options: Mapping[str, Any]) -> list[str]:
-    dirs = []
-    for d in (options.get("intermediates"), os.environ.get(ENV_VAR)):
-        if d:
-            dirs.append(str(d))
-    path = specs.get("debug_artifact_path")
-    if path:
-        dirs.append(path.decode("utf-8", "replace"))
+def _user_dirs(options: Mapping[str, Any]) -> list[str]:
+    """Folders the user named: the ``intermediates`` option, ``$EDGETORCH_ETHOSU_INTERMEDIATES``
+    and ``allowed_dirs`` (folders a stored ``debug_artifact_path`` may point into)."""
+    dirs = [str(d) for d in (options.get("intermediates"), os.environ.get(ENV_VAR)) if d]
+    extra = options.get("allowed_dirs") or ()
+    dirs += [str(extra)] if isinstance(extra, (str, os.PathLike)) else [str(d) for d in extra]
     return dirs
+
+
+def _candidate_dirs(specs: Mapping[str, bytes], options: Mapping[str, Any],
+                    program_dir: str | None = None) -> Iterator[str]:
+    """The folders to look in, in order; the stored ``debug_artifact_path`` last, resolved
+    only when reached (it is not needed when a folder the user named has the graph)."""
+    yield from (str(d) for d in (options.get("intermediates"), os.environ.get(ENV_VAR)) if d)
+    path = specs.get("debug_artifact_path")
+    if path:  # a path from the file: followed only inside the allowed folders
+        roots = allowed_roots([*_user_dirs(options), program_dir])
+        yield resolve_stored_path(
+            path.decode("utf-8", "replace"), roots, f"{BACKEND_ID} debug_artifact_path",
+            f"pass load_program(..., backend_options={{'{BACKEND_ID}': {{'intermediates': DIR}}}}) "
+            f"to read the TOSA graphs from DIR, {{'allowed_dirs': [DIR]}} to allow the stored "
+            "path, or {'simulation': 'npu'} to run the command stream without TOSA graphs")
+
+
+# The Vela options a delegate's stored flags may pass on when the runtime compiles a candidate
+# TOSA graph to break a tie: the target's options, nothing that reads or writes a file.
+_SAFE_FLAG_VALUE = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+_TARGET_FLAGS = {"--accelerator-config", "--system-config", "--memory-mode", "--optimise",
+                 "--arena-cache-size", "--output-format", "--cop-format"}
+_BUILTIN_CONFIGS = {"Arm/vela.ini"}
+
+
+def target_flags(stored: bytes) -> list[str]:
+    """The target options among a delegate's stored Vela flags; every other flag (reports,
+    output folders, config files other than Vela's own) is dropped, never handed to Vela."""
+    flags = []
+    for flag in stored.decode("utf-8", "replace").split(" ")[:64]:
+        name, eq, value = flag.partition("=")
+        if not eq:
+            continue
+        if name == "--config" and value in _BUILTIN_CONFIGS:
+            flags.append(flag)
+        elif name in _TARGET_FLAGS and _SAFE_FLAG_VALUE.fullmatch(value):
+            flags.append(flag)
+    return flags
 
 
 def _same_command_stream(tosa: bytes, specs: Mapping[str, bytes], vela: VelaBin) -> bool:
     from ..ethosu.vela import vela_compile  # needs ethos-u-vela, only for ties
 
-    flags = specs.get("compile_flags", b"").decode().split(" ")
+    flags = target_flags(specs.get("compile_flags", b""))
     return parse_vela_bin(vela_compile(tosa, flags).processed_bytes).cmd_data == vela.cmd_data
 
 
 def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, Any],
-              blob: bytes | None = None) -> tuple[str, TosaGraphRunner, list[TosaIO],
-                                                  list[TosaIO]]:
+              blob: bytes | None = None, program_dir: str | None = None
+              ) -> tuple[str, TosaGraphRunner, list[TosaIO], list[TosaIO]]:
     """The TOSA file of this delegate (see the module docstring for where it is looked for)."""
     if blob is not None:
         key = blob_key(blob)
@@ -143,15 +181,18 @@ def find_tosa(vela: VelaBin, specs: Mapping[str, bytes], options: Mapping[str, A
         if tosa:
             return ("<in memory>", *tosa_graph_io(bytes(tosa), f"{BACKEND_ID} (in memory)"))
     spec = specs.get("tosa_spec", b"").decode("utf-8", "replace")
-    dirs = _candidate_dirs(specs, options)
-    if not dirs:
+    if not _SAFE_FLAG_VALUE.fullmatch(spec):  # it becomes part of a file name pattern
+        raise InvalidProgramError(f"{BACKEND_ID}: compile spec tosa_spec {spec[:80]!r} is not a "
+                                  "TOSA specification name")
+    if not (specs.get("debug_artifact_path") or options.get("intermediates")
+            or os.environ.get(ENV_VAR)):
         raise BackendNotFoundError(
             f"{BACKEND_ID}: this delegate ({specs.get('target', b'?').decode()}) can run on a PC "
             "only from its TOSA graph, which is not in the .pte and no intermediates folder is "
             f"known (no debug_artifact_path compile spec); {_HOW_TO_GET_TOSA}",
             code=ErrorCode.NotFound)
     looked, matching = [], []
-    for d in dirs:
+    for d in _candidate_dirs(specs, options, program_dir):
         folder = Path(d)
         files = sorted(folder.glob(f"output_*_{spec}.tosa")) if folder.is_dir() else []
         looked.append(f"{d} ({len(files)} .tosa files)" if folder.is_dir() else f"{d} (missing)")
@@ -203,7 +244,8 @@ class EthosUSimulator:
             return EthosUDelegate(vela, None, None, None, None, target, "npu",
                                   _npu_program(vela, target))
         try:
-            path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob)
+            path, runner, ins, outs = find_tosa(vela, compile_specs, options, blob,
+                                                getattr(context, "program_dir", None))
         except BackendNotFoundError as missing:
             if mode != "auto":
                 raise
