@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from edgetorch.devtools.inspector._events import _tensor
+from edgetorch.devtools.inspector._runs import _tensor
 from edgetorch.schema import etdump as E
 from edgetorch.schema.scalar_type import ScalarType
 

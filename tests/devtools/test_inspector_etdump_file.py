@@ -113,4 +113,6 @@ def test_cli_prints_table_and_tsv(files):
            "--tsv_path", str(tsv)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout
     assert "native_call_mul.out" in out
-    assert tsv.read_text().splitlines()[0].split("\t")[:2] == ["event_block_name", "event_name"]
+    # ExecuTorch's TSV starts with the row index column (no header)
+    assert tsv.read_text().splitlines()[0].split("\t")[:3] == ["", "event_block_name",
+                                                               "event_name"]

@@ -10,16 +10,11 @@ from edgetorch.schema import bundled_program as B
 from edgetorch.schema import etdump as E
 from edgetorch.schema.scalar_type import ScalarType
 
-# ExecuTorch's Python ETDump keeps Value.val as the schema's enum name.
-_VALUE_TYPE_NAMES = ["Null", "Int", "Bool", "Float", "Double", "Tensor", "TensorList", "String"]
-
 
 def jsonable(obj):
     """Our schema dataclasses in the shape ``ref_devtools.jsonable`` gives ExecuTorch's."""
     if dataclasses.is_dataclass(obj):
         return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, E.ValueType):
-        return _VALUE_TYPE_NAMES[obj]
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (bytes, bytearray, memoryview)):

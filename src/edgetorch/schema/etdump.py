@@ -10,8 +10,8 @@ Only the format lives here; the event tracer and the Inspector build on it.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 from ..errors import FormatError
 from .fbs import (
@@ -36,17 +36,22 @@ ETDUMP_VERSION = 0
 _HINT = "The ETDump is truncated or corrupted, or is not an ETDump (.etdp); record it again."
 
 
-class ValueType(IntEnum):
-    """``enum ValueType : byte``: which field of a ``Value`` holds the value."""
+class ValueType(str, enum.Enum):
+    """``enum ValueType : byte``: which field of a ``Value`` holds the value. Members are the
+    schema's names (``"Tensor"``), as ExecuTorch's Python ETDump reads them; the file stores
+    their position."""
 
-    NULL = 0
-    INT = 1
-    BOOL = 2
-    FLOAT = 3
-    DOUBLE = 4
-    TENSOR = 5
-    TENSOR_LIST = 6
-    STRING = 7
+    NULL = "Null"
+    INT = "Int"
+    BOOL = "Bool"
+    FLOAT = "Float"
+    DOUBLE = "Double"
+    TENSOR = "Tensor"
+    TENSOR_LIST = "TensorList"
+    STRING = "String"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass

@@ -1,14 +1,21 @@
-"""What the ETRecord says about an instruction: its debug handles, the Edge nodes that carry
-them (op types, stack traces, module hierarchy), and the delegate that ran it."""
+"""What the ETRecord says about an event: its debug handles (from the instruction id and, for
+work inside a delegate, the delegate's own map), then the Edge nodes that carry those handles
+(op types, stack traces, module hierarchy) — the same joins as ExecuTorch 1.5.1's Inspector."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 
+from ._event import DELEGATE_CALL, FRAMEWORK_EVENTS, Event
+
 DEBUG_HANDLE = "debug_handle"
+FORWARD = "forward"
+
+log = logging.getLogger(__name__)
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -31,50 +38,68 @@ def edge_nodes(ep: Any) -> list[torch.fx.Node]:
     return out
 
 
-def _str_keys(maps: dict | None, method: str = "forward") -> dict[str, Any]:
-    return {str(k): v for k, v in ((maps or {}).get(method) or {}).items()}
+def _str_keys(maps: dict | None, method: str = FORWARD) -> dict[str, Any] | None:
+    if maps is None:
+        return None
+    return {str(k): v for k, v in (maps.get(method) or {}).items()}
 
 
 class GraphInfo:
-    def __init__(self, etrecord: Any, enable_module_hierarchy: bool = False) -> None:
+    def __init__(self, etrecord: Any) -> None:
         edge = etrecord.edge_dialect_program
-        self.program = edge["forward"] if isinstance(edge, dict) else edge
-        # string keys whatever the record holds (ExecuTorch's in-memory record has int keys)
-        self.handle_map = _str_keys(etrecord._debug_handle_map)
+        self.program = edge[FORWARD] if isinstance(edge, dict) else edge
+        # String keys whatever the record holds (ExecuTorch's in-memory record has int keys,
+        # which its own Inspector then fails to find).
+        self.handle_map = _str_keys(etrecord._debug_handle_map) or {}
         self.delegate_map = _str_keys(etrecord._delegate_map)
-        self.num_outs_map = _str_keys(etrecord._instruction_id_to_num_outs_map)
+        self.num_outs_map = _str_keys(etrecord._instruction_id_to_num_outs_map) or {}
         self.by_handle: dict[int, list[torch.fx.Node]] = {}
         for node in edge_nodes(self.program) if self.program is not None else []:
-            h = node.meta[DEBUG_HANDLE]
-            for handle in (h if isinstance(h, (list, tuple)) else [h]):
-                self.by_handle.setdefault(int(handle), []).append(node)
+            self.by_handle.setdefault(_hashable(node.meta[DEBUG_HANDLE]), []).append(node)
 
-    def handles(self, instruction_id: int) -> tuple[int, ...]:
-        h = self.handle_map.get(str(instruction_id))
-        if h is None:
-            return ()
-        return tuple(h) if isinstance(h, list) else (h,)
-
-    def num_outs(self, instruction_id: int) -> int:
-        return int(self.num_outs_map.get(str(instruction_id), 0))
-
-    def nodes(self, handles: tuple[int, ...]) -> list[torch.fx.Node]:
-        return [n for h in handles for n in self.by_handle.get(h, [])]
-
-    def annotate(self, event: Any, delegated: bool) -> None:
-        delegate = self.delegate_map.get(str(event._instruction_id))
-        if delegated:  # delegate-internal work: only what the backend's own map names
-            inner = (delegate or {}).get("delegate_map") or {}
-            h = inner.get(str(event.delegate_debug_identifier))
-            handles = tuple(h) if isinstance(h, list) else ((h,) if h is not None else ())
-        else:
-            handles = self.handles(event._instruction_id or 0)
-        event.debug_handles = handles[0] if len(handles) == 1 else (handles or None)
-        if delegate is not None and event.chain_index != -1:
-            event.delegate_backend_name = delegate.get("name")
-        if event.chain_index == -1:  # framework events: handles of instruction 0, no op types
+    def resolve(self, event: Event) -> None:
+        """Set the event's debug handles, output count and delegate backend."""
+        if event._instruction_id is None:
             return
-        nodes = self.nodes(handles)
-        event.op_types = [op_name(n) for n in nodes]
-        event.stack_traces = {n.name: n.meta.get("stack_trace") for n in nodes}
-        event.module_hierarchy = {n.name: n.meta.get("nn_module_stack") for n in nodes}
+        instruction = str(event._instruction_id)
+        if instruction not in self.handle_map:
+            return
+        event.num_outputs = int(self.num_outs_map.get(instruction, 1))
+        delegate = (self.delegate_map or {}).get(instruction)
+        if event.delegate_debug_identifier is None:
+            event.debug_handles = self.handle_map[instruction]
+            if event.name == DELEGATE_CALL and delegate is not None:
+                event.delegate_backend_name = delegate.get("name", "")
+            return
+        if delegate is None:
+            event.debug_handles = self.handle_map[instruction]
+            log.warning("no delegate mapping found for the delegate at instruction %s",
+                        instruction)
+            return
+        event.delegate_backend_name = delegate.get("name", "")
+        inner = delegate.get("delegate_map") or {}
+        identifier = event.delegate_debug_identifier
+        handles = inner.get(identifier)  # type: ignore[call-overload]
+        if handles is None:
+            handles = inner.get(str(identifier))
+            # ExecuTorch also accepts a map key that is part of the identifier string.
+            for key, value in inner.items():
+                if key in str(identifier):
+                    handles = value
+        event.debug_handles = handles
+
+    def associate(self, event: Event) -> None:
+        """Op types, stack traces and module hierarchy of the nodes the event's handles name."""
+        if event.name in FRAMEWORK_EVENTS or event.debug_handles is None:
+            return
+        handles = event.debug_handles
+        for handle in [handles] if isinstance(handles, int) else handles:
+            for node in self.by_handle.get(handle, []):
+                if node.name not in event.stack_traces:
+                    event.stack_traces[node.name] = node.meta.get("stack_trace")
+                    event.module_hierarchy[node.name] = node.meta.get("nn_module_stack")
+                event.op_types.append(op_name(node))
+
+
+def _hashable(handle: Any) -> Any:
+    return tuple(handle) if isinstance(handle, list) else handle

@@ -313,9 +313,9 @@ def _field_reader(schema: Schema, f: F, slot: int) -> Callable[..., Any]:
 def _scalar_parts(f: F) -> tuple[Scalar, dict[int, Any] | None, Any]:
     """(stored type, enum members by value or None, value when absent) of a scalar field."""
     if isinstance(f.type, Enum):
-        enum_cls = f.type.cls
-        default = enum_cls(0) if f.default is None else f.default
-        return f.type.base, {int(m): m for m in enum_cls}, default
+        members = f.type.members()
+        default = members[0] if f.default is None else f.default
+        return f.type.base, members, default
     return f.type, None, f.type.convert(0) if f.default is None else f.default
 
 

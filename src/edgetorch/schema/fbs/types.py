@@ -4,10 +4,10 @@ the ``F`` field declaration, and small helpers shared by the container formats."
 from __future__ import annotations
 
 import dataclasses
+import enum
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from ...errors import FormatError
@@ -50,10 +50,22 @@ DOUBLE = Scalar("double", "d", 8, "PrependFloat64Slot", float)
 
 @dataclass(frozen=True)
 class Enum:
-    """An enum field: values of ``cls`` stored as ``base``; unknown values are a FormatError."""
+    """An enum field: values of ``cls`` stored as ``base``; unknown values are a FormatError.
 
-    cls: type[IntEnum]
+    An ``IntEnum`` is stored as its value; any other enum (one whose values are the schema's
+    names, as ExecuTorch's Python dataclasses keep them) as its position, which is what a
+    schema enum without explicit values means."""
+
+    cls: type[enum.Enum]
     base: Scalar = BYTE
+
+    def code(self, member: Any) -> int:
+        if isinstance(member, int):
+            return int(member)
+        return list(self.cls).index(self.cls(member))
+
+    def members(self) -> dict[int, Any]:
+        return {self.code(m): m for m in self.cls}
 
 
 class String:

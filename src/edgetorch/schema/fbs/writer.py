@@ -114,8 +114,8 @@ def _base(t: Scalar | Enum) -> Scalar:
 
 def _scalar_adder(f: F, slot: int) -> Callable[..., None]:
     base, name = _base(f.type), f.name
-    convert = base.convert
-    default = convert(0 if f.default is None else f.default)
+    convert = f.type.code if isinstance(f.type, Enum) else base.convert
+    default = 0 if f.default is None else convert(f.default)
     method = getattr(flatbuffers.Builder, base.prepend)
 
     def add(b: flatbuffers.Builder, obj: Any, built: list) -> None:

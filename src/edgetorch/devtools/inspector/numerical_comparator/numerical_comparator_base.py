@@ -1,0 +1,115 @@
+"""``NumericalComparatorBase`` (``executorch.devtools.inspector.numerical_comparator``): how
+``Inspector.calculate_numeric_gap`` turns matched AOT and runtime outputs into gap rows.
+
+Subclass it and implement ``element_compare(a, b) -> float`` for a metric of your own;
+override ``preprocessing(mapping)`` to transform outputs first (dequantize, change layout).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from .._inspector import Inspector
+
+DebugHandle = tuple[int, ...]
+# (AOT debug handle, AOT output) -> (runtime debug handle, runtime output)
+IntermediateOutputMapping = dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]
+
+GAP_COLUMNS = ["aot_debug_handle", "aot_ops", "aot_intermediate_output", "runtime_ops",
+               "runtime_debug_handle", "runtime_intermediate_output", "gap"]
+
+
+def convert_to_float_tensor(value: Any) -> torch.Tensor:
+    """A scalar, array or tensor as a float64 CPU tensor with NaN replaced by 0 (as
+    ExecuTorch's comparators see values)."""
+    if isinstance(value, Sequence) and not isinstance(value, torch.Tensor):
+        raise TypeError(f"expected a tensor or a scalar, got a {type(value).__name__}; compare "
+                        "sequences element by element")
+    try:
+        tensor = torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, RuntimeError, ValueError) as e:
+        raise ValueError(f"cannot convert a {type(value).__name__} to a tensor: {e}") from None
+    tensor = tensor.detach().cpu().double()
+    return torch.nan_to_num(tensor, nan=0.0) if torch.isnan(tensor).any() else tensor
+
+
+class NumericalComparatorBase(ABC):
+    def __init__(self, inspector: Inspector | None = None) -> None:
+        self._inspector = inspector
+
+    @property
+    def inspector(self) -> Inspector | None:
+        return self._inspector
+
+    @inspector.setter
+    def inspector(self, value: Inspector | None) -> None:
+        self._inspector = value
+
+    def preprocessing(self, mapping: IntermediateOutputMapping) -> IntermediateOutputMapping:
+        """Transform the matched outputs before comparing them (identity by default)."""
+        return mapping
+
+    @abstractmethod
+    def element_compare(self, a: Any, b: Any) -> float:
+        """Distance between one AOT output ``a`` and the runtime's ``b``."""
+
+    @staticmethod
+    def _validate_preprocessing_output(mapping: IntermediateOutputMapping) -> None:
+        if not isinstance(mapping, dict):
+            raise TypeError(f"preprocessing() must return a dict, got {type(mapping).__name__}: "
+                            "{(aot_debug_handle, aot_output): (runtime_debug_handle, output)}")
+        for side, pairs in (("key", mapping.keys()), ("value", mapping.values())):
+            for pair in pairs:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise ValueError(f"preprocessing() returned the {side} {pair!r}; each must "
+                                     "be a (debug_handle, output) pair")
+                handle = pair[0]
+                if not isinstance(handle, tuple) or not all(isinstance(h, int) for h in handle):
+                    raise ValueError(f"preprocessing() returned the debug handle {handle!r} in "
+                                     f"a {side}; a debug handle is a tuple of ints")
+
+    def _compare_intermediate_outputs(self, a: Any, b: Any) -> list[float]:
+        a_seq = isinstance(a, Sequence) and not isinstance(a, torch.Tensor)
+        b_seq = isinstance(b, Sequence) and not isinstance(b, torch.Tensor)
+        if a_seq and b_seq:
+            if len(a) != len(b):
+                raise ValueError(f"cannot compare {len(a)} AOT outputs with {len(b)} runtime "
+                                 "outputs")
+            return [self.element_compare(x, y) for x, y in zip(a, b)]
+        if a_seq or b_seq:
+            raise ValueError("cannot compare a sequence of outputs with a single output")
+        return [self.element_compare(a, b)]
+
+    def compare(self, mapping: IntermediateOutputMapping,
+                aot_debug_handle_to_op_names: dict[DebugHandle, list[str]],
+                runtime_debug_handle_to_op_names: dict[DebugHandle, list[str]]):
+        """Preprocess, compare each matched pair, and return one row per pair."""
+        import pandas as pd
+
+        from .._numeric_gap import find_op_names
+
+        mapping = self.preprocessing(mapping)
+        self._validate_preprocessing_output(mapping)
+        rows = []
+        for (aot_handle, aot_out), (runtime_handle, runtime_out) in mapping.items():
+            if aot_out is None or runtime_out is None:
+                continue
+            # An AOT node with several outputs (an undecomposed unbind in the ATen graph) has
+            # no single runtime counterpart.
+            if isinstance(aot_out, Sequence) and len(aot_out) > 1:
+                continue
+            rows.append({
+                "aot_debug_handle": aot_handle,
+                "aot_ops": find_op_names(aot_handle, aot_debug_handle_to_op_names),
+                "aot_intermediate_output": aot_out,
+                "runtime_ops": find_op_names(runtime_handle, runtime_debug_handle_to_op_names),
+                "runtime_debug_handle": runtime_handle,
+                "runtime_intermediate_output": runtime_out,
+                "gap": self._compare_intermediate_outputs(aot_out, runtime_out),
+            })
+        return pd.DataFrame(rows, columns=GAP_COLUMNS)
