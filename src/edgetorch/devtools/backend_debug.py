@@ -97,8 +97,9 @@ def _is_lowered(module: Any) -> bool:
 def get_delegation_info(graph_module: Any) -> DelegationInfo:
     """Count delegated subgraphs and, per operator, delegated and non-delegated nodes.
 
-    Operators are named like the graph's nodes (``sin``, ``cumsum``, ...). Delegate calls,
-    the ``getitem``s that read their outputs and memory-planning markers are not counted.
+    Operators are named like the graph's nodes (``aten_cumsum_default``, ...), as in
+    ExecuTorch; every call but the delegate calls themselves is counted (``getitem``s that
+    read a delegate's outputs among the non-delegated nodes, as ExecuTorch counts them).
     """
     counts: dict[str, DelegationBreakdown] = defaultdict(DelegationBreakdown)
 
@@ -119,7 +120,7 @@ def get_delegation_info(graph_module: Any) -> DelegationInfo:
                 for inner in module.original_module.graph.nodes:
                     if inner.op == "call_function":
                         count(inner.name, True)
-        elif node.op == "call_function" and not _is_bookkeeping(node):
+        elif node.op == "call_function" and _op_type(node.name) != "executorch_call_delegate":
             count(node.name, False)
     return DelegationInfo(
         num_delegated_subgraphs=subgraphs,
@@ -127,16 +128,6 @@ def get_delegation_info(graph_module: Any) -> DelegationInfo:
         num_non_delegated_nodes=sum(b.non_delegated for b in counts.values()),
         delegation_by_operator=dict(counts),
     )
-
-
-def _is_bookkeeping(node: Any) -> bool:
-    name = getattr(node.target, "__name__", "")
-    if name == "executorch_call_delegate":
-        return True
-    if name == "getitem":
-        parent = node.args[0]
-        return getattr(getattr(parent, "target", None), "__name__", "") == "executorch_call_delegate"
-    return name in ("alloc", "view") and getattr(node.target, "__module__", "") == "edgetorch.exir.memory"
 
 
 def print_delegation_info(graph_module: Any) -> None:

@@ -14,6 +14,7 @@ from torch._export.passes.replace_view_ops_with_view_copy_ops_pass import (
     get_view_copy_of_view_op,
 )
 from torch._ops import OpOverload
+from torch.fx.graph import _snake_case
 from torch.export import ExportedProgram
 
 from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
@@ -23,6 +24,7 @@ from .dialects._ops import ops as exir_ops
 from .dialects.edge._ops import EdgeOpOverload
 from .passes.remove_mixed_type_operators import remove_mixed_type_operators
 from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
+from .pass_base import _renamed
 from .passes.rewrite import erase, rewrite
 from .passes.scalar_to_tensor_pass import lift_scalar_arguments
 from .tensor import dim_order_of
@@ -214,7 +216,39 @@ def to_edge_ops(ep: ExportedProgram) -> bool:
         if edge is not node.target:
             node.target = edge
             changed = True
+    name_edge_nodes(ep)
     return changed
+
+
+def edge_node_name(target: object) -> str | None:
+    """ExecuTorch's name for a node calling ``target``: its Edge op name in snake case
+    (``aten_convolution_default``), which delegation reports and ETRecords show."""
+    if not isinstance(target, OpOverload):
+        return None
+    namespace, _, name = target._schema.name.partition("::")
+    if namespace == "edgetorch_preserve":  # backend/preserve.py's stand-ins carry the name
+        return name
+    # torch.fx's own naming of a callable called "aten.add.Tensor": snake case, dots to "_"
+    return _snake_case(f"{namespace}.{name}.{target._overloadname}").replace(".", "_")
+
+
+def name_edge_nodes(ep: ExportedProgram) -> None:
+    """Rename operator nodes as ExecuTorch's Edge graphs name them (a second convolution is
+    ``aten_convolution_default_1``), keeping the signature's output names in step."""
+    for gm in _ops.graph_modules(ep.graph_module):
+        for node in gm.graph.nodes:
+            name = edge_node_name(node.target) if node.op == "call_function" else None
+            if name is not None and not _has_edge_name(node.name, name):
+                node._rename(name)
+        gm.recompile()
+    outputs = ep.graph_module.graph.output_node().args[0]
+    sig = ep.graph_signature
+    sig.output_specs[:] = [_renamed(spec, out) for spec, out in zip(sig.output_specs, outputs)]
+
+
+def _has_edge_name(current: str, name: str) -> bool:
+    return current == name or (current.startswith(name + "_")
+                               and current[len(name) + 1:].isdigit())
 
 
 def cast_mixed_operands(ep: ExportedProgram) -> bool:

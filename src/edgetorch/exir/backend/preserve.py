@@ -18,7 +18,7 @@ from torch._ops import OpOverload
 from torch.export import ExportedProgram
 
 from ...errors import ExportError
-from ..edge import as_edge_op
+from ..edge import as_edge_op, name_edge_nodes
 from .partitioner import Partitioner
 
 logger = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def unpark(ep: ExportedProgram, parked: dict[OpOverload, OpOverload]) -> None:
     for node in ep.graph.nodes:
         if node.op == "call_function" and node.target in parked:
             node.target = as_edge_op(parked[node.target])
-    ep.graph_module.recompile()
+    name_edge_nodes(ep)  # the kept ops take their Edge names, as the rest of the graph did
 
 
 def has_filter(preserved: Preserved) -> bool:
