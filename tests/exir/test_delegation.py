@@ -242,7 +242,7 @@ def test_partitioner_logs_why_it_left_operators_out(caplog):
     edge = to_edge(torch.export.export(SinAddCumsum(), _inputs((3, 4), (3, 4))))
     with caplog.at_level(logging.INFO, logger="edgetorch.exir.backend.partitioner"):
         to_backend(edge.exported_program(), DemoPartitioner())
-    assert "DemoPartitioner did not take %cumsum (aten.cumsum.default): " \
+    assert "DemoPartitioner did not take %aten_cumsum_default (aten.cumsum.default): " \
            "BackendWithCompilerDemo does not implement aten.cumsum.default" in caplog.text
 
 
@@ -502,18 +502,22 @@ def test_get_delegation_info_and_format_delegated_graph():
 
     info = get_delegation_info(gm)
     assert info.num_delegated_subgraphs == 2
-    assert (info.delegated_nodes, info.non_delegated_nodes) == (4, 1)  # sin add relu mul | cumsum
-    assert info.delegation_by_operator["cumsum"].non_delegated == 1
-    assert info.delegation_by_operator["sin"].delegated == 1
+    # sin add relu mul | cumsum and the two getitems that read the delegates' outputs
+    assert (info.delegated_nodes, info.non_delegated_nodes) == (4, 3)
+    assert info.delegation_by_operator["aten_cumsum_default"].non_delegated == 1
+    assert info.delegation_by_operator["getitem"].non_delegated == 2
+    assert info.delegation_by_operator["aten_sin_default"].delegated == 1
     assert info.get_summary() == ("Total delegated subgraphs: 2\n"
                                   "Number of delegated nodes: 4\n"
-                                  "Number of non-delegated nodes: 1\n")
+                                  "Number of non-delegated nodes: 3\n")
     table = info.get_operator_delegation_dataframe()
     rows = table.to_dict("records")
     assert rows[-1] == {"op_type": "Total", "occurrences_in_delegated_graphs": 4,
-                        "occurrences_in_non_delegated_graphs": 1}
-    assert [r["op_type"] for r in rows] == ["add", "cumsum", "mul", "relu", "sin", "Total"]
-    assert "cumsum" in str(table) and "occurrences_in_delegated_graphs" in str(table)
+                        "occurrences_in_non_delegated_graphs": 3}
+    assert [r["op_type"] for r in rows] == ["aten_add_tensor", "aten_cumsum_default",
+                                            "aten_mul_tensor", "aten_relu_default",
+                                            "aten_sin_default", "getitem", "Total"]
+    assert "occurrences_in_delegated_graphs" in str(table)
 
     text = format_delegated_graph(gm)
     assert text.startswith("graph():\n")
