@@ -1,4 +1,4 @@
-"""Reading logged tensors from an ETDump debug buffer (the Inspector's ``_events._tensor``)."""
+"""Reading logged tensors from an ETDump debug buffer (the Inspector's ``_runs._tensor``)."""
 
 import numpy as np
 
@@ -30,3 +30,10 @@ def test_zero_dim_values_are_logged_without_strides():
     assert t.sizes == [] and t.strides == []
     assert logged(np.zeros((2, 3, 4), np.float32), buf).strides == [12, 4, 1]
     assert float(_tensor(t, bytes(buf.data[:buf.used]))) == 2.5
+
+
+def test_empty_tensors_read_without_their_offset():
+    """ExecuTorch logs batch norm's empty mean/var outputs as sizes [0] at offset -1; reading
+    them failed as "outside the debug buffer" (issue 33's BatchNorm CNN)."""
+    got = _tensor(E.Tensor(ScalarType.FLOAT, [0], [1], -1), b"\0" * 64)
+    assert got.shape == (0,) and got.dtype == np.float32

@@ -5,6 +5,7 @@ work inside a delegate, the delegate's own map), then the Edge nodes that carry 
 from __future__ import annotations
 
 import logging
+import operator
 from typing import Any
 
 import torch
@@ -33,7 +34,8 @@ def edge_nodes(ep: Any) -> list[torch.fx.Node]:
         if node.op == "call_function" and node.target is executorch_call_delegate:
             lowered = getattr(ep.graph_module, node.args[0].target)
             out.extend(edge_nodes(lowered.original_module))
-        elif node.op == "call_function" and DEBUG_HANDLE in node.meta:
+        elif node.op == "call_function" and DEBUG_HANDLE in node.meta \
+                and node.target is not operator.getitem:  # ExecuTorch's op graph has none
             out.append(node)
     return out
 

@@ -120,7 +120,12 @@ def _tensor(t: E.Tensor, buffer: bytes | None) -> Any:
     if dtype is None:
         raise FormatError(f"ETDump tensor has scalar type {t.scalar_type!r}, which the Inspector "
                           "cannot read; report it")
+    if any(s < 0 for s in t.sizes):
+        raise FormatError(f"ETDump tensor has negative sizes {list(t.sizes)}; the ETDump is "
+                          "corrupted, record it again")
     numel = int(np.prod(t.sizes)) if t.sizes else 1
+    if numel == 0:  # ExecuTorch logs empty outputs (batch norm's mean/var) at offset -1
+        return np.zeros(tuple(t.sizes), dtype)
     nbytes = numel * np.dtype(dtype).itemsize
     if t.offset < 0 or t.offset + nbytes > len(buffer):
         raise FormatError(f"ETDump tensor {list(t.sizes)} at offset {t.offset} lies outside the "
