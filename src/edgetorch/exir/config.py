@@ -64,7 +64,10 @@ class ExecutorchBackendConfig:
     emit_mutable_buffer_names: bool = True
     # Fold operators whose inputs are all constants (e.g. the weight transpose of a Linear)
     # into new constants when that does not grow the file. ExecuTorch leaves them to run time.
-    fold_constants: bool = True
+    # None (the default): fold, except for a program that records an ETRecord
+    # (generate_etrecord=True), whose instructions, profile events and numeric-gap rows then
+    # stay those of ExecuTorch's program (native_call_permute_copy.out included).
+    fold_constants: bool | None = None
     # ExecuTorch's quant fusion: weight-only quantized embeddings become one
     # quantized_decomposed::embedding_{byte,4bit,2bit} kernel (exir/passes/quant_fusion.py).
     do_quant_fusion_and_const_prop: bool = False

@@ -62,7 +62,7 @@ def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 
 def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
-    if config.fold_constants:
+    if config.fold_constants is not False:  # None: fold (the manager resolves it for ETRecords)
         fold_constants(ep)
 
 

@@ -176,6 +176,8 @@ class EdgeProgramManager:
 
     def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
         config = config or ExecutorchBackendConfig()
+        if config.fold_constants is None:  # see ExecutorchBackendConfig.fold_constants
+            config = dataclasses.replace(config, fold_constants=self._etrecord is None)
         state = ProgramState()
         lowered: dict[str, ExportedProgram] = {}
         plans = []
