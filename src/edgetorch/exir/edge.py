@@ -14,17 +14,17 @@ from torch._export.passes.replace_view_ops_with_view_copy_ops_pass import (
     get_view_copy_of_view_op,
 )
 from torch._ops import OpOverload
-from torch.fx.graph import _snake_case
 from torch.export import ExportedProgram
+from torch.fx.graph import _snake_case
 
 from . import ops as _ops  # noqa: F401  (defines dim_order_ops)
 from .config import EdgeCompileConfig
 from .debug_handles import generate_debug_handles
 from .dialects._ops import ops as exir_ops
 from .dialects.edge._ops import EdgeOpOverload
+from .pass_base import _renamed
 from .passes.remove_mixed_type_operators import remove_mixed_type_operators
 from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
-from .pass_base import _renamed
 from .passes.rewrite import erase, rewrite
 from .passes.scalar_to_tensor_pass import lift_scalar_arguments
 from .tensor import dim_order_of

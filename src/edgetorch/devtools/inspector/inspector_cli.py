@@ -39,12 +39,16 @@ def run(args: argparse.Namespace) -> int:
         inspector.save_data_to_tsv(args.tsv_path)
     if args.compare_results:
         blocks = [b for b in inspector.event_blocks if b.name == "Execute"]
-        if not any(b.reference_output for b in blocks):
+        if all(b.reference_output is None for b in blocks):
             raise InspectorError("--compare_results needs reference outputs: an ETRecord made "
                                  "from a BundledProgram, or one given update_reference_outputs()"
                                  ", and a debug buffer (--debug_buffer_path) for the run outputs")
         for block in blocks:
-            compare_results(block.reference_output, block.run_output, plot=True)
+            reference = block.reference_output
+            # one run's outputs: a list, or a lone tensor for a single-output method
+            if not isinstance(reference, (list, tuple)):
+                reference = [reference]
+            compare_results(list(reference), block.run_output or [], plot=True)
     return 0
 
 
