@@ -525,9 +525,14 @@ def test_get_delegation_info_and_format_delegated_graph():
     assert text.count("backend_id: BackendWithCompilerDemo") == 2
     assert "lowered graph():" in text
     assert "exir_ops.edge.aten.sin.default" in text and "exir_ops.edge.aten.cumsum.default" in text
-    # Also on the graph after to_executorch (out variants, memory markers are not counted).
+    # Also on the graph after to_executorch: as in ExecuTorch, every call but the delegate
+    # calls counts (cumsum's out variant, the getitems, memory-planning markers).
     et_gm = edge.to_backend(DemoPartitioner()).to_executorch().exported_program().graph_module
-    assert get_delegation_info(et_gm).non_delegated_nodes == 1
+    calls = [n for n in et_gm.graph.nodes if n.op == "call_function"
+             and not n.name.startswith("executorch_call_delegate")]
+    info = get_delegation_info(et_gm)
+    assert info.non_delegated_nodes == len(calls) and info.delegated_nodes == 4
+    assert info.delegation_by_operator["aten_cumsum_default"].non_delegated == 1
 
 
 def test_delegation_dataframe_is_always_a_dataframe():
