@@ -13,7 +13,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short lint bench setup ref clean
+.PHONY: et-suite browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -117,3 +117,22 @@ bench: $(VENV)/.installed $(REF)/.installed
 
 clean:
 	rm -rf $(VENV) $(REF) $(NOTORCH) $(OV) $(REF_OV) build
+
+## ExecuTorch's own Python tests, against edgetorch and against ExecuTorch 1.5.1 (not in `test`:
+## it needs a fetched ExecuTorch tree and takes hours). Tables go to docs/compatibility.md.
+ET_SOURCE ?= /work/.mirror/pytorch+executorch/repo
+ET_REF    ?= cff6f4dd32e630945b7188512c1f2b4f102b05ad
+ET_AREAS  ?= exir,xnnpack,suite-xnnpack,llm,quantized-kernels
+ET_DEPS   := build/et-suite/deps
+ET_ARGS   ?=
+
+$(ET_DEPS)/.installed: $(VENV)/.installed $(REF)/.installed
+	$(PY) -m pip install -q --target $(ET_DEPS)/ours parameterized expecttest hypothesis \
+		pytest-timeout tabulate
+	$(REF)/bin/python -m pip install -q --target $(ET_DEPS)/ref pytest pytest-timeout
+	touch $@
+
+et-suite: $(ET_DEPS)/.installed
+	nice -n 19 $(PY) scripts/run_executorch_tests.py --source $(ET_SOURCE) --ref $(ET_REF) \
+		--areas $(ET_AREAS) --deps $(CURDIR)/$(ET_DEPS)/ours --ref-deps $(CURDIR)/$(ET_DEPS)/ref \
+		--report docs/compatibility.md $(ET_ARGS)

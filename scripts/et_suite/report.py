@@ -1,0 +1,107 @@
+"""The tables: per area, per file, and the tests only edgetorch passes; written into a doc.
+
+Only tests that pass on ExecuTorch count toward the target: a test of a feature newer than the
+1.5.1 wheel fails there too. For each file, the reason column groups edgetorch's failures among
+ExecuTorch's passes by their first error line, most frequent first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from et_suite.execute import PASSING, FileResult
+
+BEGIN = "<!-- et-suite:begin (scripts/run_executorch_tests.py writes this section) -->"
+END = "<!-- et-suite:end -->"
+
+
+def _passed(r: FileResult | None) -> set[str]:
+    return {n for n, t in r.tests.items() if t["outcome"] in PASSING} if r else set()
+
+
+def _cell(r: FileResult | None) -> str:
+    if r is None:
+        return "not run"
+    if not r.tests:
+        return "0 collected" + (" (collection error)" if r.notes else "")
+    extra = [f"{r.count(k)} {k}" for k in ("failed", "error", "crashed", "timeout", "skipped")
+             if r.count(k)]
+    return f"{r.count('passed')}/{len(r.tests)}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _short(reason: str) -> str:
+    line = next((ln for ln in reason.splitlines() if ln.strip()), reason).strip()
+    line = re.sub(r"^(collection: )?E\s+", r"\1", line)
+    line = re.sub(r"/[^\s'\"]*/(site-packages|src|tree)/", "", line)
+    line = line.replace("|", "\\|").replace("`", "'")
+    return line[:160] + ("…" if len(line) > 160 else "")
+
+
+def reasons(ours: FileResult | None, theirs: FileResult | None, limit: int = 3) -> str:
+    """Why edgetorch fails tests of this file that pass on ExecuTorch."""
+    if ours is None:
+        return ""
+    lost = _passed(theirs) - _passed(ours)
+    if not lost:
+        return ""
+    if not ours.tests and ours.notes:
+        return _short(ours.notes[0])
+    counts = Counter(_short(ours.tests[n]["reason"]) if n in ours.tests else
+                     "not collected on edgetorch" for n in lost)
+    parts = [f"{n}× {why}" if n > 1 else why for why, n in counts.most_common(limit)]
+    more = len(counts) - limit
+    return "; ".join(parts) + (f"; {more} other reasons" if more > 0 else "")
+
+
+def area_summary(name: str, ours: dict[str, FileResult], theirs: dict[str, FileResult]) -> dict:
+    et_pass = set().union(*(_passed(r) for r in theirs.values()))
+    our_pass = set().union(*(_passed(r) for r in ours.values()))
+    return {"area": name, "files": len(set(ours) | set(theirs)), "et": len(et_pass),
+            "ours": len(our_pass), "kept": len(et_pass & our_pass),
+            "only_ours": sorted(our_pass - et_pass) if theirs else []}
+
+
+def summary_table(summaries: Iterable[dict]) -> list[str]:
+    lines = ["| area | files | ExecuTorch 1.5.1 passes | edgetorch passes | of ExecuTorch's "
+             "passes, edgetorch passes | share |", "|---|---|---|---|---|---|"]
+    for s in summaries:
+        share = f"{100 * s['kept'] / s['et']:.0f} %" if s["et"] else "–"
+        lines.append(f"| {s['area']} | {s['files']} | {s['et']} | {s['ours']} | {s['kept']} "
+                     f"| {share} |")
+    return lines
+
+
+def file_table(ours: dict[str, FileResult], theirs: dict[str, FileResult]) -> list[str]:
+    lines = ["| test file | edgetorch | ExecuTorch 1.5.1 | why edgetorch fails what ExecuTorch "
+             "passes |", "|---|---|---|---|"]
+    for f in sorted(set(ours) | set(theirs)):
+        o, t = ours.get(f), theirs.get(f)
+        if (o is None or not o.tests) and (t is None or not t.tests) and not (o and o.notes):
+            continue
+        lines.append(f"| `{f}` | {_cell(o)} | {_cell(t)} | {reasons(o, t)} |")
+    return lines
+
+
+def only_ours(theirs: dict[str, FileResult], tests: list[str]) -> list[str]:
+    out = []
+    for n in tests:
+        t = theirs.get(n.split("::", 1)[0])
+        why = _short(t.tests[n]["reason"]) if t and n in t.tests else "not collected"
+        state = t.tests[n]["outcome"] if t and n in t.tests else "–"
+        out.append(f"- `{n}` — ExecuTorch: {state}, {why}")
+    return out
+
+
+def write_section(doc: Path, body: list[str]) -> None:
+    """Replace the runner's section of ``doc`` (appended at the end the first time)."""
+    text = doc.read_text() if doc.exists() else ""
+    block = "\n".join([BEGIN, *body, END])
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(text)
