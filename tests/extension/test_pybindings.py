@@ -124,6 +124,24 @@ def test_clone_outputs_false_returns_views_of_the_output_memory(add_program):
     torch.testing.assert_close(cloned, x + y)
 
 
+class Reductions(torch.nn.Module):
+    def forward(self, x):
+        return x.mean(), x.sum(dim=(0, 1)), x.amax(dim=1)
+
+
+def test_zero_dim_outputs_keep_their_shape():
+    """A 0-dim output comes back with shape ``()``, as ExecuTorch's portable_lib returns it
+    (``np.ascontiguousarray`` once made it ``(1,)``), cloned or not."""
+    x = torch.randn(3, 4)
+    prog = _program(Reductions(), (x,))
+    module = rt._load_for_executorch_from_buffer(prog.buffer)
+    for clone in (True, False):
+        got = module.forward((x,), clone_outputs=clone)
+        for g, want in zip(got, Reductions()(x), strict=True):
+            assert g.shape == want.shape
+            torch.testing.assert_close(g, want)
+
+
 def test_method_meta_matches_executorch_repr(add_program):
     prog, _ = add_program
     meta = rt._load_for_executorch_from_buffer(prog.buffer).method_meta("forward")

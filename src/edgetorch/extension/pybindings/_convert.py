@@ -102,7 +102,8 @@ def output_to_python(value: Any, dim_order: tuple[int, ...] | None, clone: bool 
         torch = _torch()
         from ...runtime.interop import to_torch
 
-        t = to_torch(value if not clone else np.ascontiguousarray(value))
+        # np.require, not np.ascontiguousarray: that one turns a 0-dim output into shape (1,)
+        t = to_torch(value if not clone else np.require(value, requirements="C"))
         if dim_order == CHANNELS_LAST and t.dim() == 4:
             t = t.contiguous(memory_format=torch.channels_last)
         elif not clone and not t.is_contiguous():
