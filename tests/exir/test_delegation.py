@@ -524,7 +524,8 @@ def test_get_delegation_info_and_format_delegated_graph():
     assert text.startswith("graph():\n")
     assert text.count("backend_id: BackendWithCompilerDemo") == 2
     assert "lowered graph():" in text
-    assert "exir_ops.edge.aten.sin.default" in text and "exir_ops.edge.aten.cumsum.default" in text
+    for op in ("sin", "cumsum"):  # ExecuTorch's spelling of Edge ops, under edgetorch
+        assert f"edgetorch.exir.dialects.edge._ops.aten.{op}.default" in text
     # Also on the graph after to_executorch: as in ExecuTorch, every call but the delegate
     # calls counts (cumsum's out variant, the getitems, memory-planning markers).
     et_gm = edge.to_backend(DemoPartitioner()).to_executorch().exported_program().graph_module

@@ -110,7 +110,7 @@ def test_to_edge_graph_holds_edge_ops_that_user_passes_match():
                        exir_ops.edge.dim_order_ops._to_dim_order_copy.default,
                        exir_ops.edge.aten.mul.Tensor]
     assert targets[0] == aten.add.Tensor  # code comparing with torch.ops.aten.* still matches
-    assert "exir_ops.edge.aten.add.Tensor" in str(gm.graph)
+    assert "edgetorch.exir.dialects.edge._ops.aten.add.Tensor" in str(gm.graph)
 
 
 def test_edge_program_emits_aten_out_variants():

@@ -10,6 +10,8 @@ import re
 import torch
 from torch._ops import OpOverload
 
+from .dim_order_utils import get_memory_format
+
 # ---- operator names ----------------------------------------------------------------------
 
 
@@ -107,21 +109,11 @@ _DIM_ORDER_SCHEMAS = {
 }
 
 
-def memory_format_of(dim_order: list[int] | None) -> torch.memory_format:
-    if dim_order is None:
-        return torch.preserve_format
-    if list(dim_order) == list(range(len(dim_order))):
-        return torch.contiguous_format
-    if len(dim_order) == 4 and list(dim_order) == [0, 2, 3, 1]:
-        return torch.channels_last
-    raise ValueError(f"dim_order {dim_order} is neither contiguous nor channels-last")
-
-
 def _to_dim_order_copy_impl(self, *, dtype=None, layout=None, device=None, pin_memory=None,
                             non_blocking=False, dim_order=None):
     return torch.ops.aten._to_copy.default(
         self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-        non_blocking=non_blocking, memory_format=memory_format_of(dim_order))
+        non_blocking=non_blocking, memory_format=get_memory_format(dim_order))
 
 
 def _to_dim_order_copy_out_impl(self, *, non_blocking=False, dim_order=None, out):
@@ -130,7 +122,7 @@ def _to_dim_order_copy_out_impl(self, *, non_blocking=False, dim_order=None, out
 
 
 def _clone_dim_order_impl(self, *, non_blocking=False, dim_order=None):
-    return torch.ops.aten.clone.default(self, memory_format=memory_format_of(dim_order))
+    return torch.ops.aten.clone.default(self, memory_format=get_memory_format(dim_order))
 
 
 def _define_dim_order_ops() -> None:

@@ -147,8 +147,11 @@ class EdgeOpOverload(OpOverload):
         self._schema = EdgeFunctionSchema(op._schema)
         self._dialect = dialect
         self.__name__ = f"{op.namespace}.{op.__name__}"
-        # torch.fx prints (and names in generated code) ``exir_ops.edge.aten.add.Tensor``.
-        self.__module__ = f"exir_ops.{dialect}"
+        # torch.fx prints ``<module>.aten.add.Tensor`` and names the operator in generated
+        # code ``edgetorch_exir_dialects_edge__ops_aten_add_Tensor``: ExecuTorch's spelling
+        # (``executorch.exir.dialects.edge._ops``) under our package, so graph checks written
+        # for ExecuTorch match after the rename.
+        self.__module__ = f"edgetorch.exir.dialects.{dialect}._ops"
 
     def __call__(self, /, *args, **kwargs):
         return self._op(*args, **kwargs)

@@ -8,20 +8,20 @@ from typing import Any, BinaryIO
 
 from torch.export import ExportedProgram
 
-from ..errors import ExportError
-from ..schema import program as S
-from ..schema.ptd import serialize_ptd
-from ..schema.pte import serialize_pte
-from .backend import preserve
-from .backend.backend_api import to_backend as _to_backend
-from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import _decomposition_table, to_edge_dialect, to_edge_ops
-from .emit import ProgramState
-from .emit.emitter import constant_method_plan
-from .lowering import copy_program, emit_method, plan_method
-from .memory_planning import MemoryPlan
-from .pass_base import run_passes
-from .verifier import verify_edge_program
+from ...errors import ExportError
+from ...schema import program as S
+from ...schema.ptd import serialize_ptd
+from ...schema.pte import serialize_pte
+from ..backend import preserve
+from ..backend.backend_api import to_backend as _to_backend
+from ..config import EdgeCompileConfig, ExecutorchBackendConfig
+from ..edge import _decomposition_table, to_edge_dialect, to_edge_ops
+from ..emit import ProgramState
+from ..emit.emitter import constant_method_plan
+from ..lowering import copy_program, emit_method, plan_method
+from ..memory_planning import MemoryPlan
+from ..pass_base import adopt_graph_module, run_passes
+from ..verifier import verify_edge_program
 
 SCHEMA_VERSION = S.SCHEMA_VERSION  # Program.version as ExecuTorch 1.5 writes it
 
@@ -55,7 +55,7 @@ def _with_etrecord(manager: EdgeProgramManager, programs: Any,
     """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it). As in
     ExecuTorch, it records the Edge programs before partitioning: delegated nodes keep their
     debug handles there, so the Inspector can name what a delegate call ran."""
-    from ..devtools.etrecord._etrecord import record_for  # devtools is optional at import
+    from ...devtools.etrecord._etrecord import record_for  # devtools is optional at import
 
     manager._etrecord = record_for(programs, edge)
     return manager
@@ -101,6 +101,50 @@ def to_edge_transform_and_lower(
         preserve.check_consumed(name, manager.exported_program(name), kept[name])
     result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
     return _with_etrecord(result, programs, before_lowering) if generate_etrecord else result
+
+
+def _transform(self: ExportedProgram, *passes: Any,
+               override_verifiers: list | None = None) -> ExportedProgram:
+    """``passes`` run on a copy of ``self``; the copy is returned, or ``self`` when no pass
+    changed anything (ExecuTorch's private helper, used by its tests and testers)."""
+    if any(isinstance(p, (list, tuple)) for p in passes):
+        raise TypeError(f"_transform takes passes as separate arguments, got {list(passes)}; "
+                        "pass verifiers with override_verifiers=")
+    ep = copy_program(self)
+    if not run_passes(ep, list(passes)):
+        return self
+    to_edge_ops(ep)
+    if override_verifiers:
+        ep._verifiers = list(override_verifiers)
+    return ep
+
+
+def _update_exported_program_graph_module(exported_program: ExportedProgram,
+                                          gm: Any, override_verifiers: list | None = None
+                                          ) -> ExportedProgram:
+    """A copy of ``exported_program`` whose graph is ``gm`` (a pass's rebuilt graph module)."""
+    ep = copy_program(exported_program)
+    adopt_graph_module(ep, gm)
+    if override_verifiers:
+        ep._verifiers = list(override_verifiers)
+    return ep
+
+
+def _copy_module(new_prog: Any, new_gm: Any) -> None:
+    """Make ``new_prog`` (a graph module) hold ``new_gm``'s graph, submodules and tensors."""
+    import torch
+
+    new_prog.meta.update(new_gm.meta)
+    new_prog.graph = new_gm.graph
+    for name, _ in list(new_prog.named_children()):
+        delattr(new_prog, name)
+    for name, mod in new_gm.named_children():
+        setattr(new_prog, name, mod)
+    for node in new_gm.graph.nodes:
+        if node.op == "get_attr":
+            t = getattr(new_gm, node.target, None)
+            if isinstance(t, torch.Tensor):
+                setattr(new_prog, node.target, t)
 
 
 def _etrecord_programs(edge: dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:
