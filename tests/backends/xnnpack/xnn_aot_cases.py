@@ -144,7 +144,23 @@ CASES = [
                                          + F.adaptive_avg_pool2d(a, 2).sum()), IMG,
          portable=("aten::sum",)),
     Case("mean_hw", lambda: Fn(lambda m, a: a.mean((2, 3), keepdim=True) * 2
-                               + a.mean((-1, -2)).unsqueeze(-1).unsqueeze(-1)), IMG),
+                               + a.mean((-1, -2), keepdim=True)), IMG),
+    # What ExecuTorch 1.5.1's XNNPACK partitioner leaves out stays out here too (its runtime
+    # refused some of these when edgetorch delegated them): means other than 4-D over H, W
+    # with keepdim, max pooling with indices or a stride past the window.
+    Case("mean_not_hw_portable", lambda: Fn(lambda m, a: (a + a).mean((3,), keepdim=True)),
+         ((1, 5, 4, 4),), portable=("aten::mean",)),
+    Case("mean_3d_portable", lambda: Fn(lambda m, a: (a + a).mean((-1, -2), keepdim=True)),
+         ((3, 4, 4),), portable=("aten::mean",)),
+    Case("mean_no_keepdim_portable", lambda: Fn(lambda m, a: (a * 2).mean((2, 3)) + 1), IMG,
+         portable=("aten::mean",)),
+    Case("max_pool_indices_portable",
+         lambda: Fn(lambda m, a: F.max_pool2d(a * 2, 2, 2, return_indices=True)), IMG,
+         portable=("aten::max_pool2d_with_indices",)),
+    Case("max_pool_stride_past_window", lambda: Fn(lambda m, a: F.max_pool2d(a * 2, 2, 3)),
+         IMG, portable=("aten::max_pool2d_with_indices",)),
+    Case("max_dim_indices_portable", lambda: Fn(lambda m, a: tuple((a * 2).max(2))), IMG,
+         portable=("aten::max",)),
     Case("upsample_bilinear", lambda: Fn(lambda m, a: F.interpolate(a, scale_factor=2,
                                                                     mode="bilinear")), IMG),
     Case("upsample_align_corners", lambda: Fn(lambda m, a: F.interpolate(

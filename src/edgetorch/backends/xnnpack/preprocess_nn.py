@@ -270,9 +270,11 @@ def _check_pool_common(node: Node) -> str | None:
 
 
 def _check_max_pool(node: Node, ep: ExportedProgram) -> str | None:
-    if node.target == aten.max_pool2d_with_indices.default and any(
-            u.target is not _getitem or u.args[1] != 0 for u in node.users):
-        return "the pooling indices are used (XNNPACK's max pooling does not compute them)"
+    if node.target == aten.max_pool2d_with_indices.default:
+        # As ExecuTorch 1.5.1's partitioner: only max_pool2d, which to_edge_transform_and_lower
+        # keeps whole when XNNPACK takes it; what was decomposed stays outside.
+        return ("max_pool2d_with_indices (XNNPACK takes max_pool2d kept whole by "
+                "to_edge_transform_and_lower; its max pooling does not compute indices)")
     if arg(node, 5, "ceil_mode", False) and dynamic_reason(node.args[0]):
         return f"ceil_mode with {dynamic_reason(node.args[0])}"
     return _check_pool_common(node)
@@ -390,23 +392,19 @@ def _check_mean(node: Node, ep: ExportedProgram) -> str | None:
         return f"mean over dims {node.args[1]} (XNNPACK averages over the last two only)"
     if node.kwargs.get("dtype") is not None:
         return "mean with a dtype argument"
+    if not arg(node, 2, "keepdim", False):
+        return "mean with keepdim=False (ExecuTorch 1.5.1's partitioner takes keepdim=True only)"
     return None
 
 
 @rule(aten.mean.dim, check=_check_mean)
 def _mean(g: Builder, node: Node) -> None:
-    _global_avg_pool(g, node, bool(arg(node, 2, "keepdim", False)))
+    _global_avg_pool(g, node)
 
 
-def _global_avg_pool(g: Builder, node: Node, keepdim: bool) -> None:
-    inp = node.args[0]
-    n, c = shape_of(inp)[:2]
-    if keepdim:
-        g.add(x.XNNGlobalAvgPooling2d(g.get(inp, NHWC), g.out(node, NHWC), x.XNN_FLAG_KEEP_DIMS))
-        return
-    pooled = g.value((n, 1, 1, c))
-    g.add(x.XNNGlobalAvgPooling2d(g.get(inp, NHWC), pooled, x.XNN_FLAG_KEEP_DIMS))
-    g.put(node, g.reshape(pooled, node), NCHW)
+def _global_avg_pool(g: Builder, node: Node) -> None:
+    g.add(x.XNNGlobalAvgPooling2d(g.get(node.args[0], NHWC), g.out(node, NHWC),
+                                  x.XNN_FLAG_KEEP_DIMS))
 
 
 def _check_adaptive(node: Node, ep: ExportedProgram) -> str | None:
@@ -427,7 +425,7 @@ def _adaptive_avg_pool(g: Builder, node: Node) -> None:
     _, _, h, w = shape_of(inp)
     oh, ow = shape_of(node)[2:]
     if (oh, ow) == (1, 1):
-        _global_avg_pool(g, node, True)
+        _global_avg_pool(g, node)
         return
     kh, kw = h // oh, w // ow
     g.add(x.XNNAvgPooling2d(0, 0, 0, 0, kh, kw, kh, kw, 0, 0, g.get(inp, NHWC),

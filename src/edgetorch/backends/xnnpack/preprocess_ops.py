@@ -228,7 +228,19 @@ def _check_same_shape(node: Node, ep: ExportedProgram) -> str | None:
     val, src_val = node.meta["val"], src.meta["val"]
     if val.dtype != src_val.dtype:
         return f"it converts {src_val.dtype} to {val.dtype} (XNNPACK only changes dim order)"
+    if node.target in _ORDER_KEEPING_COPIES and _layout(val) != _layout(src_val):
+        # ExecuTorch 1.5.1's partitioner (CloneConfig, CloneDimOrderConfig) keeps these out.
+        return "a clone that changes the dim order (only dim-order preserving clones are taken)"
     return None
+
+
+def _layout(val: torch.Tensor) -> bool:
+    """Channels-last or not, as the tensor lies in memory at run time: a view's strides in the
+    graph's metadata stand for a contiguous ``*_copy`` result."""
+    return val.dim() == 4 and tuple(val.dim_order()) == (0, 2, 3, 1)
+
+
+_ORDER_KEEPING_COPIES = (aten.clone.default, torch.ops.dim_order_ops._clone_dim_order.default)
 
 
 @rule(aten.clone.default, aten.expand_copy.default, aten.alias_copy.default,
