@@ -43,6 +43,7 @@ PERM_NHWC_TO_NCHW = (0, 3, 1, 2)
 CONSTANT_TENSOR_ALIGNMENT = 16
 DEFAULT_DEBUG_HANDLE = 65535  # what ExecuTorch writes for nodes without a debug handle
 FP32 = x.XNNDatatype.xnn_datatype_fp32
+FP16 = x.XNNDatatype.xnn_datatype_fp16
 INF = float("inf")
 
 Check = Callable[[torch.fx.Node, ExportedProgram], "str | None"]
@@ -183,6 +184,12 @@ class Builder:
 
         self.plan = QuantPlan(ep)
         self.act_quant: tuple[x.XNNDatatype, Any] | None = None  # see value()
+        # A delegate computes in one float type: the partitioner never joins float16 and
+        # float32 operators (a cast between them stays outside), so one float16 tensor makes
+        # every float value and weight of the graph fp16, as ExecuTorch serializes them.
+        self.float_type = FP16 if any(
+            isinstance(v, torch.Tensor) and v.dtype == torch.float16
+            for v in (n.meta.get("val") for n in ep.graph.nodes)) else FP32
         for node in ep.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -195,11 +202,12 @@ class Builder:
     # -- values ---------------------------------------------------------------------------
 
     def value(self, dims: Iterable[int], constant_index: int = 0) -> int:
-        """A new value of the given (physical) dims: fp32, or, for the intermediate values of
-        a quantized operator (``act_quant``), quantized like its output."""
+        """A new value of the given (physical) dims: the delegate's float type, or, for the
+        intermediate values of a quantized operator (``act_quant``), quantized like its
+        output."""
         if self.act_quant is not None and not constant_index:
             return self.new_value(dims, *self.act_quant)
-        return self.new_value(dims, FP32, None, constant_index)
+        return self.new_value(dims, self.float_type, None, constant_index)
 
     def new_value(self, dims: Iterable[int], datatype: x.XNNDatatype, quant: Any = None,
                   constant_index: int = 0) -> int:
@@ -226,8 +234,9 @@ class Builder:
         return list(self.tensor_value(vid).dims)
 
     def constant(self, data: torch.Tensor) -> int:
-        """A static value holding ``data`` (converted to contiguous fp32)."""
-        t = data.detach().to(torch.float32).contiguous()
+        """A static value holding ``data`` (contiguous, in the delegate's float type)."""
+        t = data.detach().to(torch.float16 if self.float_type == FP16 else torch.float32)
+        t = t.contiguous()
         raw = t.numpy().tobytes() if t.numel() else b""
         if not raw:
             raise ExportError("XNNPACK cannot hold an empty constant; the partitioner should "
@@ -329,7 +338,7 @@ class Builder:
         g = self.graph
         for k, node in enumerate(self.inputs):
             quant = None
-            if _val(node).dtype != torch.float32:
+            if _val(node).dtype not in (torch.float32, torch.float16):
                 quant = self.plan.input_quant(node)  # int8 from a quantize in another delegate
                 if quant is None:
                     raise ExportError(

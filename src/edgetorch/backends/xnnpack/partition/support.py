@@ -27,13 +27,16 @@ from ..preprocess_quant import (
 )
 
 MAX_DIMS = 6  # XNN_MAX_TENSOR_DIMS
+FLOAT_TYPES = (torch.float32, torch.float16)
+# XNNPACK has no fp16 kernel for these (ExecuTorch 1.5.1's configs refuse them in fp16).
+NO_FP16 = (torch.ops.aten.gelu.default,)
 
 
 def _tensor_reason(val: object, what: str) -> str | None:
     if not isinstance(val, torch.Tensor):
         return f"{what} is not a tensor"
-    if val.dtype != torch.float32:
-        return f"{what} is {val.dtype} (edgetorch lowers float32 to XNNPACK)"
+    if val.dtype not in FLOAT_TYPES:
+        return f"{what} is {val.dtype} (XNNPACK takes float32 and float16)"
     try:
         sizes = [upper_bound(d) for d in val.shape]
     except ValueError:
@@ -64,6 +67,12 @@ def why_not(node: torch.fx.Node, ep: ExportedProgram) -> str | None:
     why = _tensor_reason(out, "the output")
     if why:
         return why
+    dtypes = {v.dtype for v in (out, *(a.meta.get("val") for a in node.all_input_nodes))
+              if isinstance(v, torch.Tensor)}
+    if len(dtypes) > 1:
+        return f"it mixes {sorted(map(str, dtypes))} (a delegate computes in one float type)"
+    if torch.float16 in dtypes and node.target in NO_FP16:
+        return f"{node.target} has no float16 kernel in XNNPACK"
     return rule.check(node, ep)
 
 
