@@ -54,8 +54,49 @@ class CacheAttention(nn.Module):
         return self.wo(y.reshape(1, s, -1))[:, -1]
 
 
-def build(variant: str) -> CacheAttention:
+class IndexCopyDecoder(nn.Module):
+    """A llama-style decoder in plain torch ops: per layer, k/v caches are registered buffers
+    written in place by ``index_copy_`` at the tokens' positions, and SDPA attends over the
+    whole cache under a causal mask gathered by position."""
+
+    def __init__(self, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, DIM)
+        self.wqkv = nn.ModuleList(nn.Linear(DIM, 3 * DIM, bias=False) for _ in range(layers))
+        self.wo = nn.ModuleList(nn.Linear(DIM, DIM, bias=False) for _ in range(layers))
+        self.head = nn.Linear(DIM, VOCAB, bias=False)
+        shape = (1, HEADS, CONTEXT, DIM // HEADS)
+        for i in range(layers):
+            self.register_buffer(f"k_cache_{i}", torch.zeros(shape), persistent=False)
+            self.register_buffer(f"v_cache_{i}", torch.zeros(shape), persistent=False)
+        self.register_buffer("mask", torch.ones(CONTEXT, CONTEXT, dtype=torch.bool).tril(),
+                             persistent=False)
+
+    def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        s = tokens.shape[1]
+        positions = torch.arange(s) + input_pos
+        x = self.embed(tokens)
+        mask = self.mask.index_select(0, positions)
+        for i, (wqkv, wo) in enumerate(zip(self.wqkv, self.wo)):
+            q, k, v = wqkv(x).view(1, s, 3, HEADS, DIM // HEADS).permute(2, 0, 3, 1, 4)
+            k_cache, v_cache = getattr(self, f"k_cache_{i}"), getattr(self, f"v_cache_{i}")
+            k_cache.index_copy_(2, positions, k)
+            v_cache.index_copy_(2, positions, v)
+            y = nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
+            x = x + wo(y.transpose(1, 2).reshape(1, s, DIM))
+        return self.head(x)[:, -1]
+
+
+# ExecuTorch's llama metadata, as constant methods.
+METADATA = {"get_max_seq_len": MAX_SEQ, "get_max_context_len": CONTEXT, "get_vocab_size": VOCAB,
+            "get_n_layers": 2, "use_kv_cache": True, "use_sdpa_with_kv_cache": False,
+            "enable_dynamic_shape": True, "get_bos_id": 0, "get_eos_ids": [1]}
+
+
+def build(variant: str) -> nn.Module:
     torch.manual_seed(11)
+    if variant == "index_copy+sdpa":
+        return IndexCopyDecoder().eval()
     return CacheAttention(variant).eval()
 
 

@@ -4,6 +4,7 @@ lowered, across prefill and decode steps (tests/compat/llm_models.py is shared b
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import llm_models
@@ -64,6 +65,53 @@ def test_our_pte_runs_in_executorch(variant, tmp_path):
                                   _eager(variant)):
         np.testing.assert_allclose(theirs, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)
+
+
+def _quantize_8da4w(model: torch.nn.Module) -> torch.nn.Module:
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+        filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear))
+    return model
+
+
+@pytest.mark.parametrize("mode", ["portable", "8da4w_xnnpack"])
+def test_index_copy_decoder_runs_in_executorch(mode, tmp_path):
+    """A KV-cache decoder in plain torch ops (caches written by index_copy_, masked SDPA over
+    the whole cache, a dynamic token dim, llama metadata as constant methods), exported by
+    edgetorch with no partitioner or as 8da4w for XNNPACK: ExecuTorch 1.5.1's runtime runs it
+    (the issue saw it abort in toTensor()) over prefill and decode steps, as ours does."""
+    from edgetorch.backends.xnnpack.partition import XnnpackPartitioner
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    model = llm_models.build("index_copy+sdpa")
+    if mode == "8da4w_xnnpack":
+        model = _quantize_8da4w(model)
+    ep = llm_models.export(model)
+    parts = [XnnpackPartitioner()] if mode == "8da4w_xnnpack" else []
+    pte = tmp_path / "ours.pte"
+    pte.write_bytes(to_edge_transform_and_lower(
+        ep, partitioner=parts, constant_methods=llm_models.METADATA).to_executorch().buffer)
+    np.savez(tmp_path / "steps.npz", *[a.numpy() for pair in llm_models.steps() for a in pair])
+    _ref("run", str(pte), str(tmp_path / "steps.npz"), str(tmp_path / "out.npz"))
+    meta = json.loads((tmp_path / "out.json").read_text())
+    assert meta == {k: v if isinstance(v, list) else [v] for k, v in llm_models.METADATA.items()}
+    model = llm_models.build("index_copy+sdpa")  # fresh caches
+    if mode == "8da4w_xnnpack":
+        model = _quantize_8da4w(model)
+    with torch.no_grad():
+        eager = [model(t, p).numpy() for t, p in llm_models.steps()]
+    # float32: the same operations in another order (1e-5). 8da4w: both runtimes quantize
+    # each activation row to int8 as eager's fake quantization does, but round it after
+    # other float32 arithmetic, so a row may differ by one int8 step (scale = row range/255)
+    # times a weight; with these logits that stays under 2e-2.
+    tol = 1e-5 if mode == "portable" else 2e-2
+    for theirs, ours, want in zip(load_npz(tmp_path / "out.npz"), _run_ours(pte), eager,
+                                  strict=True):
+        np.testing.assert_allclose(theirs, want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(ours, want, rtol=tol, atol=tol)
 
 
 class _TwoLinears(torch.nn.Module):
