@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class ErrorCode(IntEnum):
@@ -169,10 +169,29 @@ class TokenizerError(EdgeTorchError):
 # ---- compiler ---------------------------------------------------------------------------
 
 
+class ExportErrorType(Enum):
+    """ExecuTorch's kinds of user error (``exir.error.ExportErrorType``)."""
+
+    INVALID_INPUT_TYPE = 1
+    INVALID_OUTPUT_TYPE = 2
+    VIOLATION_OF_SPEC = 3
+    NOT_SUPPORTED = 4
+    MISSING_PROPERTY = 5
+    UNINITIALIZED = 6
+
+
 class ExportError(EdgeTorchError):
-    """The compiler cannot turn this program into something the runtime can run."""
+    """The compiler cannot turn this program into something the runtime can run.
+
+    Also takes ExecuTorch's form ``ExportError(ExportErrorType.X, message)``, whose message
+    starts with ``[ExportErrorType.X]: ``."""
 
     code = ErrorCode.NotSupported
+
+    def __init__(self, *args: object, code: ErrorCode | None = None) -> None:
+        if len(args) == 2 and isinstance(args[0], ExportErrorType):
+            args = (f"[{args[0]}]: {args[1]}",)
+        super().__init__(*args, code=code)  # type: ignore[arg-type]
 
 
 class UnsupportedOperatorError(ExportError):

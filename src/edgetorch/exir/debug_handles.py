@@ -22,25 +22,15 @@ from collections.abc import Iterable, Iterator
 
 import torch
 
+from .graph_module import get_control_flow_submodules
+
 DEBUG_HANDLE_KEY = "debug_handle"
 UNSET_DEBUG_HANDLE = 0  # what the runtime reports for events with no handle (ExecuTorch's)
-
-_CONTROL_FLOW_SUBMODULE_ARGS = {
-    torch.ops.higher_order.cond: (1, 2),
-    torch.ops.higher_order.map_impl: (0,),
-    torch.ops.higher_order.scan: (0,),
-}
 
 
 def control_flow_submodules(gm: torch.fx.GraphModule) -> list[torch.fx.GraphModule]:
     """The branches/bodies of ``gm``'s control-flow ops, in node order (not nested ones)."""
-    subs = []
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        for i in _CONTROL_FLOW_SUBMODULE_ARGS.get(node.target, ()):
-            subs.append(gm.get_submodule(node.args[i].target))
-    return subs
+    return [sub for _, sub, _ in get_control_flow_submodules(gm)]
 
 
 def bfs_nodes(gm: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:

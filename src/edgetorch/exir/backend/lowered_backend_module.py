@@ -171,3 +171,8 @@ def get_lowered_submodules(
             name = node.args[0].target
             found.append((name, getattr(graph_module, name), node))
     return found
+
+
+def get_lowered_backend_modules(graph_module: torch.fx.GraphModule) -> list[LoweredBackendModule]:
+    """The lowered modules the graph's delegate calls run, in call order."""
+    return [module for _, module, _ in get_lowered_submodules(graph_module)]

@@ -306,3 +306,27 @@ class XnnpackPartitioner(Partitioner):
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
 
+
+
+class XnnpackDynamicallyQuantizedPartitioner(XnnpackPartitioner):
+    """Only dynamically quantized operators (int8 activations quantized at run time)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        if "config_precisions" in kwargs:
+            raise ValueError("XnnpackDynamicallyQuantizedPartitioner pins config_precisions to "
+                             "DYNAMIC_QUANT; drop the config_precisions argument")
+        super().__init__(config_precisions=ConfigPrecisionType.DYNAMIC_QUANT, **kwargs)
+
+
+class XnnpackFloatingPointPartitioner(XnnpackPartitioner):
+    """Only float (fp32/fp16) operators."""
+
+    def __init__(self) -> None:
+        super().__init__(config_precisions=ConfigPrecisionType.FP32)
+
+
+class XnnpackQuantizedPartitioner(XnnpackPartitioner):
+    """Only statically quantized operators."""
+
+    def __init__(self) -> None:
+        super().__init__(config_precisions=ConfigPrecisionType.STATIC_QUANT)
