@@ -43,3 +43,18 @@ def generate_pattern_op_partitions(
     support = _InSet(chosen) if op_support is None else any_chain(op_support, _InSet(chosen))
     return CapabilityBasedPartitioner(graph_module, support,
                                       allows_single_node_partition=True).propose_partitions()
+
+
+def generate_partitions_from_list_of_nodes(
+    graph_module: torch.fx.GraphModule,
+    pattern_list: list[list[torch.fx.Node]] | None = None,
+    op_support: OperatorSupportBase | None = None,
+) -> list[Partition]:
+    """Partitions of the nodes in ``pattern_list`` and those ``op_support`` accepts."""
+    if pattern_list is None and op_support is None:
+        raise InvalidArgumentError("generate_partitions_from_list_of_nodes needs pattern_list "
+                                   "or op_support to choose nodes with")
+    chosen = {n for nodes in pattern_list or [] for n in nodes}
+    support = _InSet(chosen) if op_support is None else any_chain(op_support, _InSet(chosen))
+    return CapabilityBasedPartitioner(graph_module, support,
+                                      allows_single_node_partition=True).propose_partitions()
