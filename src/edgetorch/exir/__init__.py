@@ -4,6 +4,8 @@ Names and call shapes are ExecuTorch's (``executorch.exir``), so scripts written
 run after renaming the import.
 """
 
+from typing import Any
+
 from torch.export import ExportedProgram
 
 from .capture import CaptureConfig, capture  # noqa: F401  (legacy API; ``exir.capture(...)``)
@@ -18,6 +20,9 @@ from .program import (
 )
 from .tensor import TensorSpec
 
+# ExecuTorch's annotation for any value a traced model passes around (``exir.Value``).
+Value = Any
+
 __all__ = [
     "EdgeCompileConfig",
     "EdgeProgramManager",
@@ -27,6 +32,7 @@ __all__ = [
     "MemoryPlan",
     "MemoryPlanningPass",
     "TensorSpec",
+    "Value",
     "to_edge",
     "to_edge_transform_and_lower",
 ]

@@ -15,6 +15,9 @@ CONTROL_FLOW_SUBMODULE_ARGS = {_hop.cond: (1, 2), _hop.map_impl: (0,), _hop.scan
 COND_WHILE_SUBMODULE_ARGS = {_hop.cond: (1, 2), _hop.while_loop: (0, 1)}
 
 Submodule = tuple[str, torch.fx.GraphModule, torch.fx.Node]
+# The leaf values a graph passes around (ExecuTorch's annotation).
+LeafValue = torch.Tensor | str | int | float | bool | complex | torch.dtype | torch.device \
+    | torch.memory_format | torch.layout | None
 
 
 def _get_submodule(graph_module: torch.fx.GraphModule, node: torch.fx.Node,
