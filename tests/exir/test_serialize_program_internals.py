@@ -26,10 +26,10 @@ def test_deserialize_then_serialize_gives_the_same_bytes(kind):
     et, model = _programs()[kind]
     pte = deserialize_pte_binary(et.buffer)
     assert pte.program.segments == []
-    if kind == "portable":  # bias and weight, after the reserved empty buffer 0
+    if kind == "portable":  # bias and the folded transposed weight, after the empty buffer 0
         stored = [bytes(b.storage) for b in pte.program.constant_buffer]
         assert stored == [b"", model[0].bias.detach().numpy().tobytes(),
-                          model[0].weight.detach().numpy().tobytes()]
+                          model[0].weight.detach().t().contiguous().numpy().tobytes()]
         assert pte.named_data is None
     else:  # the blob is inline again; the weights are named data
         assert len(pte.program.backend_delegate_data) == 1
