@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from .dialects.edge._ops import EdgeOpOverload
+
 _hop = torch.ops.higher_order
 # operator -> the argument positions holding its subgraphs
 CONTROL_FLOW_SUBMODULE_ARGS = {_hop.cond: (1, 2), _hop.map_impl: (0,), _hop.scan: (0,)}
@@ -69,7 +71,8 @@ def contains_any_call_fn_target_op(graph_module: torch.fx.GraphModule,
 
     def visit(node: torch.fx.Node) -> None:
         nonlocal found
-        if node.op == "call_function" and getattr(node.target, "_op", node.target) in ops:
+        target = node.target._op if isinstance(node.target, EdgeOpOverload) else node.target
+        if node.op == "call_function" and target in ops:
             found = True
 
     bfs_trace_with_node_process(graph_module, visit)

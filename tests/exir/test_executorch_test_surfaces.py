@@ -1,0 +1,192 @@
+"""Names ExecuTorch's own tests and testers import, at its paths, each checked for what it
+does: partitioner validation switch, ``_transform``, ``print_program``/``pretty_print``,
+``dim_order_utils``, ``exir.error``, ``exir.graph_module``, ``XNNPACKPassManager``,
+``get_param_tensor``, ``extension.pytree``."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from edgetorch.exir import to_edge
+from edgetorch.exir.backend import backend_api
+from edgetorch.exir.backend.canonical_partitioners.all_node_partitioner import (
+    AllNodePartitioner,
+)
+from edgetorch.exir.dialects._ops import ops as exir_ops
+
+
+class _AddMul(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return (x + self.w) * 2
+
+
+def _edge():
+    return to_edge(torch.export.export(_AddMul(), (torch.randn(3),)))
+
+
+def test_validation_disabled_is_scoped_and_restores():
+    assert backend_api._ENABLE_VALIDATION
+    with backend_api.validation_disabled():
+        assert not backend_api._ENABLE_VALIDATION
+        with pytest.raises(RuntimeError), backend_api.validation_disabled():
+            raise RuntimeError
+        assert not backend_api._ENABLE_VALIDATION
+    assert backend_api._ENABLE_VALIDATION
+
+
+def test_transform_returns_self_when_nothing_changes_and_a_copy_when_it_does():
+    from edgetorch.exir.pass_base import ExportPass
+    from edgetorch.exir.program._program import _transform
+
+    class MulToAdd(ExportPass):
+        def call_operator(self, op, args, kwargs, meta):
+            if op == exir_ops.edge.aten.mul.Tensor:
+                op = exir_ops.edge.aten.add.Tensor
+            return super().call_operator(op, args, kwargs, meta)
+
+    ep = _edge().exported_program()
+    assert _transform(ep) is ep
+    new = _transform(ep, MulToAdd())
+    targets = [n.target for n in new.graph.nodes if n.op == "call_function"]
+    assert exir_ops.edge.aten.mul.Tensor not in targets
+    assert any(n.target == exir_ops.edge.aten.mul.Tensor for n in ep.graph.nodes)  # untouched
+    x = torch.randn(3)
+    torch.testing.assert_close(new.module()(x), (x + 1) + 2)
+    with pytest.raises(TypeError, match="separate arguments"):
+        _transform(ep, [MulToAdd()])
+
+
+def test_print_program_and_pretty_print():
+    from edgetorch.exir.print_program import pretty_print, print_program
+
+    program = _edge().to_executorch().executorch_program
+    out = io.StringIO()
+    print_program(program, out=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "The program contains the following 2 instructions"
+    assert lines[1].startswith("  0: aten::add.out ") and "I0" in lines[1]
+    assert lines[2].startswith("  1: aten::mul.out ") and "O0" in lines[2]
+    assert "CT[3]f32" in lines[1] and "Tm" in lines[1]  # the weight and a planned tensor
+    out = io.StringIO()
+    pretty_print(program.execution_plan[0].operators[0], out=out)
+    assert out.getvalue() == "Operator(name=aten::add, overload=out)\n"
+    with pytest.raises(Exception, match="GraphModule"):
+        pretty_print(torch.fx.symbolic_trace(_AddMul()))
+
+
+def test_dim_order_utils():
+    from edgetorch.exir.dim_order_utils import (
+        get_dim_order,
+        get_memory_format,
+        is_channel_last_dim_order,
+        is_contiguous_dim_order,
+    )
+
+    assert get_dim_order(torch.channels_last, 4) == [0, 2, 3, 1]
+    assert get_dim_order(torch.contiguous_format, 3) == [0, 1, 2]
+    assert get_dim_order(torch.preserve_format, 2) is None
+    assert get_memory_format([0, 2, 3, 1]) == torch.channels_last
+    assert get_memory_format(None) == torch.preserve_format
+    with pytest.raises(ValueError):
+        get_memory_format([1, 0])
+    t = torch.randn(1, 2, 3, 4)
+    assert is_contiguous_dim_order(t) and not is_channel_last_dim_order(t)
+    assert is_channel_last_dim_order(t.to(memory_format=torch.channels_last))
+
+
+def test_export_error_types_and_internal_assert():
+    from edgetorch.errors import ExportError as OurExportError
+    from edgetorch.exir.error import ExportError, ExportErrorType, InternalError, internal_assert
+
+    with pytest.raises(ExportError, match=r"\[ExportErrorType.NOT_SUPPORTED\]: nope"):
+        raise ExportError(ExportErrorType.NOT_SUPPORTED, "nope")
+    assert ExportError is OurExportError
+    internal_assert(True, "fine")
+    with pytest.raises(InternalError, match="broken"):
+        internal_assert(False, "broken")
+
+
+def test_graph_module_finds_control_flow_subgraphs():
+    from edgetorch.exir.graph_module import (
+        contains_any_call_fn_target_op,
+        get_cond_while_submodules,
+        get_control_flow_submodules,
+    )
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda y: y.sin(), lambda y: y.cos(), (x,))
+
+    gm = torch.export.export(Cond(), (torch.randn(3),)).graph_module
+    subs = get_control_flow_submodules(gm)
+    assert [name for name, _, _ in subs] == ["true_graph_0", "false_graph_0"]
+    assert all(node.target is torch.ops.higher_order.cond for _, _, node in subs)
+    assert [n for n, _, _ in get_cond_while_submodules(gm)] == ["true_graph_0", "false_graph_0"]
+    assert contains_any_call_fn_target_op(gm, {torch.ops.aten.sin.default})
+    assert not contains_any_call_fn_target_op(gm, {torch.ops.aten.tan.default})
+
+
+def test_all_node_partitioner_delegates_the_whole_program():
+    from edgetorch.backends.demo.compiler import BackendWithCompilerDemo
+    from edgetorch.exir.lowered_backend_module import get_lowered_backend_modules
+    from edgetorch.runtime import Runtime
+
+    class AddMul(torch.nn.Module):  # tensors only: a lifted scalar would need a cast
+        def forward(self, x, y):
+            return (x + y) * x
+
+    edge = to_edge(torch.export.export(AddMul(), (torch.randn(3), torch.randn(3))))
+    edge = edge.to_backend(AllNodePartitioner(BackendWithCompilerDemo.__name__, []))
+    gm = edge.exported_program().graph_module
+    assert [m.backend_id for m in get_lowered_backend_modules(gm)] == ["BackendWithCompilerDemo"]
+    assert not [n for n in gm.graph.nodes if n.op == "call_function"
+                and n.target not in (torch.ops.higher_order.executorch_call_delegate,)
+                and "getitem" not in str(n.target)]
+    x, y = torch.randn(3), torch.randn(3)
+    method = Runtime.get().load_program(edge.to_executorch().buffer).load_method("forward")
+    torch.testing.assert_close(torch.as_tensor(method.execute([x, y])[0]), (x + y) * x)
+
+
+def test_xnnpack_pass_manager_runs_pass_classes():
+    from edgetorch.backends.xnnpack._passes import (
+        RemoveNoopExpandCopyPass,
+        XNNPACKPass,
+        XNNPACKPassManager,
+    )
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x.expand(2, 3) + 1
+
+    ep = to_edge(torch.export.export(Model(), (torch.randn(2, 3),))).exported_program()
+    seen = []
+
+    class Record(XNNPACKPass):
+        def call(self, graph_module):
+            seen.append(self.exported_program)
+            return super().call(graph_module)
+
+    out = XNNPACKPassManager(ep, [RemoveNoopExpandCopyPass, Record]).transform()
+    assert "expand_copy" not in str(out.graph)
+    assert len(seen) == 1 and seen[0] is not ep  # the pass sees the program it runs on
+    with pytest.raises(Exception, match="pass classes"):
+        XNNPACKPassManager(ep, [lambda gm: gm]).transform()
+
+
+def test_get_param_tensor_and_pytree():
+    from edgetorch.backends.xnnpack.utils.utils import get_param_tensor
+    from edgetorch.extension.pytree import from_str, to_str, tree_flatten, tree_unflatten
+
+    ep = _edge().exported_program()
+    w = next(n for n in ep.graph.nodes if n.op == "placeholder")
+    torch.testing.assert_close(get_param_tensor(ep, w), torch.ones(3))
+    leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
+    assert leaves == [1, 2, 3]
+    assert tree_unflatten(leaves, from_str(to_str(spec))) == {"a": (1, 2), "b": [3]}
