@@ -190,3 +190,24 @@ def test_get_param_tensor_and_pytree():
     leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
     assert leaves == [1, 2, 3]
     assert tree_unflatten(leaves, from_str(to_str(spec))) == {"a": (1, 2), "b": [3]}
+
+
+def test_constant_prop_pass_folds_whatever_the_size():
+    from edgetorch.exir.passes.constant_prop_pass import constant_prop_pass
+
+    class Expand(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(1, 4))
+
+        def forward(self, x):
+            return x + self.w.expand(8, 4) * 2
+
+    model = Expand()
+    ep = to_edge(torch.export.export(model, (torch.randn(8, 4),))).exported_program()
+    assert constant_prop_pass(ep) is ep
+    ops = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert ops == [exir_ops.edge.aten.add.Tensor]  # expand and mul folded (it grew 8x)
+    assert [k for k in ep.constants if k.startswith("_prop_tensor_constant")] != []
+    x = torch.randn(8, 4)
+    torch.testing.assert_close(ep.module()(x), model(x))

@@ -31,23 +31,29 @@ def _foldable(node: torch.fx.Node, consts: dict[torch.fx.Node, torch.Tensor]) ->
     return bool(inputs) and all(n in consts for n in inputs)
 
 
-def fold_constants(ep: ExportedProgram) -> bool:
+def fold_constants(ep: ExportedProgram, *, grow: bool = False,
+                   skip: frozenset = frozenset(), name_of=None) -> bool:
+    """Fold in place; with ``grow`` also folds that make the file larger (ExecuTorch's
+    ``constant_prop_pass``); ``skip``: operators never folded; ``name_of(i)``: the name of
+    the i-th folded constant (default ``_folded_<node>``)."""
     gm = ep.graph_module
     graph = gm.graph
     consts = constant_placeholders(ep)
     changed = False
+    folded = 0
     for node in list(graph.nodes):
-        if not _foldable(node, consts):
+        if not _foldable(node, consts) or node.target in skip:
             continue
         dying = [n for n in node.all_input_nodes if len(n.users) == 1]
         budget = sum(consts[n].nbytes for n in dying)
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: consts[n])
         with torch.no_grad():
             value = node.target(*args, **kwargs)
-        if value.nbytes > budget:
+        if value.nbytes > budget and not grow:
             continue
         value = value.contiguous() if not value.is_contiguous() else value
-        name = _fresh_name(ep, f"_folded_{node.name}")
+        name = _fresh_name(ep, name_of(folded) if name_of else f"_folded_{node.name}")
+        folded += 1
         placeholder = add_constant(ep, name, value, node.meta["val"], node)
         node.replace_all_uses_with(placeholder)
         graph.erase_node(node)
