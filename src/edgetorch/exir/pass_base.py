@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 
 import torch
+from torch._export.pass_base import Argument as Argument  # ExecuTorch's name for any node argument
 from torch._export.pass_base import _ExportPassBaseDeprecatedDoNotUse
 from torch._export.pass_infra.node_metadata import NodeMetadata
 from torch.export import ExportedProgram
