@@ -29,6 +29,7 @@ from pathlib import Path
 from et_suite import report
 from et_suite.areas import AREAS, BY_NAME, SUPPORT_DIRS, Area
 from et_suite.execute import FileResult, has_module, run_batch
+from et_suite.pte_check import check as check_ptes
 from et_suite.staging import export_sources, resolve_commit, stage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,6 +59,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=20, help="test files per pytest process")
     p.add_argument("--rerun-ref", action="store_true", help="do not reuse ExecuTorch's results")
     p.add_argument("--resume", action="store_true", help="reuse edgetorch's results too")
+    p.add_argument("--check-pte-in-ref", action="store_true",
+                   help="keep every .pte edgetorch writes during the area's tests and run them "
+                   "all in ExecuTorch's runtime afterwards (see et_suite/pte_check.py)")
     p.add_argument("--report", help="Markdown file to write the tables into")
     p.add_argument("--report-only", action="store_true", help="tables from stored results")
     return p.parse_args()
@@ -115,6 +119,9 @@ def run_area(args: argparse.Namespace, area: Area, build: Path, commit: str,
                  if p]
         paths = ([str(REPO / "src")] if side == "ours" else []) + extra
         env = side_env(python, stages[side] / "boot", paths, build)
+        pte_dir = build / "ptes" / commit[:12] / area.name
+        if side == "ours" and args.check_pte_in_ref:
+            env["ET_SUITE_PTE_DIR"] = str(pte_dir)
         timeout = args.test_timeout if has_module(python, "pytest_timeout", env) else None
         tree = stages[side] / "tree"
         todo = [f for f in area_files(area, tree, args.files)
@@ -135,6 +142,22 @@ def run_area(args: argparse.Namespace, area: Area, build: Path, commit: str,
                       f"{' ' + '; '.join(r.notes)[:200] if r.notes else ''}", flush=True)
 
 
+def check_area_ptes(args: argparse.Namespace, area: Area, build: Path, commit: str,
+                    stages: dict[str, Path]) -> None:
+    folder = build / "ptes" / commit[:12] / area.name
+    if not folder.is_dir():
+        return
+    python = args.python or str(REPO / area.python)
+    ref_python = args.ref_python or str(REPO / area.ref_python)
+    env = side_env(python, stages["ours"] / "boot", [str(REPO / "src")], build)
+    ref_env = side_env(ref_python, stages["ref"] / "boot", [], build)
+    verdicts = check_ptes(folder, python, env, ref_python, ref_env)
+    out = build / "results" / commit[:12] / "pte-check" / f"{area.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(verdicts, indent=1))
+    print(f"[{area.name}] .pte check: " + ", ".join(f"{len(v)} {k}" for k, v in verdicts.items()))
+
+
 def write_report(args: argparse.Namespace, areas: list[Area], build: Path, commit: str) -> None:
     summaries, body = [], []
     for area in areas:
@@ -147,6 +170,9 @@ def write_report(args: argparse.Namespace, areas: list[Area], build: Path, commi
         body += ["", f"### {area.name}: {', '.join(f'`{r}`' for r in area.roots)}"
                  + (f" (marker `{area.marker}`)" if area.marker else ""), "",
                  *report.file_table(ours, theirs)]
+        checked = build / "results" / commit[:12] / "pte-check" / f"{area.name}.json"
+        if checked.exists():
+            body += ["", *report.pte_check_lines(json.loads(checked.read_text()))]
         if s["only_ours"]:
             body += ["", f"Passing on edgetorch, failing on ExecuTorch 1.5.1 ({len(s['only_ours'])}):",
                      "", *report.only_ours(theirs, s["only_ours"])]
@@ -177,6 +203,8 @@ def main() -> int:
         stages = stage(src, build / "stage")
         for area in areas:
             run_area(args, area, build, commit, stages)
+            if args.check_pte_in_ref:
+                check_area_ptes(args, area, build, commit, stages)
     write_report(args, areas, build, commit)
     return 0
 

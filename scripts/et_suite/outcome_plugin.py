@@ -81,3 +81,31 @@ def pytest_runtest_logreport(report):
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     _write({"finished": int(exitstatus)})
+
+
+def pytest_configure(config):
+    """With ``ET_SUITE_PTE_DIR`` set (edgetorch's side), keep every ``.pte`` a test builds, so
+    the runner can run them all in ExecuTorch's runtime afterwards (``--check-pte-in-ref``)."""
+    folder = os.environ.get("ET_SUITE_PTE_DIR")
+    if not folder:
+        return
+    import hashlib
+
+    from edgetorch.exir.program._program import ExecutorchProgramManager
+
+    original = ExecutorchProgramManager.buffer.fget
+    os.makedirs(folder, exist_ok=True)
+
+    def buffer(self):
+        data = original(self)
+        digest = hashlib.sha256(data).hexdigest()[:20]
+        path = os.path.join(folder, digest + ".pte")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(data)
+            with open(os.path.join(folder, "index.jsonl"), "a", encoding="utf-8") as f:
+                f.write(json.dumps({"pte": digest + ".pte",
+                                    "test": os.environ.get("PYTEST_CURRENT_TEST", "")}) + "\n")
+        return data
+
+    ExecutorchProgramManager.buffer = property(buffer)

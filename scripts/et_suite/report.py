@@ -105,3 +105,16 @@ def write_section(doc: Path, body: list[str]) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     doc.write_text(text)
+
+
+def pte_check_lines(verdicts: dict[str, list]) -> list[str]:
+    """The .pte check of an area: counts, then every program ExecuTorch did not run."""
+    total = sum(len(v) for v in verdicts.values())
+    counts = ", ".join(f"{len(v)} {k.replace('_', ' ')}" for k, v in sorted(verdicts.items()))
+    lines = [f"Every `.pte` edgetorch wrote during these tests ({total}), run in ExecuTorch "
+             f"1.5.1's runtime on the same inputs as in edgetorch's: {counts}."]
+    for kind in ("executorch_failed", "executorch_crashed", "differ"):
+        for rec in verdicts.get(kind, []):
+            lines.append(f"- {kind.replace('_', ' ')}: `{rec['test'] or rec['pte']}` — "
+                         f"{_short(rec['detail'])}")
+    return lines
