@@ -135,4 +135,4 @@ $(ET_DEPS)/.installed: $(VENV)/.installed $(REF)/.installed
 et-suite: $(ET_DEPS)/.installed
 	nice -n 19 $(PY) scripts/run_executorch_tests.py --source $(ET_SOURCE) --ref $(ET_REF) \
 		--areas $(ET_AREAS) --deps $(CURDIR)/$(ET_DEPS)/ours --ref-deps $(CURDIR)/$(ET_DEPS)/ref \
-		--report docs/compatibility.md $(ET_ARGS)
+		--check-pte-in-ref --report docs/compatibility.md $(ET_ARGS)
