@@ -211,3 +211,32 @@ def test_constant_prop_pass_folds_whatever_the_size():
     assert [k for k in ep.constants if k.startswith("_prop_tensor_constant")] != []
     x = torch.randn(8, 4)
     torch.testing.assert_close(ep.module()(x), model(x))
+
+
+def test_tensor_helpers():
+    from edgetorch.errors import MemoryPlanningError
+    from edgetorch.exir.tensor import (
+        TensorSpec,
+        contiguous_stride_from_shape,
+        dim_order_from_stride,
+        make_allocation_info,
+        make_tensor_value,
+        num_bytes_from_shape_and_dtype,
+        stride_from_dim_order,
+    )
+
+    assert contiguous_stride_from_shape(torch.Size([2, 3, 4])) == (12, 4, 1)
+    assert contiguous_stride_from_shape(torch.Size([2, 0, 4])) == (4, 4, 1)
+    assert dim_order_from_stride((1, 15, 5)) == (1, 2, 0)
+    assert dim_order_from_stride((3, 1, 3, 3)) == (0, 2, 3, 1)  # ties keep their order
+    assert stride_from_dim_order([2, 3, 4], [0, 2, 1]) == [12, 1, 3]
+    assert num_bytes_from_shape_and_dtype(torch.Size([2, 3]), torch.float16) == 12
+    info = make_allocation_info(1, (3 << 32) + 5)
+    assert (info.memory_id, info.memory_offset_low, info.memory_offset_high) == (1, 5, 3)
+    with pytest.raises(MemoryPlanningError, match="negative"):
+        make_allocation_info(0, -1)
+    with pytest.raises(MemoryPlanningError, match="64 bits"):
+        make_allocation_info(0, 1 << 64)
+    t = make_tensor_value(1, None, TensorSpec.from_tensor(torch.randn(2, 0, 3)))
+    assert (t.sizes, t.dim_order, t.data_buffer_idx, t.storage_offset) == ([2, 0, 3],
+                                                                           [0, 1, 2], 1, 0)

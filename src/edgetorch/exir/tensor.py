@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..errors import MemoryPlanningError
+from ..schema import program as S
 from ..schema.program import DeviceType, TensorShapeDynamism
 from ..schema.scalar_type import ScalarType
 
@@ -160,3 +162,65 @@ class TensorSpec:
         where = f" @mem{self.mem_id}+{self.mem_offset}" if self.planned else ""
         kind = " const" if self.const else ""
         return f"TensorSpec({str(self.dtype).removeprefix('torch.')}{list(self.shape)}{kind}{where})"
+
+
+# ---- ExecuTorch's tensor helpers (``exir.tensor``): strides, dim orders, schema values ----
+
+scalar_type_enum = scalar_type_of
+
+
+def num_bytes_from_shape_and_dtype(shape: torch.Size, dtype: torch.dtype) -> int:
+    """Bytes of a contiguous tensor of ``shape`` and ``dtype``."""
+    return math.prod(shape) * torch._utils._element_size(dtype)
+
+
+def contiguous_stride_from_shape(shape: torch.Size) -> tuple[int, ...]:
+    """Row-major strides; a size-0 dimension counts as 1, as torch computes them."""
+    strides, accum = [], 1
+    for size in reversed(shape):
+        strides.append(accum)
+        accum *= size if not isinstance(size, int) or size != 0 else 1
+    return tuple(reversed(strides))
+
+
+def dim_order_from_stride(stride: tuple[int, ...]) -> tuple[int, ...]:
+    """Dimensions from the largest stride to the smallest; equal strides keep their order."""
+    if any(s == 0 for s in stride):
+        raise ValueError(f"strides {tuple(stride)}: 0 in strides is not supported for ExecuTorch")
+    return tuple(sorted(range(len(stride)), key=lambda i: stride[i], reverse=True))
+
+
+def stride_from_dim_order(sizes: list[int], dim_order: list[int]) -> list[int]:
+    """The strides of a dense tensor of ``sizes`` laid out in ``dim_order`` (a size-0
+    dimension does not scale the strides outside it)."""
+    if not sizes:
+        return []
+    strides = list(sizes)
+    strides[dim_order[-1]] = 1
+    for i in range(len(sizes) - 2, -1, -1):
+        inner = dim_order[i + 1]
+        scale = sizes[inner] if sizes[inner] != 0 else 1
+        strides[dim_order[i]] = scale * strides[inner]
+    return strides
+
+
+def make_allocation_info(mem_id: int, mem_offset: int) -> S.AllocationDetails:
+    """Where a planned tensor lives: arena ``mem_id`` at byte ``mem_offset`` (64-bit)."""
+    if mem_offset < 0:
+        raise MemoryPlanningError(f"mem_offset {mem_offset} must not be negative")
+    if mem_offset >= 1 << 64:
+        raise MemoryPlanningError(f"mem_offset {mem_offset} does not fit in 64 bits")
+    return S.AllocationDetails.of(mem_id, mem_offset)
+
+
+def make_tensor_value(data_buffer_idx: int, allocation_info: S.AllocationDetails | None,
+                      spec: TensorSpec, extra: S.ExtraTensorInfo | None = None) -> S.Tensor:
+    """The schema ``Tensor`` of ``spec``, as the emitter writes it (``extra``: external or
+    named data; a non-CPU device is added to it, as ExecuTorch records only those)."""
+    if spec.device != S.DeviceType.CPU:
+        extra = extra or S.ExtraTensorInfo()
+        extra.device_type, extra.device_index = spec.device, spec.device_index
+    return S.Tensor(scalar_type=spec.scalar_type, storage_offset=0, sizes=list(spec.shape),
+                    dim_order=list(spec.dim_order), requires_grad=spec.requires_grad,
+                    data_buffer_idx=data_buffer_idx, allocation_info=allocation_info or None,
+                    layout=0, shape_dynamism=spec.dynamism, extra_tensor_info=extra)

@@ -29,7 +29,7 @@ from .._serialize._named_data_store import NamedDataStore
 from ..ops import describe_node, is_cond, is_map, is_out_variant, op_name_and_overload, user_frame
 from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
-from ..tensor import TensorSpec, memory_format_enum, scalar_type_of
+from ..tensor import TensorSpec, make_tensor_value, memory_format_enum, scalar_type_of
 from ..verifier import SYM_OPS
 from .control_flow import ControlFlowEmitter
 
@@ -161,21 +161,7 @@ class MethodEmitter(ControlFlowEmitter):
                 if self.emit_mutable_buffer_names:
                     extra = S.ExtraTensorInfo(fully_qualified_name=spec.fqn,
                                               location=S.TensorDataLocation.SEGMENT)
-        if spec.device != S.DeviceType.CPU:  # as ExecuTorch: only a non-CPU device is written
-            extra = extra or S.ExtraTensorInfo()
-            extra.device_type, extra.device_index = spec.device, spec.device_index
-        tensor = S.Tensor(
-            scalar_type=spec.scalar_type,
-            storage_offset=0,
-            sizes=list(spec.shape),
-            dim_order=list(spec.dim_order),
-            requires_grad=spec.requires_grad,
-            data_buffer_idx=data_idx,
-            allocation_info=alloc,
-            layout=0,
-            shape_dynamism=spec.dynamism,
-            extra_tensor_info=extra,
-        )
+        tensor = make_tensor_value(data_idx, alloc, spec, extra)
         idx = self._add(tensor)
         self._spec_ids[id(spec)] = idx
         return idx
