@@ -240,3 +240,13 @@ def test_tensor_helpers():
     t = make_tensor_value(1, None, TensorSpec.from_tensor(torch.randn(2, 0, 3)))
     assert (t.sizes, t.dim_order, t.data_buffer_idx, t.storage_offset) == ([2, 0, 3],
                                                                            [0, 1, 2], 1, 0)
+
+
+def test_quant_patterns_module_defines_the_out_variants():
+    from edgetorch.exir.passes._quant_patterns_and_replacements import quantized_decomposed_lib
+
+    assert quantized_decomposed_lib.ns == "quantized_decomposed"
+    add = exir_ops.edge.quantized_decomposed.add.default
+    assert add.to_out_variant().name() == "quantized_decomposed::add.out"
+    mixed = exir_ops.edge.quantized_decomposed.mixed_linear.default
+    assert mixed.to_out_variant().name() == "quantized_decomposed::mixed_linear.out"
