@@ -641,6 +641,8 @@ class Method:
         inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
         share the Program, which is read-only). See docs/reliability.md.
         """
+        if type(inputs) is not list and type(inputs) is not tuple:
+            self._check_input_sequence(inputs)
         if not self._busy.acquire(blocking=False):
             raise MethodBusyError(
                 f"method {self.name!r} is already executing in another thread; a Method runs "
@@ -651,6 +653,16 @@ class Method:
             return self._execute(inputs) if copy_outputs else self._execute(inputs, False)
         finally:
             self._busy.release()
+
+    def _check_input_sequence(self, inputs: Any) -> None:
+        """``execute(x)`` for ``execute([x])``: a tensor is a sequence too (of its rows), which
+        would fail later with a misleading count or rank error, or run on the first row."""
+        if isinstance(inputs, np.ndarray) or is_torch_tensor(inputs) or isinstance(
+                inputs, (str, bytes, dict)) or not isinstance(inputs, Sequence):
+            raise InvalidArgumentError(
+                f"method {self.name!r} takes a list or tuple of inputs, one per input "
+                f"({self._n_inputs} here); got a {type(inputs).__module__}."
+                f"{type(inputs).__qualname__}: call execute([x]), not execute(x)")
 
     def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
