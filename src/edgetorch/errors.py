@@ -169,6 +169,20 @@ class TokenizerError(EdgeTorchError):
 # ---- compiler ---------------------------------------------------------------------------
 
 
+class ModelSpecError(EdgeTorchError, ValueError):
+    """A model spec (a built-in example name or ``file.py:factory``) cannot be loaded, or its
+    factory gave something that cannot be exported."""
+
+    code = ErrorCode.InvalidArgument
+
+
+class UnknownExampleError(ModelSpecError, KeyError):
+    """No built-in example has the requested name."""
+
+    def __str__(self) -> str:  # (KeyError's own shows the repr of the message, quotes and all)
+        return f"{self.args[0]} [{self.code.name} 0x{int(self.code):02x}]"
+
+
 class ExportError(EdgeTorchError):
     """The compiler cannot turn this program into something the runtime can run."""
 
