@@ -135,7 +135,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(line)
         print("bundled program verified")
         return 0
-    program = Runtime.get().load_program(args.program)
+    if args.debug_buffer_size and not args.etdump:
+        raise EdgeTorchError("--debug-buffer-size needs --etdump PATH (the ETDump it goes with)")
+    program = Runtime.get().load_program(args.program, enable_etdump=bool(args.etdump),
+                                         debug_buffer_size=args.debug_buffer_size)
     method = program.load_method(args.method)
     meta = method.metadata
     inputs = [np.load(p) for p in args.inputs] if args.inputs else _random_inputs(meta, args.seed)
@@ -159,9 +162,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if hasattr(handle, "report"):  # e.g. Ethos-U: what simulated it, the NPU operations
             print(handle.report())
     if times:
-        print(f"latency: mean {1e3 * np.mean(times):.3f} ms, min {1e3 * np.min(times):.3f} ms "
-              f"over {len(times)} runs")
+        print(latency_line(times))
+    if args.etdump:
+        debug_buffer = f"{args.etdump}.debug_buffer.bin" if args.debug_buffer_size else None
+        program.write_etdump_result_to_file(args.etdump, debug_buffer)
+        print(f"wrote {args.etdump} ({1 + len(times)} runs)"
+              + (f" and {debug_buffer}" if debug_buffer else "")
+              + f"; read it with: edgetorch inspector --etdump_path {args.etdump}"
+              + (f" --debug_buffer_path {debug_buffer}" if debug_buffer else ""))
     return 0
+
+
+def latency_line(seconds: list[float]) -> str:
+    """Median, 90th percentile, min and mean of timed runs, in milliseconds."""
+    ms = 1e3 * np.asarray(seconds)
+    return (f"latency: median {np.median(ms):.3f} ms, p90 {np.percentile(ms, 90):.3f} ms, "
+            f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms over {len(ms)} runs "
+            "(after 1 untimed run)")
 
 
 # ---- inspect -------------------------------------------------------------------------
@@ -302,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, default=10, help="timed runs after the first")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--save", help="save outputs as PREFIX_<i>.npy")
+    r.add_argument("--etdump", metavar="PATH",
+                   help="record every run's events and write them as an ETDump (.etdp) for "
+                   "the inspector")
+    r.add_argument("--debug-buffer-size", type=int, default=0, metavar="BYTES",
+                   help="with --etdump: also keep each operator's outputs, up to BYTES, "
+                   "written to PATH.debug_buffer.bin")
     r.add_argument("--verify", action="store_true",
                    help="a .bpte: run every bundled test case and check its expected outputs")
     r.add_argument("--rtol", type=float, default=1e-5, help="with --verify")

@@ -1,5 +1,6 @@
 """The ``edgetorch`` command: export, run, inspect (run and inspect need no torch)."""
 
+import re
 import subprocess
 import sys
 
@@ -69,3 +70,31 @@ def test_save_pte_program(tmp_path):
     assert path.endswith("relu.pte")
     out = Runtime.get().load_program(path).load_method("forward").execute([torch.tensor([-1.0, 0.0, 2.0])])
     assert out[0].tolist() == [0.0, 0.0, 2.0]
+
+
+def test_run_reports_median_p90_and_writes_an_etdump(tmp_path, capsys):
+    from edgetorch.devtools import Inspector
+
+    pte, etdump = tmp_path / "tiny.pte", tmp_path / "run.etdp"
+    assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(pte), "--repeat", "4", "--etdump", str(etdump),
+                 "--debug-buffer-size", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"latency: median [\d.]+ ms, p90 [\d.]+ ms, min [\d.]+ ms, mean [\d.]+ ms "
+                     r"over 4 runs \(after 1 untimed run\)", out), out
+    debug = tmp_path / "run.etdp.debug_buffer.bin"
+    assert f"wrote {etdump} (5 runs) and {debug}" in out
+    assert etdump.stat().st_size > 0 and debug.stat().st_size > 0
+    inspector = Inspector(etdump_path=str(etdump), debug_buffer_path=str(debug))
+    (run,) = [b for b in inspector.event_blocks if b.name == "Execute"]
+    calls = [e for e in run.events if e.name == "Method::execute"]
+    assert calls and len(calls[0].perf_data.raw) == 5  # every execute, the untimed one too
+    assert any(e.debug_data for e in run.events)  # the operators' outputs
+
+
+def test_debug_buffer_size_needs_an_etdump(tmp_path, capsys):
+    pte = tmp_path / "tiny.pte"
+    assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
+    assert main(["run", str(pte), "--debug-buffer-size", "100"]) == 2
+    assert "--debug-buffer-size needs --etdump PATH" in capsys.readouterr().err
