@@ -1,7 +1,7 @@
-"""The ``edgetorch`` command: export, run, inspect, oplist, demo.
+"""The ``edgetorch`` command: export, run, inspect, oplist, visualize, inspector, arm, llm, demo.
 
-``run``, ``inspect`` and ``oplist`` need only the runtime (no torch); ``export`` and ``demo`` need the
-compiler (``pip install edgetorch[compiler]``).
+``run``, ``inspect``, ``oplist`` and ``llm`` need only the runtime (no torch); ``export``,
+``visualize`` and ``demo`` need the compiler (``pip install edgetorch[compiler]``).
 """
 
 from __future__ import annotations
@@ -295,9 +295,50 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.model, args.output)
 
 
+DESCRIPTION = """\
+Compile PyTorch models to ExecuTorch .pte programs; run, inspect and profile .pte
+programs with a NumPy-only runtime."""
+EPILOG = """\
+run, inspect, oplist and llm need only the runtime; export, visualize and demo
+need the compiler: pip install 'edgetorch[compiler]'.
+edgetorch COMMAND --help shows a command's options."""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The texts above as written (and --version on one line); command names in one column
+    (argparse measures subcommands without their indent, so 'visualize' went to a line of
+    its own)."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            longest = max(len(name) for name in action.choices)
+            self._action_max_length = max(self._action_max_length,
+                                          longest + self._current_indent + self._indent_increment)
+
+
+def version_line() -> str:
+    """edgetorch's version and the versions of what it runs with (for bug reports); torch's
+    from its installed metadata, without importing it."""
+    from importlib import metadata
+
+    from . import __version__
+
+    found = []
+    for dist in ("numpy", "torch", "torchao"):
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"no {dist}")
+    return (f"edgetorch {__version__} (ExecuTorch 1.5.1's formats; Python "
+            f"{sys.version.split()[0]}, {', '.join(found)})")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="edgetorch", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="edgetorch", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_HelpFormatter)
+    p.add_argument("--version", action="version", version=version_line())
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     e = sub.add_parser("export", help="export a model to a .pte program")
     e.add_argument("model", help="a built-in example name, or path/to/file.py:factory")
@@ -360,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .backends.arm.scripts import run as arm_run  # no torch import until it runs
 
-    arm = sub.add_parser("arm", help="Arm Ethos-U: `arm run` compiles and simulates (run.sh)")
+    arm = sub.add_parser("arm", help="Arm Ethos-U: 'arm run' compiles and simulates (run.sh)")
     arm_run.add_arguments(arm)
 
     from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs

@@ -98,3 +98,35 @@ def test_debug_buffer_size_needs_an_etdump(tmp_path, capsys):
     assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
     assert main(["run", str(pte), "--debug-buffer-size", "100"]) == 2
     assert "--debug-buffer-size needs --etdump PATH" in capsys.readouterr().err
+
+
+def _help(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--help"])
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_lists_every_command_in_plain_text(capsys):
+    from edgetorch.cli import build_parser
+
+    text = _help(capsys)
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert len(commands) == 9
+    for name in commands:  # each on its own line with its help, in one column
+        assert re.search(rf"^    {name} +\S", text, re.M), (name, text)
+        sub = _help(capsys, name)
+        assert "`" not in sub, (name, sub)
+    assert "`" not in text and "edgetorch COMMAND --help" in text
+    assert "`" not in _help(capsys, "arm", "run") and "`" not in _help(capsys, "llm", "chat")
+
+
+def test_version(capsys):
+    import edgetorch
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"edgetorch {edgetorch.__version__} (") and "torch " in out
+    assert out.count("\n") == 1
