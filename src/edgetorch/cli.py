@@ -34,10 +34,10 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
     ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
     first, calibrating on the example inputs or the ``.npy`` files in ``calibration``.
     ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8."""
-    import torch
 
     from .examples import load_model_spec
     from .exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge
+    from .exir.torch_export import export_program
 
     model, inputs = load_model_spec(spec)
     t0 = time.perf_counter()
@@ -63,7 +63,7 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
         samples = load_calibration(calibration, inputs) if calibration else None
         ep = quantize_for_xnnpack(model, inputs, quantize, samples, progress_bar)
     else:
-        ep = torch.export.export(model, inputs)
+        ep = export_program(model, inputs)
     if delegate == "xnnpack":
         from .backends.xnnpack.partition import XnnpackPartitioner
         from .exir import to_edge_transform_and_lower
@@ -238,14 +238,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_visualize(args: argparse.Namespace) -> int:
-    import torch
 
     from .devtools.visualization import visualize
     from .examples import load_model_spec
     from .exir import to_edge, to_edge_transform_and_lower
+    from .exir.torch_export import export_program
 
     model, inputs = load_model_spec(args.model)
-    program = torch.export.export(model, inputs)
+    program = export_program(model, inputs)
     if args.stage != "exported":
         partitioners = []
         if args.delegate == "xnnpack":

@@ -14,6 +14,7 @@ def run_demo(model_name: str = "mobilenet_v2", output: str | None = None, repeat
 
     from .examples import get_example
     from .exir import to_edge
+    from .exir.torch_export import export_program
     from .runtime import Runtime
 
     example = get_example(model_name)
@@ -22,7 +23,7 @@ def run_demo(model_name: str = "mobilenet_v2", output: str | None = None, repeat
     print(f"edgetorch demo: {model_name} -- {example.description}")
 
     t0 = time.perf_counter()
-    et = to_edge(torch.export.export(model, inputs)).to_executorch()
+    et = to_edge(export_program(model, inputs)).to_executorch()
     export_s = time.perf_counter() - t0
     path = output or os.path.join(tempfile.gettempdir(), f"{model_name}.pte")
     et.save(path)

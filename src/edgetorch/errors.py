@@ -189,6 +189,11 @@ class ExportError(EdgeTorchError):
     code = ErrorCode.NotSupported
 
 
+class DataDependentControlFlowError(ExportError):
+    """torch.export met a branch (or a size) that depends on a tensor's values; the message
+    names the user's line and points to ``torch.cond``."""
+
+
 class UnsupportedOperatorError(ExportError):
     """An operator (or a dtype of one) has no kernel in the runtime."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....errors import FeatureNotAvailableError, InvalidArgumentError
+from ....exir.torch_export import export_program
 from ..ethosu.compile_spec import TARGETS as ETHOSU_TARGETS
 
 logger = logging.getLogger(__name__)
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> CompileResult:
     samples = load_calibration_samples(args.calibration_data, example_inputs)
     model = model.eval()
     model.requires_grad_(False)
-    exported = torch.export.export(model, example_inputs, strict=args.strict_export)
+    exported = export_program(model, example_inputs, strict=args.strict_export)
     model_name = os.path.basename(os.path.splitext(args.model_name)[0])
     if args.intermediates:
         os.makedirs(args.intermediates, exist_ok=True)
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> CompileResult:
     quantized = None
     if args.quantize:
         quantized = quantize(exported.module(), spec, example_inputs, samples)
-        exported = torch.export.export(quantized, example_inputs, strict=args.strict_export)
+        exported = export_program(quantized, example_inputs, strict=args.strict_export)
     # after quantizing: the partitioner stores the spec as it is now (see EthosUPartitioner)
     partitioners = [_partitioner(spec)] if args.delegate else []
     edge = to_edge_transform_and_lower(exported, partitioner=partitioners,

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ....errors import ExportError
+from ....exir.torch_export import export_program
 
 MODES = ("static", "dynamic", "8da4w")
 GROUP_SIZE = 32
@@ -78,7 +79,7 @@ def quantize_for_xnnpack(model: torch.nn.Module, example: tuple[torch.Tensor, ..
             weight_dtype=torch.int4, weight_granularity=PerGroup(GROUP_SIZE)),
             filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear)
             and m.in_features % GROUP_SIZE == 0)
-        return torch.export.export(model, example)
+        return export_program(model, example)
 
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -86,7 +87,7 @@ def quantize_for_xnnpack(model: torch.nn.Module, example: tuple[torch.Tensor, ..
 
     config = get_symmetric_quantization_config(is_per_channel=True,
                                                is_dynamic=mode == "dynamic")
-    prepared = prepare_pt2e(torch.export.export(model, example).module(),
+    prepared = prepare_pt2e(export_program(model, example).module(),
                             XNNPACKQuantizer().set_global(config))
     samples = list(calibration) if calibration is not None else [example]
     with torch.no_grad():
@@ -99,4 +100,4 @@ def quantize_for_xnnpack(model: torch.nn.Module, example: tuple[torch.Tensor, ..
         from ...transforms.duplicate_dynamic_quant_chain import DuplicateDynamicQuantChainPass
 
         DuplicateDynamicQuantChainPass()(converted)
-    return torch.export.export(converted, example)
+    return export_program(converted, example)

@@ -19,6 +19,7 @@ import torch
 
 from ....errors import ExportError
 from ....examples.models.llama import ModelArgs, Transformer
+from ....exir import torch_export
 from ..custom_ops import custom_ops as _custom_ops  # noqa: F401  (defines llama::*)
 from .checkpoint import read_gguf, read_pth
 from .config.llm_config import LlmConfig
@@ -108,7 +109,7 @@ def export_program(loaded: LoadedModel, cfg: LlmConfig) -> torch.export.Exported
         example = (torch.tensor([[2]]), *example[1:])
         dims = None
     with torch.no_grad():
-        return torch.export.export(model, example, dynamic_shapes=dims, strict=True)
+        return torch_export.export_program(model, example, dynamic_shapes=dims, strict=True)
 
 
 def to_pte(loaded: LoadedModel, cfg: LlmConfig):
