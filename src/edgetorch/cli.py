@@ -29,66 +29,83 @@ def _fmt_bytes(n: int) -> str:
 
 def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None = None,
                  quantize: str | None = None, calibration: str | None = None) -> dict:
-    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats.
+    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats
+    (``"quantization"``: what was quantized and what stayed float, with ``quantize``).
 
     ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
     first, calibrating on the example inputs or the ``.npy`` files in ``calibration``.
     ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8."""
-
     from .examples import load_model_spec
-    from .exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge
-    from .exir.torch_export import export_program
+    from .exir import ExecutorchBackendConfig, MemoryPlanningPass
+    from .exir.foreign_warnings import filtered
+    from .util import progress
 
-    model, inputs = load_model_spec(spec)
-    t0 = time.perf_counter()
-    if quantize is not None and delegate == "openvino":
-        if quantize != "static":
-            raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
-                                 "openvino; use --quantize static (NNCF int8)")
-        from .backends.openvino.recipes import quantize_for_openvino
-        from .backends.xnnpack.quantizer.recipes import load_calibration
-
-        samples = load_calibration(calibration, inputs) if calibration else None
-        ep = quantize_for_openvino(model, inputs, samples)
-    elif quantize is not None:
-        if delegate != "xnnpack":
-            raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
-                                 "quantized operators run in the backend)")
-        from .backends.xnnpack.quantizer.recipes import (
-            load_calibration,
-            progress_bar,
-            quantize_for_xnnpack,
-        )
-
-        samples = load_calibration(calibration, inputs) if calibration else None
-        ep = quantize_for_xnnpack(model, inputs, quantize, samples, progress_bar)
-    else:
-        ep = export_program(model, inputs)
-    if delegate == "xnnpack":
-        from .backends.xnnpack.partition import XnnpackPartitioner
-        from .exir import to_edge_transform_and_lower
-
-        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
-    elif delegate == "openvino":
-        from .backends.openvino import OpenvinoPartitioner
-        from .exir import to_edge_transform_and_lower
-
-        edge = to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
-    else:
-        edge = to_edge(ep)
-    et = edge.to_executorch(
-        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo))
-    )
-    with open(out, "wb") as f:
-        et.write_to_file(f)
+    if quantize is not None and delegate not in ("xnnpack", "openvino"):
+        raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
+                             "quantized operators run in the backend)")
+    if quantize not in (None, "static") and delegate == "openvino":
+        raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
+                             "openvino; use --quantize static (NNCF int8)")
+    stages = (["quantizing and exporting" if quantize else "exporting",
+               f"lowering to {delegate}" if delegate else "converting to Edge",
+               "planning memory and emitting", "writing"])
+    with filtered(), progress.steps(f"export {spec}", stages) as step:
+        step.next()
+        model, inputs = load_model_spec(spec)
+        t0 = time.perf_counter()
+        ep, summary = _capture(model, inputs, delegate, quantize, calibration)
+        step.next()
+        edge = _lower(ep, delegate)
+        step.next()
+        et = edge.to_executorch(ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo)))
+        step.next()
+        with open(out, "wb") as f:
+            et.write_to_file(f)
     plans = {p.name: p.non_const_buffer_sizes[1:] for p in et.executorch_program.execution_plan}
     return {"model": spec, "path": out, "bytes": len(et.buffer), "planned": plans,
-            "export_seconds": time.perf_counter() - t0}
+            "export_seconds": time.perf_counter() - t0, "quantization": summary}
+
+
+def _capture(model, inputs, delegate: str | None, quantize: str | None,
+             calibration: str | None):
+    """The exported (and, with ``quantize``, quantized) program, and the quantization summary
+    (None without ``quantize``, and for OpenVINO's NNCF, which reports nothing per layer)."""
+    from .exir.torch_export import export_program
+
+    if quantize is None:
+        return export_program(model, inputs), None
+    from .backends.xnnpack.quantizer.recipes import load_calibration
+
+    samples = load_calibration(calibration, inputs) if calibration else None
+    if delegate == "openvino":
+        from .backends.openvino.recipes import quantize_for_openvino
+
+        return quantize_for_openvino(model, inputs, samples), None
+    from .backends.xnnpack.quantizer.recipes import quantize_with_summary
+
+    return quantize_with_summary(model, inputs, quantize, samples)
+
+
+def _lower(ep, delegate: str | None):
+    from .exir import to_edge, to_edge_transform_and_lower
+
+    if delegate == "xnnpack":
+        from .backends.xnnpack.partition import XnnpackPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    if delegate == "openvino":
+        from .backends.openvino import OpenvinoPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
+    return to_edge(ep)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     stats = export_model(args.model, args.output, args.algo, args.delegate, args.quantize,
                          args.calibration)
+    if stats["quantization"] is not None:
+        print(stats["quantization"])
     planned = ", ".join(f"{k}: {_fmt_bytes(sum(v))}" for k, v in stats["planned"].items())
     print(f"wrote {stats['path']}: {_fmt_bytes(stats['bytes'])}; planned memory {planned}; "
           f"export took {stats['export_seconds']:.2f} s")
