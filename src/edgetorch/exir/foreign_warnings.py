@@ -30,6 +30,8 @@ LOG_RECORDS: list[tuple[str, str, str]] = [
      "uses none of them"),
     ("torch.utils._pytree", r"is an Enum subclass and is now natively supported",
      "torchao registers its KernelPreference enum with a torch API deprecated in 2.13"),
+    ("torchao.kernel.intmm", r"Detected no triton",
+     "torchao's GPU matmul kernels need Triton; edgetorch compiles for CPUs and NPUs"),
     ("torch.fx.experimental.symbolic_shapes", r"^Unable to find user code corresponding to",
      "torch's note while it builds a data-dependent error; edgetorch's error names the line"),
 ]

@@ -102,9 +102,16 @@ class Steps:
 
 @contextlib.contextmanager
 def steps(desc: str, names: Sequence[str]) -> Iterator[Steps]:
-    """A bar over the named stages of a job (cleared when the job ends)."""
+    """A bar over the named stages of a job (cleared when the job ends). What the job prints
+    meanwhile goes above the bar (tqdm.write), not into its line."""
     s = Steps(desc, names)
     try:
-        yield s
+        if s._bar is None:
+            yield s
+        else:
+            from tqdm.contrib import DummyTqdmFile
+
+            with contextlib.redirect_stdout(DummyTqdmFile(sys.stdout)):
+                yield s
     finally:
         s.close()
