@@ -49,3 +49,19 @@ def test_cli_export_draws_its_stages_only_when_asked(tmp_path, capsys, monkeypat
     monkeypatch.delenv(progress.ENV)  # captured stderr is not a terminal: nothing drawn
     assert main(["export", "mlp", "-o", str(tmp_path / "b.pte")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_aot_arm_compiler_draws_its_stages_and_prints_above_them(tmp_path, capsys,
+                                                                  monkeypatch):
+    pytest.importorskip("torchao")
+    from edgetorch.backends.arm.scripts import aot_arm_compiler
+
+    monkeypatch.setenv(progress.ENV, "1")
+    result = aot_arm_compiler.main(["--model_name=add", "--quantize", "--output", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert "PTE file saved as" in captured.out and result.output.endswith(".pte")
+    for stage in ("aot_arm_compiler: loading the model", "aot_arm_compiler: exporting",
+                  "aot_arm_compiler: quantizing", "calibrating", "aot_arm_compiler: lowering",
+                  "aot_arm_compiler: emitting", "aot_arm_compiler: writing"):
+        assert stage in captured.err, stage
+    assert "triton" not in captured.err.lower()
