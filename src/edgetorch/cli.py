@@ -309,7 +309,7 @@ def _cmd_oplist(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(args.model, args.output)
+    return run_demo(args.model, args.output, args.rounds)
 
 
 DESCRIPTION = """\
@@ -428,6 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)
+    d.add_argument("--rounds", type=int, default=10,
+                   help="timed rounds (one call of edgetorch and one of eager each)")
     d.set_defaults(fn=_cmd_demo)
     return p
 

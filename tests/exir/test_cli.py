@@ -130,3 +130,14 @@ def test_version(capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"edgetorch {edgetorch.__version__} (") and "torch " in out
     assert out.count("\n") == 1
+
+
+def test_demo_says_how_the_speed_up_was_measured(capsys):
+    assert main(["demo", "tiny_classifier", "--rounds", "4"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"latency +[\d.]+ ms edgetorch runtime, [\d.]+ ms eager PyTorch: "
+                     r"[\d.]+x (faster|slower) than eager", out), out
+    assert re.search(r"measured +in this process, medians of 4 interleaved rounds \(one call of "
+                     r"each per round, after one untimed call of each\) on the example inputs; "
+                     r"(\d+ BLAS thread\(s\) under NumPy|NumPy's BLAS at its default thread "
+                     r"count), torch \d+ thread\(s\)", out), out
