@@ -29,6 +29,7 @@ from ..errors import (
     MemoryAllocationError,
     MethodBusyError,
 )
+from ..kernels import accel
 from ..kernels.portable._util import can_cast
 from ..kernels.registry import NO_RETURN_SLOT, get_kernel
 from ..schema import program as S
@@ -98,8 +99,11 @@ class Method:
         self._has_jumps = False
         self._compile()
         self._prepare_io()
-        # The plain loop's steps: prepared kernels and folded constants (fastpath.py).
-        self._steps = plan_steps(self, self._written)
+        # The plain loop's steps: prepared kernels and folded constants (fastpath.py). While
+        # the compiled kernels warm up (accel.pending) they are planned later, at the first
+        # execute after: planned now, they would keep the NumPy paths for good.
+        self._steps_pending = accel.pending()
+        self._steps = None if self._steps_pending else plan_steps(self, self._written)
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -666,6 +670,9 @@ class Method:
 
     def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
+        if self._steps_pending and not accel.pending():
+            self._steps_pending = False
+            self._steps = plan_steps(self, self._written)
         want_torch = False
         if not self._set_inputs_fast(inputs):
             want_torch = any(is_torch_tensor(x) for x in inputs)
