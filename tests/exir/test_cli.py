@@ -82,14 +82,14 @@ def test_run_reports_median_p90_and_writes_an_etdump(tmp_path, capsys):
                  "--debug-buffer-size", "100000"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"latency: median [\d.]+ ms, p90 [\d.]+ ms, min [\d.]+ ms, mean [\d.]+ ms "
-                     r"over 4 runs \(after 1 untimed run\)", out), out
+                     r"over 4 runs \(after 2 untimed runs\)", out), out
     debug = tmp_path / "run.etdp.debug_buffer.bin"
-    assert f"wrote {etdump} (5 runs) and {debug}" in out
+    assert f"wrote {etdump} (6 runs) and {debug}" in out
     assert etdump.stat().st_size > 0 and debug.stat().st_size > 0
     inspector = Inspector(etdump_path=str(etdump), debug_buffer_path=str(debug))
     (run,) = [b for b in inspector.event_blocks if b.name == "Execute"]
     calls = [e for e in run.events if e.name == "Method::execute"]
-    assert calls and len(calls[0].perf_data.raw) == 5  # every execute, the untimed one too
+    assert calls and len(calls[0].perf_data.raw) == 6  # every execute, the untimed ones too
     assert any(e.debug_data for e in run.events)  # the operators' outputs
 
 
