@@ -43,6 +43,10 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
     if quantize is not None and delegate not in ("xnnpack", "openvino"):
         raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
                              "quantized operators run in the backend)")
+    if calibration and quantize in ("dynamic", "8da4w"):
+        raise EdgeTorchError(f"--calibration applies to --quantize static only: {quantize} "
+                             "quantizes activations at each call, so there is nothing to "
+                             "calibrate")
     if quantize not in (None, "static") and delegate == "openvino":
         raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
                              "openvino; use --quantize static (NNCF int8)")

@@ -92,3 +92,10 @@ def test_every_mode_reports_what_it_quantized(mode, capsys, monkeypatch):
         why = ("dynamic quantization covers Linear layers only" if mode == "dynamic"
                else "8da4w quantizes Linear layers only")
         assert f"left in float: 3 Conv2d (block1.0, block2.0, block3.0): {why}" in text, text
+
+
+def test_calibration_with_a_mode_that_does_not_calibrate_is_an_error(tmp_path, capsys):
+    np.save(tmp_path / "0.npy", np.zeros((1, 3, 32, 32), np.float32))
+    assert main(["export", "cnn", "--delegate", "xnnpack", "--quantize", "dynamic",
+                 "--calibration", str(tmp_path), "-o", str(tmp_path / "m.pte")]) == 2
+    assert "--calibration applies to --quantize static only" in capsys.readouterr().err
