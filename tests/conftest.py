@@ -1,8 +1,14 @@
 """Shared test setup: make the helper modules (tests/compat, tests/support) importable, and
 install the hooks that keep compatibility checks from being skipped silently (ci_guard.py)."""
 
+import os
 import sys
 from pathlib import Path
+
+# The compiled kernels warm up in the background and the first calls take the NumPy paths
+# (edgetorch.kernels.accel); tests wait for them, to see the compiled paths from the first call
+# (test_accel_warm_up.py checks the background mode).
+os.environ.setdefault("EDGETORCH_ACCEL_WARMUP", "wait")
 
 for _dir in ("compat", "support"):
     _path = str(Path(__file__).parent / _dir)

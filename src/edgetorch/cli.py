@@ -1,7 +1,7 @@
-"""The ``edgetorch`` command: export, run, inspect, oplist, demo.
+"""The ``edgetorch`` command: export, run, inspect, oplist, visualize, inspector, arm, llm, demo.
 
-``run``, ``inspect`` and ``oplist`` need only the runtime (no torch); ``export`` and ``demo`` need the
-compiler (``pip install edgetorch[compiler]``).
+``run``, ``inspect``, ``oplist`` and ``llm`` need only the runtime (no torch); ``export``,
+``visualize`` and ``demo`` need the compiler (``pip install edgetorch[compiler]``).
 """
 
 from __future__ import annotations
@@ -29,66 +29,87 @@ def _fmt_bytes(n: int) -> str:
 
 def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None = None,
                  quantize: str | None = None, calibration: str | None = None) -> dict:
-    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats.
+    """Export a built-in example or ``path/to/file.py:factory`` to ``out``; returns stats
+    (``"quantization"``: what was quantized and what stayed float, with ``quantize``).
 
     ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
     first, calibrating on the example inputs or the ``.npy`` files in ``calibration``.
     ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8."""
-    import torch
-
     from .examples import load_model_spec
-    from .exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge
+    from .exir import ExecutorchBackendConfig, MemoryPlanningPass
+    from .exir.foreign_warnings import filtered
+    from .util import progress
 
-    model, inputs = load_model_spec(spec)
-    t0 = time.perf_counter()
-    if quantize is not None and delegate == "openvino":
-        if quantize != "static":
-            raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
-                                 "openvino; use --quantize static (NNCF int8)")
-        from .backends.openvino.recipes import quantize_for_openvino
-        from .backends.xnnpack.quantizer.recipes import load_calibration
-
-        samples = load_calibration(calibration, inputs) if calibration else None
-        ep = quantize_for_openvino(model, inputs, samples)
-    elif quantize is not None:
-        if delegate != "xnnpack":
-            raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
-                                 "quantized operators run in the backend)")
-        from .backends.xnnpack.quantizer.recipes import (
-            load_calibration,
-            progress_bar,
-            quantize_for_xnnpack,
-        )
-
-        samples = load_calibration(calibration, inputs) if calibration else None
-        ep = quantize_for_xnnpack(model, inputs, quantize, samples, progress_bar)
-    else:
-        ep = torch.export.export(model, inputs)
-    if delegate == "xnnpack":
-        from .backends.xnnpack.partition import XnnpackPartitioner
-        from .exir import to_edge_transform_and_lower
-
-        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
-    elif delegate == "openvino":
-        from .backends.openvino import OpenvinoPartitioner
-        from .exir import to_edge_transform_and_lower
-
-        edge = to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
-    else:
-        edge = to_edge(ep)
-    et = edge.to_executorch(
-        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo))
-    )
-    with open(out, "wb") as f:
-        et.write_to_file(f)
+    if quantize is not None and delegate not in ("xnnpack", "openvino"):
+        raise EdgeTorchError("--quantize needs --delegate xnnpack or openvino (the "
+                             "quantized operators run in the backend)")
+    if calibration and quantize in ("dynamic", "8da4w"):
+        raise EdgeTorchError(f"--calibration applies to --quantize static only: {quantize} "
+                             "quantizes activations at each call, so there is nothing to "
+                             "calibrate")
+    if quantize not in (None, "static") and delegate == "openvino":
+        raise EdgeTorchError(f"--quantize {quantize} is not available with --delegate "
+                             "openvino; use --quantize static (NNCF int8)")
+    stages = (["quantizing and exporting" if quantize else "exporting",
+               f"lowering to {delegate}" if delegate else "converting to Edge",
+               "planning memory and emitting", "writing"])
+    with filtered(), progress.steps(f"export {spec}", stages) as step:
+        step.next()
+        model, inputs = load_model_spec(spec)
+        t0 = time.perf_counter()
+        ep, summary = _capture(model, inputs, delegate, quantize, calibration)
+        step.next()
+        edge = _lower(ep, delegate)
+        step.next()
+        et = edge.to_executorch(ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo)))
+        step.next()
+        with open(out, "wb") as f:
+            et.write_to_file(f)
     plans = {p.name: p.non_const_buffer_sizes[1:] for p in et.executorch_program.execution_plan}
     return {"model": spec, "path": out, "bytes": len(et.buffer), "planned": plans,
-            "export_seconds": time.perf_counter() - t0}
+            "export_seconds": time.perf_counter() - t0, "quantization": summary}
+
+
+def _capture(model, inputs, delegate: str | None, quantize: str | None,
+             calibration: str | None):
+    """The exported (and, with ``quantize``, quantized) program, and the quantization summary
+    (None without ``quantize``, and for OpenVINO's NNCF, which reports nothing per layer)."""
+    from .exir.torch_export import export_program
+
+    if quantize is None:
+        return export_program(model, inputs), None
+    from .backends.xnnpack.quantizer.recipes import load_calibration
+
+    samples = load_calibration(calibration, inputs) if calibration else None
+    if delegate == "openvino":
+        from .backends.openvino.recipes import quantize_for_openvino
+
+        return quantize_for_openvino(model, inputs, samples), None
+    from .backends.xnnpack.quantizer.recipes import quantize_with_summary
+
+    return quantize_with_summary(model, inputs, quantize, samples)
+
+
+def _lower(ep, delegate: str | None):
+    from .exir import to_edge, to_edge_transform_and_lower
+
+    if delegate == "xnnpack":
+        from .backends.xnnpack.partition import XnnpackPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    if delegate == "openvino":
+        from .backends.openvino import OpenvinoPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
+    return to_edge(ep)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     stats = export_model(args.model, args.output, args.algo, args.delegate, args.quantize,
                          args.calibration)
+    if stats["quantization"] is not None:
+        print(stats["quantization"])
     planned = ", ".join(f"{k}: {_fmt_bytes(sum(v))}" for k, v in stats["planned"].items())
     print(f"wrote {stats['path']}: {_fmt_bytes(stats['bytes'])}; planned memory {planned}; "
           f"export took {stats['export_seconds']:.2f} s")
@@ -135,11 +156,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(line)
         print("bundled program verified")
         return 0
-    program = Runtime.get().load_program(args.program)
+    if args.debug_buffer_size and not args.etdump:
+        raise EdgeTorchError("--debug-buffer-size needs --etdump PATH (the ETDump it goes with)")
+    program = Runtime.get().load_program(args.program, enable_etdump=bool(args.etdump),
+                                         debug_buffer_size=args.debug_buffer_size)
     method = program.load_method(args.method)
     meta = method.metadata
     inputs = [np.load(p) for p in args.inputs] if args.inputs else _random_inputs(meta, args.seed)
+    from .kernels import accel
+
+    warming = accel.pending()  # compiled kernels still loading: time them once loaded
     outputs = method.execute(inputs)
+    if warming:
+        accel.wait_until_warm()
+    # untimed: the second call builds plans (a delegate's, those the warm-up deferred)
+    untimed = 2
+    method.execute(inputs)
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
@@ -159,9 +191,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if hasattr(handle, "report"):  # e.g. Ethos-U: what simulated it, the NPU operations
             print(handle.report())
     if times:
-        print(f"latency: mean {1e3 * np.mean(times):.3f} ms, min {1e3 * np.min(times):.3f} ms "
-              f"over {len(times)} runs")
+        print(latency_line(times, untimed))
+    if args.etdump:
+        debug_buffer = f"{args.etdump}.debug_buffer.bin" if args.debug_buffer_size else None
+        program.write_etdump_result_to_file(args.etdump, debug_buffer)
+        print(f"wrote {args.etdump} ({untimed + len(times)} runs)"
+              + (f" and {debug_buffer}" if debug_buffer else "")
+              + f"; read it with: edgetorch inspector --etdump_path {args.etdump}"
+              + (f" --debug_buffer_path {debug_buffer}" if debug_buffer else ""))
     return 0
+
+
+def latency_line(seconds: list[float], untimed: int = 1) -> str:
+    """Median, 90th percentile, min and mean of timed runs, in milliseconds."""
+    ms = 1e3 * np.asarray(seconds)
+    return (f"latency: median {np.median(ms):.3f} ms, p90 {np.percentile(ms, 90):.3f} ms, "
+            f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms over {len(ms)} runs "
+            f"(after {untimed} untimed run{'s' if untimed > 1 else ''})")
 
 
 # ---- inspect -------------------------------------------------------------------------
@@ -221,14 +267,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_visualize(args: argparse.Namespace) -> int:
-    import torch
 
     from .devtools.visualization import visualize
     from .examples import load_model_spec
     from .exir import to_edge, to_edge_transform_and_lower
+    from .exir.torch_export import export_program
 
     model, inputs = load_model_spec(args.model)
-    program = torch.export.export(model, inputs)
+    program = export_program(model, inputs)
     if args.stage != "exported":
         partitioners = []
         if args.delegate == "xnnpack":
@@ -275,12 +321,53 @@ def _cmd_oplist(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(args.model, args.output)
+    return run_demo(args.model, args.output, args.rounds)
+
+
+DESCRIPTION = """\
+Compile PyTorch models to ExecuTorch .pte programs; run, inspect and profile .pte
+programs with a NumPy-only runtime."""
+EPILOG = """\
+run, inspect, oplist and llm need only the runtime; export, visualize and demo
+need the compiler: pip install 'edgetorch[compiler]'.
+edgetorch COMMAND --help shows a command's options."""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The texts above as written (and --version on one line); command names in one column
+    (argparse measures subcommands without their indent, so 'visualize' went to a line of
+    its own)."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            longest = max(len(name) for name in action.choices)
+            self._action_max_length = max(self._action_max_length,
+                                          longest + self._current_indent + self._indent_increment)
+
+
+def version_line() -> str:
+    """edgetorch's version and the versions of what it runs with (for bug reports); torch's
+    from its installed metadata, without importing it."""
+    from importlib import metadata
+
+    from . import __version__
+
+    found = []
+    for dist in ("numpy", "torch", "torchao"):
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"no {dist}")
+    return (f"edgetorch {__version__} (ExecuTorch 1.5.1's formats; Python "
+            f"{sys.version.split()[0]}, {', '.join(found)})")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="edgetorch", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="edgetorch", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_HelpFormatter)
+    p.add_argument("--version", action="version", version=version_line())
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     e = sub.add_parser("export", help="export a model to a .pte program")
     e.add_argument("model", help="a built-in example name, or path/to/file.py:factory")
@@ -299,9 +386,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("program")
     r.add_argument("--method", default="forward")
     r.add_argument("--inputs", nargs="*", help=".npy files, one per input")
-    r.add_argument("--repeat", type=int, default=10, help="timed runs after the first")
+    r.add_argument("--repeat", type=int, default=10,
+                   help="timed runs, after two untimed ones (plans are built in the second)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--save", help="save outputs as PREFIX_<i>.npy")
+    r.add_argument("--etdump", metavar="PATH",
+                   help="record every run's events and write them as an ETDump (.etdp) for "
+                   "the inspector")
+    r.add_argument("--debug-buffer-size", type=int, default=0, metavar="BYTES",
+                   help="with --etdump: also keep each operator's outputs, up to BYTES, "
+                   "written to PATH.debug_buffer.bin")
     r.add_argument("--verify", action="store_true",
                    help="a .bpte: run every bundled test case and check its expected outputs")
     r.add_argument("--rtol", type=float, default=1e-5, help="with --verify")
@@ -337,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .backends.arm.scripts import run as arm_run  # no torch import until it runs
 
-    arm = sub.add_parser("arm", help="Arm Ethos-U: `arm run` compiles and simulates (run.sh)")
+    arm = sub.add_parser("arm", help="Arm Ethos-U: 'arm run' compiles and simulates (run.sh)")
     arm_run.add_arguments(arm)
 
     from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs
@@ -347,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)
+    d.add_argument("--rounds", type=int, default=10,
+                   help="timed rounds (one call of edgetorch and one of eager each)")
     d.set_defaults(fn=_cmd_demo)
     return p
 

@@ -180,6 +180,20 @@ class ExportErrorType(Enum):
     UNINITIALIZED = 6
 
 
+class ModelSpecError(EdgeTorchError, ValueError):
+    """A model spec (a built-in example name or ``file.py:factory``) cannot be loaded, or its
+    factory gave something that cannot be exported."""
+
+    code = ErrorCode.InvalidArgument
+
+
+class UnknownExampleError(ModelSpecError, KeyError):
+    """No built-in example has the requested name."""
+
+    def __str__(self) -> str:  # (KeyError's own shows the repr of the message, quotes and all)
+        return f"{self.args[0]} [{self.code.name} 0x{int(self.code):02x}]"
+
+
 class ExportError(EdgeTorchError):
     """The compiler cannot turn this program into something the runtime can run.
 
@@ -192,6 +206,11 @@ class ExportError(EdgeTorchError):
         if len(args) == 2 and isinstance(args[0], ExportErrorType):
             args = (f"[{args[0]}]: {args[1]}",)
         super().__init__(*args, code=code)  # type: ignore[arg-type]
+
+
+class DataDependentControlFlowError(ExportError):
+    """torch.export met a branch (or a size) that depends on a tensor's values; the message
+    names the user's line and points to ``torch.cond``."""
 
 
 class UnsupportedOperatorError(ExportError):

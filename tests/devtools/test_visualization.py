@@ -107,3 +107,75 @@ def test_headless_chromium_renders_and_screenshots(tmp_path):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1000, 900)
     assert len(data) > 20_000  # a blank page compresses to a few KB
+
+
+class Skips(torch.nn.Module):
+    """Residual paths that skip rows (an edge from the input to the last add crosses every
+    row between), and an operator with a long name."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.conv2 = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv1(x)))
+        z = torch.sigmoid(self.conv2(y)) * y
+        return torch.nn.functional.adaptive_avg_pool2d(z + x, 1) + x.mean()
+
+
+def _numbers(text):
+    return [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def _points_of(d):
+    """Points along an SVG path of M, L and C commands (cubic curves sampled)."""
+    pts, cur = [], None
+    for cmd, args in re.findall(r"([MLC])([^MLC]*)", d):
+        v = _numbers(args)
+        if cmd == "M":
+            cur = (v[0], v[1])
+            pts.append(cur)
+        elif cmd == "L":
+            for t in (i / 20 for i in range(1, 21)):
+                pts.append((cur[0] + t * (v[0] - cur[0]), cur[1] + t * (v[1] - cur[1])))
+            cur = (v[0], v[1])
+        else:
+            (x1, y1), (x2, y2), (x3, y3) = cur, (v[0], v[1]), (v[2], v[3])
+            x4, y4 = v[4], v[5]
+            for t in (i / 40 for i in range(1, 41)):
+                a, b, c, e = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+                pts.append((a * x1 + b * x2 + c * x3 + e * x4, a * y1 + b * y2 + c * y3 + e * y4))
+            cur = (x4, y4)
+    return pts
+
+
+@pytest.mark.parametrize("stage", ["edge", "executorch"])
+def test_labels_are_whole_and_edges_go_around_nodes(stage):
+    from edgetorch.devtools.visualization.html import CHAR_W, PAD
+
+    program = to_edge(export(Skips().eval(), (torch.randn(1, 4, 6, 6),)))
+    page = render_html(build_view(program.to_executorch() if stage == "executorch" else program))
+    assert "…" not in page
+    rects = {}
+    for node_id, x, y, w, h, label, shape in re.findall(
+            r'<g class="node [^"]*" id="node-([^"]+)"[^>]*><title>[^<]*</title>'
+            r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"[^>]*/>'
+            r'<text[^>]*>([^<]*)</text><text[^>]*>([^<]*)</text>', page):
+        x, y, w, h = float(x), float(y), float(w), float(h)
+        rects[node_id] = (x, y, w, h)
+        assert len(label) * CHAR_W["label"] + 2 * PAD <= w + 1e-6, label  # the text fits
+        assert len(shape) * CHAR_W["shape"] + 2 * PAD <= w + 1e-6, shape
+    assert len(rects) == page.count('<g class="node') > 8
+    assert any(len(label) > 30 for label in re.findall(r"<text[^>]*>([^<]*)</text>", page))
+    edges = re.findall(r'<path d="([^"]+)" class="edge" data-from="([^"]+)" data-to="([^"]+)"',
+                       page)
+    long_edges = 0
+    for d, src, dst in edges:
+        pts = _points_of(d)
+        long_edges += pts[-1][1] - pts[0][1] > 100
+        for node_id, (x, y, w, h) in rects.items():
+            inside = [p for p in pts if x + 0.5 < p[0] < x + w - 0.5 and y + 0.5 < p[1] < y + h - 0.5]
+            assert not inside, f"edge {src} -> {dst} crosses node {node_id} at {inside[0]}"
+    assert long_edges >= 2  # the skips were drawn (and checked)

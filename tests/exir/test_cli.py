@@ -1,5 +1,6 @@
 """The ``edgetorch`` command: export, run, inspect (run and inspect need no torch)."""
 
+import re
 import subprocess
 import sys
 
@@ -69,3 +70,74 @@ def test_save_pte_program(tmp_path):
     assert path.endswith("relu.pte")
     out = Runtime.get().load_program(path).load_method("forward").execute([torch.tensor([-1.0, 0.0, 2.0])])
     assert out[0].tolist() == [0.0, 0.0, 2.0]
+
+
+def test_run_reports_median_p90_and_writes_an_etdump(tmp_path, capsys):
+    from edgetorch.devtools import Inspector
+
+    pte, etdump = tmp_path / "tiny.pte", tmp_path / "run.etdp"
+    assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(pte), "--repeat", "4", "--etdump", str(etdump),
+                 "--debug-buffer-size", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"latency: median [\d.]+ ms, p90 [\d.]+ ms, min [\d.]+ ms, mean [\d.]+ ms "
+                     r"over 4 runs \(after 2 untimed runs\)", out), out
+    debug = tmp_path / "run.etdp.debug_buffer.bin"
+    assert f"wrote {etdump} (6 runs) and {debug}" in out
+    assert etdump.stat().st_size > 0 and debug.stat().st_size > 0
+    inspector = Inspector(etdump_path=str(etdump), debug_buffer_path=str(debug))
+    (run,) = [b for b in inspector.event_blocks if b.name == "Execute"]
+    calls = [e for e in run.events if e.name == "Method::execute"]
+    assert calls and len(calls[0].perf_data.raw) == 6  # every execute, the untimed ones too
+    assert any(e.debug_data for e in run.events)  # the operators' outputs
+
+
+def test_debug_buffer_size_needs_an_etdump(tmp_path, capsys):
+    pte = tmp_path / "tiny.pte"
+    assert main(["export", "tiny_classifier", "-o", str(pte)]) == 0
+    assert main(["run", str(pte), "--debug-buffer-size", "100"]) == 2
+    assert "--debug-buffer-size needs --etdump PATH" in capsys.readouterr().err
+
+
+def _help(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--help"])
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_lists_every_command_in_plain_text(capsys):
+    from edgetorch.cli import build_parser
+
+    text = _help(capsys)
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert len(commands) == 9
+    for name in commands:  # each on its own line with its help, in one column
+        assert re.search(rf"^    {name} +\S", text, re.M), (name, text)
+        sub = _help(capsys, name)
+        assert "`" not in sub, (name, sub)
+    assert "`" not in text and "edgetorch COMMAND --help" in text
+    assert "`" not in _help(capsys, "arm", "run") and "`" not in _help(capsys, "llm", "chat")
+
+
+def test_version(capsys):
+    import edgetorch
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"edgetorch {edgetorch.__version__} (") and "torch " in out
+    assert out.count("\n") == 1
+
+
+def test_demo_says_how_the_speed_up_was_measured(capsys):
+    assert main(["demo", "tiny_classifier", "--rounds", "4"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"latency +[\d.]+ ms edgetorch runtime, [\d.]+ ms eager PyTorch: "
+                     r"[\d.]+x (faster|slower) than eager", out), out
+    assert re.search(r"measured +in this process, medians of 4 interleaved rounds \(one call of "
+                     r"each per round, after one untimed call of each\) on the example inputs; "
+                     r"(\d+ BLAS thread\(s\) under NumPy|NumPy's BLAS at its default thread "
+                     r"count), torch \d+ thread\(s\)", out), out

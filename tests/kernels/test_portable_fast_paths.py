@@ -8,6 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from reduction_tolerance import (  # tests/support
+    abs_magnitude,
+    assert_within,
+    sum_error_bound,
+    winograd_error_bound,
+)
 from torch import nn
 
 from edgetorch.exir import to_edge
@@ -136,12 +142,21 @@ def test_winograd_conv_matches_eager_and_caches_only_constants(hw, pad):
         res, out = _conv(x, weight, b, [1, 1], pad, [1, 1], 1)
         want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w.copy()),
                                           torch.from_numpy(b), 1, pad)
-        np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+        assert_within(out, want.numpy(), _winograd_vs_eager_bound(x, w, b, pad))
     mutable *= 2  # a mutable weight is never served from the packed-weight cache
     x = rng.standard_normal((1, 16, *hw)).astype(np.float32)
     _, out = _conv(x, mutable, None, [1, 1], pad, [1, 1], 1)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(2 * w), None, 1, pad)
-    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+    assert_within(out, want.numpy(), _winograd_vs_eager_bound(x, 2 * w, None, pad))
+
+
+def _winograd_vs_eager_bound(x_nchw, w_oihw, b, pad):
+    """Ours (Winograd) and eager's (a direct sum) each within their own rounding bound, NCHW."""
+    xp = np.pad(x_nchw, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    direct = abs_magnitude(torch.nn.functional.conv2d, xp, w_oihw, b)
+    k = int(np.prod(w_oihw.shape[1:])) + (b is not None)
+    ours = winograd_error_bound(xp.transpose(0, 2, 3, 1), w_oihw.transpose(0, 2, 3, 1), b)
+    return ours.transpose(0, 3, 1, 2) + sum_error_bound(k, direct)
 
 
 def test_winograd_filter_packed_once_for_a_read_only_mapped_constant(tmp_path):

@@ -90,6 +90,19 @@ def test_wrong_input_count(method):
     assert e.value.code == ErrorCode.InvalidArgument
 
 
+def test_a_tensor_instead_of_a_list_of_inputs(method):
+    """``execute(x)`` for ``execute([x])`` (x is [1, 20]: as a sequence, one row of 20) names
+    the mistake instead of a rank error about the row."""
+    x, _ = _io()
+    torch = pytest.importorskip("torch")
+    for wrong in (x, torch.from_numpy(x), 3.0):
+        with pytest.raises(InvalidArgumentError, match=r"takes a list or tuple of inputs, one "
+                           r"per input \(1 here\); got a .*: call execute\(\[x\]\)") as e:
+            method.execute(wrong)
+        assert e.value.code == ErrorCode.InvalidArgument
+    np.testing.assert_array_equal(method.execute((x,))[0], method.execute([x])[0])
+
+
 def test_wrong_input_dtype(method):
     x, _ = _io()
     with pytest.raises(InvalidArgumentError, match="expected dtype float .*got float64"):

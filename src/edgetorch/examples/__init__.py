@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..errors import ModelSpecError, UnknownExampleError
 from .bert import bert_encoder, bert_inputs
 from .classifiers import mlp, simple_model, tiny_classifier
 from .cnn import cnn
@@ -127,18 +129,6 @@ EXAMPLES: dict[str, ExampleSpec] = dict(
 )
 
 
-class UnknownExampleError(KeyError):
-    """No built-in example has the requested name."""
-
-    def __str__(self) -> str:
-        # KeyError's default __str__ shows the repr of its argument, quotes included.
-        return str(self.args[0])
-
-
-class ModelSpecError(ValueError):
-    """A ``file.py:factory`` model spec cannot be loaded or returned something unusable."""
-
-
 def get_example(name: str) -> ExampleSpec:
     """Return the built-in example called ``name``; the error lists the available names."""
     try:
@@ -156,19 +146,21 @@ def load_model_spec(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     ``spec`` is either
 
     * the name of a built-in example (a key of :data:`EXAMPLES`), or
-    * ``path/to/file.py:factory``: the file is imported and ``factory()`` is called with no
-      arguments. It must return either
+    * ``path/to/file.py:factory`` (split at the last ``:``): the file is imported and
+      ``factory()`` is called with no arguments. It must return either
 
       - a ``(module, inputs)`` pair, or
       - just the ``nn.Module``; the file must then also define a module-level
         ``example_inputs()`` function returning the inputs.
 
-      ``inputs`` may be a single tensor or a tuple/list of tensors (the positional arguments
-      of ``forward``). The split is at the last ``:``.
+      ``inputs`` is a tensor or a tuple/list of tensors: the positional arguments of
+      ``forward``, with the shapes and dtypes the exported program will take.
 
-    The module is put in eval mode. Returns ``(module, inputs_tuple)``; raises
-    :class:`UnknownExampleError` for an unknown name and :class:`ModelSpecError` for a file
-    spec that cannot be honoured.
+    The module is put in eval mode and, for a file spec, run once on its inputs (no grad), so
+    that inputs that do not fit the model fail here, naming the factory. Returns ``(module,
+    inputs_tuple)``; raises :class:`UnknownExampleError` for an unknown name and
+    :class:`ModelSpecError` for a file spec that cannot be honoured (a missing file or
+    factory, a factory or forward that raises, a result of another shape).
     """
     path_str, sep, factory_name = spec.rpartition(":")
     if not sep:
@@ -176,11 +168,13 @@ def load_model_spec(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     if not path_str or not factory_name:
         raise ModelSpecError(f"model spec {spec!r} must look like 'path/to/file.py:factory'")
 
-    user_module = _import_file(Path(path_str))
+    path = Path(path_str)
+    user_module = _user_call(spec, path, "importing the file raised", _import_file, path)
     factory = getattr(user_module, factory_name, None)
     if not callable(factory):
-        raise ModelSpecError(f"{path_str} defines no callable {factory_name!r}")
-    result = factory()
+        raise ModelSpecError(f"{path_str} defines no callable {factory_name!r}; "
+                             f"{FACTORY_CONTRACT}")
+    result = _user_call(spec, path, f"{factory_name}() raised", factory)
 
     if isinstance(result, nn.Module):
         make_inputs = getattr(user_module, "example_inputs", None)
@@ -189,15 +183,55 @@ def load_model_spec(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
                 f"{spec}: the factory returned only a module, so {path_str} must define "
                 "example_inputs(); or return (module, inputs) from the factory"
             )
-        model, inputs = result, make_inputs()
-    elif isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+        model = result
+        inputs = _user_call(spec, path, "example_inputs() raised", make_inputs)
+    elif isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[0],
+                                                                                nn.Module):
         model, inputs = result
     else:
-        raise ModelSpecError(
-            f"{spec}: factory returned {type(result).__name__}; expected an nn.Module "
-            "or a (module, inputs) pair"
-        )
-    return model.eval(), _as_input_tuple(inputs, spec)
+        raise ModelSpecError(f"{spec}: the factory returned {_describe(result)}; "
+                             f"{FACTORY_CONTRACT}")
+    inputs = _as_input_tuple(inputs, spec)
+    model.eval()
+    with torch.no_grad():
+        _user_call(spec, path, "the model's forward on the example inputs "
+                   f"({', '.join(_describe(t) for t in inputs)}) raised", model, *inputs)
+    return model, inputs
+
+
+FACTORY_CONTRACT = ("a factory takes no arguments and returns (model, inputs) or the model "
+                    "alone (with example_inputs() defined in its file); inputs: a tensor or a "
+                    "tuple of tensors, forward's positional arguments")
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def _user_call(spec: str, path: Path, what: str, fn, *args):
+    """``fn(*args)``, running the user's code: an exception becomes a ModelSpecError naming the
+    spec, the exception and the deepest line of the user's file it passed through."""
+    try:
+        return fn(*args)
+    except ModelSpecError:
+        raise
+    except Exception as e:
+        where = ""
+        frames = traceback.extract_tb(e.__traceback__)
+        mine = [f for f in frames if Path(f.filename).resolve() == path.resolve()]
+        if isinstance(e, SyntaxError) and e.lineno:
+            where = f" ({path}, line {e.lineno})"
+        elif mine:
+            f = mine[-1]
+            where = f" ({path}, line {f.lineno}: {f.line})" if f.line else \
+                f" ({path}, line {f.lineno})"
+        message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ModelSpecError(f"{spec}: {what} {type(e).__name__}: {message}{where}; "
+                             f"{FACTORY_CONTRACT}") from e
 
 
 def _import_file(path: Path):

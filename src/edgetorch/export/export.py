@@ -17,6 +17,7 @@ from torch.fx import GraphModule
 
 from ..exir import to_edge, to_edge_transform_and_lower
 from ..exir._warnings import experimental
+from ..exir.torch_export import export_program
 from ..extension.export_util.utils import save_pte_program
 from ..util.torch_files import load_exported_program
 from .recipe import EXPERIMENTAL, ExportRecipe, QuantizationRecipe
@@ -177,7 +178,7 @@ class ExportSession:
     def _torch_export(self, models: dict[str, Any]) -> dict[str, ExportedProgram]:
         eps = {}
         for method, model in models.items():
-            ep = torch.export.export(model, tuple(self._inputs(method)[0]),
+            ep = export_program(model, tuple(self._inputs(method)[0]),
                                      dynamic_shapes=self._dynamic_shapes.get(method),
                                      strict=self._recipe.strict)
             for transform in self._recipe.aten_transform_passes or []:
@@ -338,7 +339,7 @@ def _pt2e(model: Any, samples: list[tuple], quant: QuantizationRecipe, dynamic_s
 
     quantizers = quant.quantizers or []
     quantizer = quantizers[0] if len(quantizers) == 1 else ComposableQuantizer(quantizers)
-    gm = torch.export.export(model, tuple(samples[0]), dynamic_shapes=dynamic_shapes,
+    gm = export_program(model, tuple(samples[0]), dynamic_shapes=dynamic_shapes,
                              strict=strict).module()
     for p in quant.pre_prepare_passes or []:
         gm = p(gm)

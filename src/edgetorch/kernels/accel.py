@@ -7,13 +7,21 @@ loop compiled with numba does the work in one pass. ``pip install edgetorch[acce
 without it (or with ``EDGETORCH_ACCEL=0`` in the environment) the NumPy path runs, with the
 same results (the tests compare the two).
 
-Kernels declare their loops with :func:`jit`; numba is imported and the loop compiled on the
-first call (``cache=True``: later processes load the machine code from numba's cache), so
-importing the runtime or loading a program never pays numba's import or compile time.
+Kernels declare their loops with :func:`jit`; numba compiles a loop on its first call with
+``cache=True``, so later processes load the machine code from numba's on-disk cache (next to
+the sources, or numba's user-wide cache directory when that is not writable; NUMBA_CACHE_DIR
+moves it). Even so, a fresh process paid numba's import, its code generator's start-up and one
+cache load per kernel -- 0.5 s on an idle machine, several on a busy one -- inside its first
+``execute``. So the first :func:`available` starts a *warm-up* in a background thread (import
+numba, load every registered kernel's cached machine code) and answers False until it is done:
+the first calls run the NumPy paths, and plans built meanwhile are rebuilt once the compiled
+kernels are ready (:func:`pending`). ``EDGETORCH_ACCEL_WARMUP=wait`` makes the first
+:func:`available` wait for the warm-up instead (the tests do, to see the compiled paths at once).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -22,27 +30,56 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 ENV_VAR = "EDGETORCH_ACCEL"
+WARMUP_ENV = "EDGETORCH_ACCEL_WARMUP"  # "background" (default) or "wait"
 
 _lock = threading.Lock()
 _forced: bool | None = None  # set by enabled()/disabled() (tests, benchmarks)
 _found: bool | None = None  # numba importable and not switched off (decided once)
+_wait = False  # EDGETORCH_ACCEL_WARMUP=wait (decided with _found)
+_ready = False  # the warm-up is done: compiled kernels can be called without a stall
+_warmed = threading.Event()
+_warm_thread: threading.Thread | None = None
+_stop = threading.Event()  # set at exit: the warm-up stops after the kernel it is loading
+_REGISTRY: list[LazyJit] = []  # every @jit loop, in definition order
 
 
 def available() -> bool:
-    """True when compiled kernels will be used: numba is installed and not switched off.
+    """True when compiled kernels are used now: numba is installed, not switched off, and
+    warmed up (see the module docstring; until then False, and the NumPy paths run).
 
     ``EDGETORCH_ACCEL`` is read once, on the first call (kernels ask on every call, and an
     environment lookup costs ~2 us); :func:`reset` reads it again."""
     if _forced is not None:
         return _forced
-    if _found is None:
-        return _decide()
-    return _found
+    if _ready and _found:
+        return True
+    return _not_ready_yet()
+
+
+def pending() -> bool:
+    """Compiled kernels are on their way (warming up) but not usable yet. A plan that picks
+    its paths once (prepared steps, an XNNPACK plan) should be built after this turns False,
+    or it keeps the NumPy paths for good."""
+    if _forced is not None or _ready:
+        return False
+    return not available() and bool(_found) and not _warmed.is_set()
+
+
+def _not_ready_yet() -> bool:
+    found = _found if _found is not None else _decide()
+    if not found:
+        return False
+    _start_warm_up()
+    if _wait:
+        _warmed.wait()
+        return _ready
+    return False
 
 
 def _decide() -> bool:
-    global _found
+    global _found, _wait
     off = os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "off", "no")
+    _wait = os.environ.get(WARMUP_ENV, "").strip().lower() == "wait"
     _found = not off and importlib.util.find_spec("numba") is not None
     return _found
 
@@ -51,6 +88,70 @@ def reset() -> None:
     """Forget the decision of :func:`available` (the next call reads the environment)."""
     global _found
     _found = None
+
+
+def wait_until_warm(timeout: float | None = None) -> bool:
+    """Block until the warm-up (if started) is done; True when compiled kernels are ready."""
+    if _warm_thread is not None:
+        _warmed.wait(timeout)
+    return _ready
+
+
+def _start_warm_up() -> None:
+    global _warm_thread
+    if _warm_thread is not None:
+        return
+    with _lock:
+        if _warm_thread is None:
+            _warm_thread = threading.Thread(target=_warm_up, name="edgetorch-accel-warm-up",
+                                            daemon=True)
+            _warm_thread.start()
+            atexit.register(_stop_warm_up)
+
+
+def _warm_up() -> None:
+    """Import numba and load each registered kernel's cached machine code (kernels defined
+    while this runs too). A kernel numba never compiled on this machine compiles on its first
+    call, as before."""
+    global _ready, _found
+    try:
+        import numba  # noqa: F401
+
+        done: set[int] = set()
+        while not _stop.is_set():
+            todo = [k for k in list(_REGISTRY) if id(k) not in done]
+            if not todo:
+                break
+            for k in todo:
+                if _stop.is_set():
+                    break
+                done.add(id(k))
+                if k.before_load is None or k.before_load():
+                    _load_cached(k.compiled())
+        _ready = not _stop.is_set()
+    except Exception:  # noqa: BLE001 - a broken numba means the NumPy paths, not a failure
+        _found = False
+    finally:
+        _warmed.set()
+
+
+def _load_cached(dispatcher: Any) -> None:
+    """Load the signatures numba's on-disk cache holds for this machine (numba's own index;
+    a miss or another numba's layout just leaves the kernel to compile on first call)."""
+    try:
+        cache = dispatcher._cache
+        magic = dispatcher.targetctx.codegen().magic_tuple()
+        for key in cache._cache_file._load_index():
+            if key[1] == magic:
+                dispatcher.compile(key[0])
+    except Exception:  # noqa: BLE001 - an optimisation never fails
+        return
+
+
+def _stop_warm_up() -> None:
+    _stop.set()
+    if _warm_thread is not None:
+        _warm_thread.join()
 
 
 @contextlib.contextmanager
@@ -84,12 +185,17 @@ class LazyJit:
     their NumPy path); ``py_func`` stays reachable for tests and for reading.
     """
 
-    def __init__(self, py_func: Callable[..., Any], options: dict[str, Any]):
+    def __init__(self, py_func: Callable[..., Any], options: dict[str, Any],
+                 before_load: Callable[[], bool] | None = None):
         self.py_func = py_func
         self._options = options
+        # what must happen before numba may load the loop's cached code (e.g. an external
+        # symbol registered with LLVM); False: the warm-up leaves the loop alone
+        self.before_load = before_load
         self._compiled: Callable[..., Any] | None = None
         self.__name__ = py_func.__name__
         self.__doc__ = py_func.__doc__
+        _REGISTRY.append(self)
 
     def compiled(self) -> Callable[..., Any]:
         if self._compiled is None:
@@ -111,8 +217,10 @@ class LazyJit:
         return self.compiled()(*args)
 
 
-def jit(py_func: Callable[..., Any] | None = None, **options: Any):
-    """Decorator: ``@jit`` or ``@jit(fastmath=True)`` on a numba-compatible loop function."""
+def jit(py_func: Callable[..., Any] | None = None, *,
+        before_load: Callable[[], bool] | None = None, **options: Any):
+    """Decorator: ``@jit`` or ``@jit(fastmath=True)`` on a numba-compatible loop function
+    (``before_load``: see :class:`LazyJit`)."""
     if py_func is None:
-        return lambda f: LazyJit(f, options)
-    return LazyJit(py_func, options)
+        return lambda f: LazyJit(f, options, before_load)
+    return LazyJit(py_func, options, before_load)

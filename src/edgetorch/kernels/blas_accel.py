@@ -111,7 +111,7 @@ def _initialise() -> bool:
     return _state
 
 
-@accel.jit(error_model="numpy")
+@accel.jit(error_model="numpy", before_load=_bind)  # (cached code calls the symbol)
 def _fc_loop(x, w, b, out, flatten, trans_w, ldw):  # pragma: no cover - compiled by numba
     k, n = w.shape
     m = x.size // k
@@ -135,7 +135,7 @@ def _fc_loop(x, w, b, out, flatten, trans_w, ldw):  # pragma: no cover - compile
     return True
 
 
-@accel.jit(error_model="numpy")
+@accel.jit(error_model="numpy", before_load=_bind)  # (cached code calls the symbol)
 def _fc_strided(x, w, b, out, trans_w, ldw):  # pragma: no cover - compiled by numba
     """``out[i, j] = x[i, j] @ w + b`` for 3-D ``x``, ``out`` of any positive strides with
     unit steps along their last axis: one GEMM per index of one leading axis, the other

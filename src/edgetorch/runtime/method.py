@@ -29,6 +29,7 @@ from ..errors import (
     MemoryAllocationError,
     MethodBusyError,
 )
+from ..kernels import accel
 from ..kernels.portable._util import can_cast
 from ..kernels.registry import NO_RETURN_SLOT, get_kernel
 from ..schema import program as S
@@ -98,8 +99,11 @@ class Method:
         self._has_jumps = False
         self._compile()
         self._prepare_io()
-        # The plain loop's steps: prepared kernels and folded constants (fastpath.py).
-        self._steps = plan_steps(self, self._written)
+        # The plain loop's steps: prepared kernels and folded constants (fastpath.py). While
+        # the compiled kernels warm up (accel.pending) they are planned later, at the first
+        # execute after: planned now, they would keep the NumPy paths for good.
+        self._steps_pending = accel.pending()
+        self._steps = None if self._steps_pending else plan_steps(self, self._written)
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -641,6 +645,8 @@ class Method:
         inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
         share the Program, which is read-only). See docs/reliability.md.
         """
+        if type(inputs) is not list and type(inputs) is not tuple:
+            self._check_input_sequence(inputs)
         if not self._busy.acquire(blocking=False):
             raise MethodBusyError(
                 f"method {self.name!r} is already executing in another thread; a Method runs "
@@ -652,8 +658,21 @@ class Method:
         finally:
             self._busy.release()
 
+    def _check_input_sequence(self, inputs: Any) -> None:
+        """``execute(x)`` for ``execute([x])``: a tensor is a sequence too (of its rows), which
+        would fail later with a misleading count or rank error, or run on the first row."""
+        if isinstance(inputs, np.ndarray) or is_torch_tensor(inputs) or isinstance(
+                inputs, (str, bytes, dict)) or not isinstance(inputs, Sequence):
+            raise InvalidArgumentError(
+                f"method {self.name!r} takes a list or tuple of inputs, one per input "
+                f"({self._n_inputs} here); got a {type(inputs).__module__}."
+                f"{type(inputs).__qualname__}: call execute([x]), not execute(x)")
+
     def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
+        if self._steps_pending and not accel.pending():
+            self._steps_pending = False
+            self._steps = plan_steps(self, self._written)
         want_torch = False
         if not self._set_inputs_fast(inputs):
             want_torch = any(is_torch_tensor(x) for x in inputs)

@@ -1,1 +1,1 @@
-"""Utilities (``executorch.util``): the activation memory profiler."""
+"""Utilities (``executorch.util``): the activation memory profiler; edgetorch's progress bars."""

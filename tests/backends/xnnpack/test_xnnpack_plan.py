@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reduction_tolerance import abs_magnitude, assert_close_reduction  # tests/support
 from xnn_cases import CASES
 from xnn_helpers import GraphBuilder
 
@@ -334,7 +335,8 @@ def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bi
     runs = [_call(backend, handle, b, [xs]) for _ in range(3)]  # reference, plan build, plan
     assert _same(runs[0], runs[1]) and _same(runs[0], runs[2])
     want = torch.nn.functional.linear(*(torch.from_numpy(a) for a in (xs, w, bias)))
-    np.testing.assert_allclose(runs[2][0], want.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close_reduction(runs[2][0], want.numpy(), k=k + 1,
+                           magnitude=abs_magnitude(torch.nn.functional.linear, xs, w, bias))
 
 
 def _softmax_graph(divide: bool, scale_const: bool, mask_first: bool,

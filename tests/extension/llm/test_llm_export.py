@@ -201,3 +201,20 @@ def test_executorch_runs_our_pte(exported, name, tmp_path):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
     assert meta["get_max_seq_len"] == [MAX_SEQ] and meta["get_eos_ids"] == [2, 3]
     assert meta["use_sdpa_with_kv_cache"] == [True]
+
+
+def test_export_llm_shows_its_stages_and_layers(tmp_path, capsys, monkeypatch):
+    """On a terminal (forced here) export_llm draws its stages, the GGUF's tensors, the layers
+    being quantized and the partitions being lowered; the only stdout line is the result."""
+    monkeypatch.setenv("EDGETORCH_PROGRESS", "1")
+    gguf_path = tmp_path / "tiny.gguf"
+    llm_helpers.write_gguf(gguf_path)
+    assert export_llm_main([f"base.checkpoint={gguf_path}", *COMMON, *CONFIGS[
+        "8da4w_custom_xnnpack"], f"export.output_name={tmp_path / 'm'}.pte"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"wrote {tmp_path / 'm'}.pte\n"
+    for needle in ("export_llm: loading and quantizing the model", "reading tiny.gguf",
+                   "quantizing (Int8DynamicActivationIntxWeightConfig)", "export_llm: exporting",
+                   "export_llm: lowering to XNNPACK", "lowering (XnnpackPartitioner)",
+                   "export_llm: planning memory and emitting", "export_llm: writing"):
+        assert needle in captured.err, needle

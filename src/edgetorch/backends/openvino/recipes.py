@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 import torch
 
+from ...exir.torch_export import export_program
+
 
 def default_calibration(inputs: tuple[torch.Tensor, ...], n: int = 16
                         ) -> list[tuple[torch.Tensor, ...]]:
@@ -24,7 +26,7 @@ def quantize_for_openvino(model: torch.nn.Module, inputs: tuple[torch.Tensor, ..
     from .quantizer import quantize_model
 
     samples = list(calibration) if calibration is not None else default_calibration(inputs)
-    captured = torch.export.export(model.eval(), inputs).module()
+    captured = export_program(model.eval(), inputs).module()
     quantized = quantize_model(captured, samples, subset_size=len(samples),
                                transform_fn=tuple)
-    return torch.export.export(quantized, inputs)
+    return export_program(quantized, inputs)

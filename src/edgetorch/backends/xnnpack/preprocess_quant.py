@@ -31,6 +31,7 @@ import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_
 from torch.export import ExportedProgram
 
 from ...errors import ExportError
+from ...exir.foreign_warnings import import_torchao
 from . import schema as x
 from .preprocess_builder import (
     CONSTANT_TENSOR_ALIGNMENT,
@@ -55,6 +56,7 @@ CHOOSE_QPARAMS = qd.choose_qparams.tensor
 
 def _torchao_op(name: str) -> Any:
     try:
+        import_torchao()
         import torchao.quantization.quant_primitives  # noqa: F401  (defines torchao's ops)
 
         return getattr(torch.ops.torchao, name).default

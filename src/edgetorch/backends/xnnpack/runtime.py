@@ -30,6 +30,7 @@ from ...errors import (
     InvalidProgramError,
     KernelError,
 )
+from ...kernels import accel
 from ...runtime.event_tracer import now_ns
 from . import (
     fusion,
@@ -315,6 +316,8 @@ def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
     if plan is not None:
         g.plan = plan
         return _run_plan(g, plan, values, args, resize)
+    if accel.pending():  # compiled kernels warming up: plan (and pick paths) once ready
+        return False
     seen = g.seen.get(key, 0) + 1
     if seen < planning.PLAN_AFTER or len(g.plans) >= planning.MAX_PLANS:
         if len(g.seen) >= 4 * planning.MAX_PLANS:

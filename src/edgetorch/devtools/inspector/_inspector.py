@@ -127,7 +127,9 @@ class Inspector:
     def print_data_tabular(self, file: IO[str] | None = None, include_units: bool = True,
                            include_delegate_debug_data: bool = False) -> None:
         """One row per event, without OPERATOR_CALL rows (ExecuTorch's table); in IPython it
-        is displayed as a table."""
+        is displayed as a table, elsewhere as text fitted to the terminal's width (``$COLUMNS``,
+        else the terminal, else 80): long cells are cut and columns beyond the width continue
+        in blocks below. ``save_data_to_tsv`` keeps every value whole."""
         from ._table import display_or_print_df
 
         display_or_print_df(self._prepare_dataframe(include_units, include_delegate_debug_data),

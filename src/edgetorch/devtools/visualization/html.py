@@ -9,7 +9,10 @@ from collections import defaultdict
 
 from .graph_view import ViewGraph, ViewNode
 
-NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN = 210, 34, 24, 30, 20
+NODE_H, GAP_X, GAP_Y, MARGIN = 34, 24, 36, 20
+MIN_W, PAD = 120, 10  # a node is as wide as its longest line (label or shape), at least MIN_W
+CHAR_W = {"label": 7.0, "shape": 6.4}  # px per character of the monospace 11px / 10px text
+LANE_W = 10  # the slot an edge passes through in a row it crosses (no node is placed there)
 
 KIND_COLOURS = {
     "input": "#cfe8ff", "output": "#ffe0b3", "op": "#eeeeee", "getitem": "#f7f7f7",
@@ -53,42 +56,108 @@ def _tooltip(node: ViewNode) -> str:
     return "\n".join(rows)
 
 
+def short_label(node: ViewNode) -> str:
+    """The drawn label: ``aten.`` and ``.default`` left out (the tooltip has the full
+    target), never cut; the node is made as wide as it needs."""
+    label = node.label
+    if node.kind == "op" and label.startswith("aten."):
+        label = label[len("aten."):]
+    return label.removesuffix(".default")
+
+
+def node_width(node: ViewNode) -> float:
+    return max(MIN_W, 2 * PAD + max(len(short_label(node)) * CHAR_W["label"],
+                                    len(node.shape) * CHAR_W["shape"]))
+
+
+def _layout(nodes: list[ViewNode]) -> tuple[dict[str, tuple[float, float, float]],
+                                             dict[tuple[str, str], list[float]], float, float]:
+    """Rows by depth; an edge spanning rows gets a lane (a slot of LANE_W) in each row it
+    crosses, so it is drawn through the gaps between nodes, never across one. Rows are
+    ordered by the mean position of what feeds them (fewer crossings) and centred.
+    Returns ``{id: (x, y, width)}``, ``{(source, user): [lane x per crossed row]}``, and the
+    page size."""
+    depth = _layers(nodes)
+    ids = {n.id for n in nodes}
+    by_id = {n.id: n for n in nodes}
+    rows: dict[int, list[tuple[str, float, list[str]]]] = defaultdict(list)  # (key, w, preds)
+    for n in nodes:
+        rows[depth[n.id]].append((n.id, node_width(n), [i for i in n.inputs if i in ids]))
+    lanes: dict[tuple[str, str], list[str]] = {}
+    for n in nodes:
+        for i in dict.fromkeys(n.inputs):
+            if i not in ids or depth[n.id] - depth[i] < 2:
+                continue
+            keys, prev = [], i
+            for d in range(depth[i] + 1, depth[n.id]):
+                key = f"lane:{i}>{n.id}:{d}"
+                rows[d].append((key, LANE_W, [prev]))
+                keys.append(key)
+                prev = key
+            lanes[(i, n.id)] = keys
+    order: dict[str, float] = {}
+    for d in sorted(rows):
+        if d:
+            rows[d].sort(key=lambda item: sum(order.get(p, 0.0) for p in item[2]) /
+                         max(1, len(item[2])))
+        for k, item in enumerate(rows[d]):
+            order[item[0]] = k
+    row_w = {d: sum(w for _, w, _ in row) + GAP_X * (len(row) - 1) for d, row in rows.items()}
+    width = 2 * MARGIN + max(row_w.values(), default=100)
+    place: dict[str, tuple[float, float, float]] = {}
+    for d, row in rows.items():
+        x = MARGIN + (width - 2 * MARGIN - row_w[d]) / 2
+        for key, w, _ in row:
+            place[key] = (x, MARGIN + d * (NODE_H + GAP_Y), w)
+            x += w + GAP_X
+    lane_x = {edge: [place[k][0] + LANE_W / 2 for k in keys] for edge, keys in lanes.items()}
+    nodes_place = {k: v for k, v in place.items() if k in by_id}
+    height = 2 * MARGIN + (max(rows, default=0) + 1) * (NODE_H + GAP_Y)
+    return nodes_place, lane_x, width, height
+
+
+def _edge_path(src: tuple[float, float, float], dst: tuple[float, float, float],
+               lane_x: list[float]) -> str:
+    """From the bottom of ``src`` to the top of ``dst``: a curve across each gap between
+    rows, straight down through each crossed row's lane."""
+    x, y = src[0] + src[2] / 2, src[1] + NODE_H
+    parts = [f"M{x:.1f},{y:.1f}"]
+    for lx in lane_x:  # the lane's row starts GAP_Y below the current point
+        top = y + GAP_Y
+        mid = (y + top) / 2
+        parts.append(f"C{x:.1f},{mid:.1f} {lx:.1f},{mid:.1f} {lx:.1f},{top:.1f}")
+        y = top + NODE_H
+        parts.append(f"L{lx:.1f},{y:.1f}")
+        x = lx
+    bx, by = dst[0] + dst[2] / 2, dst[1]
+    mid = (y + by) / 2
+    parts.append(f"C{x:.1f},{mid:.1f} {bx:.1f},{mid:.1f} {bx:.1f},{by:.1f}")
+    return " ".join(parts)
+
+
 def _svg(graph: ViewGraph, groups: dict[str, str]) -> str:
     nodes = [n for n in graph.nodes if n.kind != "param"]
-    depth = _layers(nodes)
-    rows: dict[int, list[ViewNode]] = defaultdict(list)
+    pos, lanes, width, height = _layout(nodes)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+             f'height="{height:.0f}" class="graph">']
     for n in nodes:
-        rows[depth[n.id]].append(n)
-    pos = {}
-    for d, row in rows.items():
-        for i, n in enumerate(row):
-            pos[n.id] = (MARGIN + i * (NODE_W + GAP_X), MARGIN + d * (NODE_H + GAP_Y))
-    width = MARGIN * 2 + max(len(r) for r in rows.values()) * (NODE_W + GAP_X) if rows else 100
-    height = MARGIN * 2 + (max(rows) + 1) * (NODE_H + GAP_Y) if rows else 60
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'class="graph">']
-    for n in nodes:
-        x2, y2 = pos[n.id]
-        for i in n.inputs:
+        for i in dict.fromkeys(n.inputs):
             if i in pos:
-                x1, y1 = pos[i]
-                ax, ay, bx, by = x1 + NODE_W / 2, y1 + NODE_H, x2 + NODE_W / 2, y2
-                mid = (ay + by) / 2
-                parts.append(f'<path d="M{ax},{ay} C{ax},{mid} {bx},{mid} {bx},{by}" '
-                             'class="edge"/>')
+                parts.append(f'<path d="{_edge_path(pos[i], pos[n.id], lanes.get((i, n.id), []))}"'
+                             f' class="edge" data-from="{html.escape(i)}" '
+                             f'data-to="{html.escape(n.id)}"/>')
     for n in nodes:
-        x, y = pos[n.id]
-        label = n.label if len(n.label) <= 30 else n.label[:29] + "…"
+        x, y, w = pos[n.id]
         handle = f' data-debug-handle="{html.escape(str(n.debug_handle))}"' \
             if n.debug_handle is not None else ""
         parts.append(
             f'<g class="node {n.kind}" id="node-{html.escape(n.id)}"{handle}>'
             f'<title>{html.escape(_tooltip(n))}</title>'
-            f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6" '
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{NODE_H}" rx="6" '
             f'fill="{_colour(n, groups)}"/>'
-            f'<text x="{x + NODE_W / 2}" y="{y + 14}">{html.escape(label)}</text>'
-            f'<text x="{x + NODE_W / 2}" y="{y + 27}" class="shape">'
-            f'{html.escape(n.shape[:34])}</text></g>')
+            f'<text x="{x + w / 2:.1f}" y="{y + 14}">{html.escape(short_label(n))}</text>'
+            f'<text x="{x + w / 2:.1f}" y="{y + 27}" class="shape">'
+            f'{html.escape(n.shape)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ...exir.torch_export import export_program
 from ..models import MODEL_NAME_TO_MODEL, create_model
 from . import MODEL_NAME_TO_OPTIONS
 
@@ -53,14 +54,14 @@ def main(argv: list[str] | None = None) -> str:
         raise RuntimeError(f"Model {args.model_name} is not quantizable right now; quantizable "
                            f"models are {sorted(MODEL_NAME_TO_OPTIONS)}.")
     model, example_inputs, _, _ = create_model(args.model_name)
-    ep = torch.export.export(model, example_inputs, strict=False)
+    ep = export_program(model, example_inputs, strict=False)
     if args.quantize:
         from .quantization.utils import quantize
 
         quant_type = MODEL_NAME_TO_OPTIONS[args.model_name].quantization
         logger.info("Quantizing Model...")
         quantized = quantize(ep.module(), example_inputs, quant_type)
-        ep = torch.export.export(quantized, example_inputs, strict=False)
+        ep = export_program(quantized, example_inputs, strict=False)
 
     edge = to_edge_transform_and_lower(
         ep, partitioner=[XnnpackPartitioner()], transform_passes=get_transform_passes(),

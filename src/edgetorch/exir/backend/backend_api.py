@@ -17,6 +17,7 @@ import torch
 from torch.export import ExportedProgram
 
 from ...errors import ExportError
+from ...util import progress
 from .backend_details import PreprocessResult, get_backend_details
 from .compile_spec_schema import CompileSpec
 from .copying import copy_graph
@@ -98,7 +99,9 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgra
                           "but partition_tags has no DelegationSpec for them")
     owner = Owner.of(tagged)
     lowered_any = False
-    for tag, spec in result.partition_tags.items():
+    tags = result.partition_tags.items()
+    for tag, spec in progress.bar(tags, desc=f"lowering ({type(partitioner).__name__})",
+                                  total=len(tags), unit="partition"):
         lowered_any |= lower_tag(owner, tag, spec, to_backend)
     if not lowered_any:
         logger.info("%s delegated nothing", type(partitioner).__name__)

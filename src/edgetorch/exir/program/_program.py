@@ -18,6 +18,7 @@ from ..config import EdgeCompileConfig, ExecutorchBackendConfig
 from ..edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from ..emit import ProgramState
 from ..emit.emitter import constant_method_plan
+from ..foreign_warnings import quiet
 from ..lowering import copy_program, emit_method, plan_method
 from ..memory_planning import MemoryPlan
 from ..pass_base import adopt_graph_module, run_passes
@@ -37,6 +38,7 @@ def _as_dict(programs: ExportedProgram | dict[str, ExportedProgram]) -> dict[str
     )
 
 
+@quiet
 def to_edge(
     programs: ExportedProgram | dict[str, ExportedProgram],
     constant_methods: dict[str, Any] | None = None,
@@ -61,6 +63,7 @@ def _with_etrecord(manager: EdgeProgramManager, programs: Any,
     return manager
 
 
+@quiet
 def to_edge_transform_and_lower(
     programs: ExportedProgram | dict[str, ExportedProgram],
     transform_passes: list | dict[str, list] | None = None,
@@ -198,6 +201,7 @@ class EdgeProgramManager:
             new[name] = ep
         return self._derived(new)
 
+    @quiet
     def to_backend(self, partitioner: Any) -> EdgeProgramManager:
         """Delegate with ``partitioner`` (every method) or ``{method: partitioner}`` (only
         those methods); what stays undelegated is verified as in ``to_edge``."""
@@ -218,6 +222,7 @@ class EdgeProgramManager:
         manager._etrecord = self._etrecord
         return manager
 
+    @quiet
     def to_executorch(self, config: ExecutorchBackendConfig | None = None) -> ExecutorchProgramManager:
         config = config or ExecutorchBackendConfig()
         if config.fold_constants is None:  # see ExecutorchBackendConfig.fold_constants

@@ -15,6 +15,7 @@ from torch.export import ExportedProgram
 from ....exir._serialize._named_data_store import NamedDataStore
 from ....exir.backend.backend_details import BackendDetails, PreprocessResult
 from ....schema.program import CompileSpec
+from ....util import progress
 from .compile_spec import EthosUCompileSpec
 from .compiled import COMPILED, CompiledPartition, blob_key
 from .vela import VelaResult, vela_compile
@@ -32,11 +33,13 @@ def delegation_tag(edge_program: ExportedProgram) -> str:
 
 def compile_tosa(tosa: bytes, compile_spec: EthosUCompileSpec) -> VelaResult:
     """Vela on a TOSA flatbuffer, with the spec's flags, in its intermediates folder."""
-    return vela_compile(tosa, list(compile_spec.compiler_flags),
-                        compile_spec._get_intermediate_path(),
-                        compile_spec.external_block_placements.to_block_placements(),
-                        verbose=logging.getLogger("edgetorch.backends.arm").getEffectiveLevel()
-                        <= logging.DEBUG)
+    verbose = logging.getLogger("edgetorch.backends.arm").getEffectiveLevel() <= logging.DEBUG
+    with progress.steps("Vela", [f"compiling for {compile_spec.target}"]) as step:
+        step.next()
+        return vela_compile(tosa, list(compile_spec.compiler_flags),
+                            compile_spec._get_intermediate_path(),
+                            compile_spec.external_block_placements.to_block_placements(),
+                            verbose=verbose)
 
 
 def tosa_graphs(manager: Any) -> dict[str, bytes]:

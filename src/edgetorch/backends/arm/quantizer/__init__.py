@@ -1,6 +1,10 @@
 """PT2E quantizers for the Arm backends (ExecuTorch 1.5.1's names)."""
 
-from .arm_quantizer import EthosUQuantizer, TOSAQuantizer
-from .quantization_config import get_symmetric_quantization_config
+from ....exir.foreign_warnings import import_torchao
+
+import_torchao()  # before the modules below import it, without its import-time noise
+
+from .arm_quantizer import EthosUQuantizer, TOSAQuantizer  # noqa: E402
+from .quantization_config import get_symmetric_quantization_config  # noqa: E402
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "get_symmetric_quantization_config"]

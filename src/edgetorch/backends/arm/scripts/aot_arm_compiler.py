@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....errors import FeatureNotAvailableError, InvalidArgumentError
+from ....exir.torch_export import export_program
+from ....util import progress
 from ..ethosu.compile_spec import TARGETS as ETHOSU_TARGETS
 
 logger = logging.getLogger(__name__)
@@ -136,7 +138,7 @@ def quantize(model: Any, spec: Any, example_inputs: tuple, samples: list[tuple] 
 
     logger.info("Quantizing Model...")
     prepared = prepare_pt2e(model, _quantizer(spec))
-    for sample in samples or [example_inputs]:
+    for sample in progress.bar(samples or [example_inputs], desc="calibrating", unit="sample"):
         if len(sample) != len(example_inputs):
             raise InvalidArgumentError(
                 f"a calibration sample has {len(sample)} inputs, the model takes "
@@ -165,13 +167,23 @@ def output_file_name(args: argparse.Namespace, model_name: str) -> str:
 
 def main(argv: list[str] | None = None) -> CompileResult:
     """Run the script; returns what it built (``.output`` is the written file)."""
+    from ....exir.foreign_warnings import filtered
+
+    args = build_parser().parse_args(argv)
+    stages = ["loading the model", "exporting", *(["quantizing"] if args.quantize else []),
+              "lowering" + (" (Vela)" if args.delegate else ""), "emitting", "writing",
+              *(["evaluating"] if args.evaluate is not None else [])]
+    with filtered(), progress.steps("aot_arm_compiler", stages) as step:
+        return _compile(args, step)
+
+
+def _compile(args: argparse.Namespace, step: progress.Steps) -> CompileResult:
     import torch
 
     from ....exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
     from .delegation import dump_delegation_info
     from .models import load_calibration_samples, load_model
 
-    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format=FORMAT,
                         force=True)
     if args.calibration_data is not None and not args.quantize:
@@ -182,11 +194,13 @@ def main(argv: list[str] | None = None) -> CompileResult:
         logger.warning("--evaluate_config is ignored: --evaluate compares with the quantized "
                        "eager model and prints Vela's estimates")
 
+    step.next()
     model, example_inputs = load_model(args.model_name, args.model_input)
     samples = load_calibration_samples(args.calibration_data, example_inputs)
     model = model.eval()
     model.requires_grad_(False)
-    exported = torch.export.export(model, example_inputs, strict=args.strict_export)
+    step.next()
+    exported = export_program(model, example_inputs, strict=args.strict_export)
     model_name = os.path.basename(os.path.splitext(args.model_name)[0])
     if args.intermediates:
         os.makedirs(args.intermediates, exist_ok=True)
@@ -196,10 +210,12 @@ def main(argv: list[str] | None = None) -> CompileResult:
     spec = get_compile_spec(args)
     quantized = None
     if args.quantize:
+        step.next()
         quantized = quantize(exported.module(), spec, example_inputs, samples)
-        exported = torch.export.export(quantized, example_inputs, strict=args.strict_export)
+        exported = export_program(quantized, example_inputs, strict=args.strict_export)
     # after quantizing: the partitioner stores the spec as it is now (see EthosUPartitioner)
     partitioners = [_partitioner(spec)] if args.delegate else []
+    step.next()
     edge = to_edge_transform_and_lower(exported, partitioner=partitioners,
                                        compile_config=EdgeCompileConfig(_check_ir_validity=False))
     if args.target != "vgf" and not args.direct_drive:
@@ -207,7 +223,9 @@ def main(argv: list[str] | None = None) -> CompileResult:
 
         edge = edge.transform([replace_quant_nodes])
     dump_delegation_info(edge, args.intermediates)
+    step.next()
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
+    step.next()
     output = output_file_name(args, model_name)
     result = CompileResult(output, edge, program, model, quantized, tuple(example_inputs), spec)
     if args.bundleio:
@@ -234,6 +252,7 @@ def main(argv: list[str] | None = None) -> CompileResult:
     if args.evaluate is not None:
         from .evaluate import evaluate
 
+        step.next()
         result.evaluation, result.estimates = evaluate(result)
     return result
 

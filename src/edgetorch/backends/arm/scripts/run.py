@@ -28,7 +28,7 @@ IGNORED = ("--et_build_root", "--scratch-dir", "--ethos_u_scratch_dir", "--toolc
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="arm_command", required=True)
     r = sub.add_parser("run", help="compile for Ethos-U and simulate it (ExecuTorch's run.sh)",
-                       description=__doc__.splitlines()[0])
+                       description=__doc__.splitlines()[0].replace("``", ""))
     r.add_argument("--aot_arm_compiler_flags", default="--delegate --quantize",
                    help="flags for aot_arm_compiler (run.sh's default: --delegate --quantize)")
     r.add_argument("--model_name", required=True)

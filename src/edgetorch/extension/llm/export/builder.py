@@ -19,6 +19,8 @@ import torch
 
 from ....errors import ExportError
 from ....examples.models.llama import ModelArgs, Transformer
+from ....exir import foreign_warnings, torch_export
+from ....util import progress
 from ..custom_ops import custom_ops as _custom_ops  # noqa: F401  (defines llama::*)
 from .checkpoint import read_gguf, read_pth
 from .config.llm_config import LlmConfig
@@ -108,11 +110,12 @@ def export_program(loaded: LoadedModel, cfg: LlmConfig) -> torch.export.Exported
         example = (torch.tensor([[2]]), *example[1:])
         dims = None
     with torch.no_grad():
-        return torch.export.export(model, example, dynamic_shapes=dims, strict=True)
+        return torch_export.export_program(model, example, dynamic_shapes=dims, strict=True)
 
 
-def to_pte(loaded: LoadedModel, cfg: LlmConfig):
-    """The ``ExecutorchProgramManager`` of the configured export."""
+def to_pte(loaded: LoadedModel, cfg: LlmConfig, step: progress.Steps | None = None):
+    """The ``ExecutorchProgramManager`` of the configured export (``step``: the job's
+    progress, advanced at each stage)."""
     from ....exir import (
         EdgeCompileConfig,
         ExecutorchBackendConfig,
@@ -120,15 +123,19 @@ def to_pte(loaded: LoadedModel, cfg: LlmConfig):
         to_edge_transform_and_lower,
     )
 
+    advance = step.next if step is not None else (lambda: None)
+    advance()
     ep = export_program(loaded, cfg)
     partitioners = []
     if cfg.backend.xnnpack.enabled:
         from ....backends.xnnpack.partition import XnnpackPartitioner
 
         partitioners.append(XnnpackPartitioner())
+    advance()
     edge = to_edge_transform_and_lower(ep, partitioner=partitioners or None,
                                        constant_methods=loaded.metadata,
                                        compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    advance()
     return edge.to_executorch(ExecutorchBackendConfig(
         extract_delegate_segments=True, do_quant_fusion_and_const_prop=True,
         memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)))
@@ -152,10 +159,16 @@ def output_path(cfg: LlmConfig) -> Path:
 
 def export_llm(cfg: LlmConfig) -> Path:
     """Export per ``cfg`` and write the ``.pte``; returns its path."""
-    loaded = load_model(cfg)
-    program = to_pte(loaded, cfg)
-    path = output_path(cfg)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        program.write_to_file(f)
+    stages = ["loading and quantizing the model", "exporting",
+              "lowering to XNNPACK" if cfg.backend.xnnpack.enabled else "converting to Edge",
+              "planning memory and emitting", "writing"]
+    with foreign_warnings.filtered(), progress.steps("export_llm", stages) as step:
+        step.next()
+        loaded = load_model(cfg)
+        program = to_pte(loaded, cfg, step)
+        step.next()
+        path = output_path(cfg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            program.write_to_file(f)
     return path

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ....errors import ExportError
+from ....util import progress
 
 # GGUF tensor name (after "blk.N.") -> Meta name (after "layers.N.")
 _GGUF_LAYER = {
@@ -56,7 +57,7 @@ def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]
         "rope_theta": float(_field(reader, p + "rope.freq_base", 10000.0)),
     }
     state: dict[str, torch.Tensor] = {}
-    for t in reader.tensors:
+    for t in progress.bar(reader.tensors, desc=f"reading {Path(path).name}", unit="tensor"):
         name = _meta_name(t.name)
         if name is None:
             continue

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ....errors import ExportError
+from ....util import progress
 
 QMODES = ("8da4w", "int8")
 _OPS = {8: "embedding_byte", 4: "embedding_4bit", 2: "embedding_2bit"}
@@ -76,7 +77,6 @@ def quantize(model, cfg) -> None:
     from torchao.quantization import (
         Int8DynamicActivationIntxWeightConfig,
         IntxWeightOnlyConfig,
-        quantize_,
     )
     from torchao.quantization.granularity import PerAxis, PerGroup
 
@@ -85,11 +85,24 @@ def quantize(model, cfg) -> None:
         config = Int8DynamicActivationIntxWeightConfig(
             weight_dtype=torch.int4, weight_granularity=PerGroup(gs),
             intx_choose_qparams_algorithm="hqq_scale_only" if q.use_hqq else "affine")
-        quantize_(model, config, filter_fn=lambda m, fqn: isinstance(m, nn.Linear)
-                  and m.in_features % gs == 0)
+        _per_layer(model, config, lambda m: m.in_features % gs == 0)
     else:
-        quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
-                  filter_fn=lambda m, fqn: isinstance(m, nn.Linear))
+        _per_layer(model, IntxWeightOnlyConfig(weight_dtype=torch.int8,
+                                               granularity=PerAxis(0)), lambda m: True)
+
+
+def _per_layer(model, config, takes) -> None:
+    """``quantize_`` the Linear layers ``takes`` accepts, one decoder layer at a time (a
+    progress bar counts them), then the rest (the output layer)."""
+    from torchao.quantization import quantize_
+
+    layers = getattr(model, "layers", None)
+    layers = list(layers) if isinstance(layers, nn.ModuleList) else []
+    for layer in progress.bar(layers, desc=f"quantizing ({type(config).__name__})",
+                              unit="layer"):
+        quantize_(layer, config, filter_fn=lambda m, fqn: isinstance(m, nn.Linear) and takes(m))
+    quantize_(model, config, filter_fn=lambda m, fqn: isinstance(m, nn.Linear) and takes(m)
+              and not (layers and fqn.startswith("layers.")))
 
 
 def _embedding_spec(spec: str) -> tuple[int, int]:

@@ -1,0 +1,104 @@
+"""Compiled kernels warm up in the background (edgetorch.kernels.accel): a fresh process's
+first calls take the NumPy paths without importing numba, plans built meanwhile are rebuilt
+once the warm-up is done, and a process may exit while it runs. (How long the first call takes
+is a benchmark figure: bench/bench_first_call.py.)"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+CHILD = r"""
+import sys, threading
+import numpy as np
+from edgetorch.kernels import accel
+gate = threading.Event()
+warm_up = accel._warm_up
+accel._warm_up = lambda: (gate.wait(), warm_up())  # the warm-up waits for the test
+from edgetorch.runtime import Runtime
+
+inputs = [np.load(sys.argv[2])]
+want = np.load(sys.argv[3])
+method = Runtime.get().load_program(sys.argv[1]).load_method("forward")
+assert accel.pending() and method._steps is None, "plans are deferred while warming up"
+for _ in range(3):
+    got = method.execute(inputs)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+assert "numba" not in sys.modules, "the first calls took the NumPy paths"
+handles = [h for _, h in method._delegate_handles]
+assert all(not h.plans for h in handles), "no XNNPACK plan while warming up"
+gate.set()
+assert accel.wait_until_warm(600) and accel.available() and not accel.pending()
+for _ in range(3):
+    got = method.execute(inputs)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+assert method._steps is not None, "planned once the compiled kernels are ready"
+assert all(h.plans for h in handles), "XNNPACK planned once the compiled kernels are ready"
+print("ok", len(handles))
+"""
+
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)  # Winograd: compiled transforms
+        self.norm = torch.nn.LayerNorm(8)  # a compiled row loop
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(self.norm(torch.relu(self.conv(x))))
+
+
+def _env(numba_cache=None):
+    """The background warm-up (the users' default); numba's cache: this process's, unless
+    ``numba_cache`` (a fresh one compiles every kernel: minutes on a busy machine)."""
+    import os
+
+    env = dict(os.environ, EDGETORCH_ACCEL_WARMUP="background")
+    if numba_cache is not None:
+        env["NUMBA_CACHE_DIR"] = str(numba_cache)
+    env.pop("EDGETORCH_ACCEL", None)
+    return env
+
+
+@pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
+def test_first_calls_take_numpy_paths_then_plans_are_rebuilt(tmp_path, xnnpack):
+    from edgetorch.exir import to_edge, to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model, x = _Net().eval(), torch.randn(1, 16, 8, 8)
+    ep = torch.export.export(model, (x,))
+    if xnnpack:
+        from edgetorch.backends.xnnpack import XnnpackPartitioner
+
+        program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    else:
+        program = to_edge(ep)
+    (tmp_path / "m.pte").write_bytes(program.to_executorch().buffer)
+    np.save(tmp_path / "x.npy", x.numpy())
+    with torch.no_grad():
+        np.save(tmp_path / "want.npy", model(x).numpy())
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "m.pte"),
+                           str(tmp_path / "x.npy"), str(tmp_path / "want.npy")],
+                          capture_output=True, text=True, timeout=900, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    ok, delegates = proc.stdout.split()
+    assert ok == "ok" and (int(delegates) > 0) == xnnpack
+
+
+def test_a_process_may_exit_while_warming_up(tmp_path):
+    code = ("from edgetorch.kernels import accel\n"
+            "assert not accel.available() and accel.pending()\n")  # starts it, exits at once
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=_env(tmp_path / "numba"))
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_the_tests_wait_for_the_compiled_kernels():
+    from edgetorch.kernels import accel
+
+    assert accel.available() and not accel.pending()  # tests/conftest.py: warm-up "wait"
