@@ -12,7 +12,6 @@ Model Explorer 0.1.34 renamed the module ExecuTorch 1.5.1 imports
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import time
@@ -30,18 +29,33 @@ class ModelExplorerMissing(EdgeTorchError, ImportError):
 
 def _model_explorer() -> Any:
     try:
-        return importlib.import_module("model_explorer")
+        import model_explorer
+        return model_explorer
     except ImportError as e:
         raise ModelExplorerMissing(f"Model Explorer is not installed ({e}); {_INSTALL}") from None
 
 
+def _default_settings() -> Any:
+    _model_explorer()
+    from model_explorer.consts import DEFAULT_SETTINGS
+    return DEFAULT_SETTINGS
+
+
 def _adapter_class() -> type:
-    for module in ("model_explorer.pytorch_exported_program_adapter_impl",  # >= 0.1.34
-                   "model_explorer.pytorch_exported_program_adater_impl"):  # <= 0.1.33
-        try:
-            return importlib.import_module(module).PytorchExportedProgramAdapterImpl
-        except ImportError:
-            continue
+    try:  # >= 0.1.34
+        from model_explorer.pytorch_exported_program_adapter_impl import (
+            PytorchExportedProgramAdapterImpl,
+        )
+        return PytorchExportedProgramAdapterImpl
+    except ImportError:
+        pass
+    try:  # <= 0.1.33 spelled the module "adater"
+        from model_explorer.pytorch_exported_program_adater_impl import (
+            PytorchExportedProgramAdapterImpl,
+        )
+        return PytorchExportedProgramAdapterImpl
+    except ImportError:
+        pass
     raise ModelExplorerMissing(f"this Model Explorer has no PyTorch adapter; {_INSTALL}")
 
 
@@ -120,7 +134,7 @@ def visualize(visualizable: Any, reuse_server: bool = True, no_open_in_browser: 
     me = _model_explorer()
     config = me.config()
     config.add_model_from_pytorch("Executorch", exported_program=_get_exported_program(
-        visualizable), settings=importlib.import_module("model_explorer.consts").DEFAULT_SETTINGS)
+        visualizable), settings=_default_settings())
     if reuse_server:
         config.set_reuse_server()
     visualize_model_explorer(config=kwargs.pop("config", config),
@@ -137,9 +151,7 @@ def model_explorer_graphs(exported_program: Any,
                           ) -> dict[str, Any]:
     """Model Explorer's graphs of ``exported_program``, nodes grouped by partition and QDQ
     cluster (``namespace`` "partition 0 (tag)/cluster (name)")."""
-    _model_explorer()
-    consts = importlib.import_module("model_explorer.consts")
-    graphs = _adapter_class()(exported_program, consts.DEFAULT_SETTINGS).convert()
+    graphs = _adapter_class()(exported_program, _default_settings()).convert()
     partition = get_node_partition_name or (lambda n: n.meta.get("delegation_tag"))
     cluster = get_node_qdq_cluster_name or (lambda n: n.meta.get("cluster"))
     known: list[str] = []
