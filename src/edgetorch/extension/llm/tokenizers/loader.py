@@ -29,6 +29,7 @@ class TextTokenizer:
         self.vocab_size = int(vocab_size)
         self.chat_template = chat_template
         self._special_names = special_names or {}
+        self._template: Any = None  # the compiled ChatTemplate, made on first use
 
     @property
     def eos_id(self) -> int | None:
@@ -62,26 +63,32 @@ class TextTokenizer:
         return self.backend.decode(ids)
 
     def apply_chat_template(self, messages: list[dict[str, str]],
-                            add_generation_prompt: bool = True) -> str:
+                            add_generation_prompt: bool = True,
+                            limits: Any = None) -> str:
         """The prompt for ``messages`` ([{"role": ..., "content": ...}]) by the model's Jinja
-        chat template (from tokenizer_config.json), as transformers renders it."""
+        chat template (from tokenizer_config.json), as transformers renders it, inside the
+        sandbox and work limits of :class:`~.chat_template.ChatTemplate` (``limits``: a
+        ``TemplateLimits``)."""
         if not self.chat_template:
             raise TokenizerError(f"{self.path}: no chat template; put a 'chat_template' into the "
                                  "tokenizer_config.json next to tokenizer.json")
         try:
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
+            from .chat_template import ChatTemplate
         except ImportError as e:
             raise TokenizerError(f"chat templates need jinja2 ({e}); pip install 'edgetorch[llm]'"
                                  ) from e
+        if self._template is None or limits is not None:
+            template = ChatTemplate(self.chat_template, f"the chat template of {self.path}",
+                                    limits)
+            if limits is not None:
+                return self._render(template, messages, add_generation_prompt)
+            self._template = template
+        return self._render(self._template, messages, add_generation_prompt)
 
-        def raise_exception(message: str) -> None:
-            raise TokenizerError(f"{self.path}: the chat template refused the messages: {message}")
-
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = raise_exception
-        return env.from_string(self.chat_template).render(
-            messages=messages, add_generation_prompt=add_generation_prompt,
-            **{k: v for k, v in self._special_names.items() if v is not None})
+    def _render(self, template: Any, messages: list[dict[str, str]],
+                add_generation_prompt: bool) -> str:
+        return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                               **{k: v for k, v in self._special_names.items() if v is not None})
 
     def __repr__(self) -> str:
         return (f"TextTokenizer({self.kind}, {self.path!r}, vocab {self.vocab_size}, "
