@@ -30,7 +30,7 @@ _DONE = re.compile(r"^(?:Done (\d+) runs|stat::number_of_executed_units: (\d+))"
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("target", choices=["pte", "ptd", "xnnpack"])
+    ap.add_argument("target", choices=sorted(p.stem[len("fuzz_"):] for p in HERE.glob("fuzz_*.py")))
     ap.add_argument("--runs", type=int, default=1_000_000)
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--max-restarts", type=int, default=50)

@@ -2,62 +2,20 @@
 (``ChatTemplate``), and every failure is a ``TokenizerError`` naming the template. Real
 templates render exactly as transformers renders them."""
 
-import functools
 import re
+from pathlib import Path
 
 import pytest
 
 from edgetorch.errors import TokenizerError
 from edgetorch.extension.llm.tokenizers.chat_template import ChatTemplate, TemplateLimits
 
-# ChatML with a default system turn and tools (Qwen / SmolLM style).
-CHATML = """{%- if tools %}
-{{- '<|im_start|>system\\n' }}
-{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}
-{{- "# Tools\\n\\n<tools>" }}
-{%- for tool in tools %}{{- "\\n" }}{{- tool | tojson }}{%- endfor %}
-{{- "\\n</tools><|im_end|>\\n" }}
-{%- elif messages[0].role != 'system' %}
-{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}
-{%- endif %}
-{%- for message in messages %}
-{%- if message.role == 'system' and loop.first and tools %}{% continue %}{% endif %}
-{{- '<|im_start|>' + message.role + '\\n' + message.content | trim + '<|im_end|>\\n' }}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"""
-
-# Llama 3 Instruct's layout: header ids, bos on the first turn, trimmed contents.
-LLAMA3 = ("{% set loop_messages = messages %}{% for message in loop_messages %}"
-          "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'"
-          " + message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
-          "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
-          "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}"
-          "{% endif %}")
-
-# Llama 3.1 style: namespace, a dated system block, tools as indented JSON, macros, format.
-LLAMA31 = """{{- bos_token }}
-{%- set ns = namespace(system='', n=0) %}
-{%- if messages[0]['role'] == 'system' %}
-    {%- set ns.system = messages[0]['content'] | trim %}
-    {%- set messages = messages[1:] %}
-{%- endif %}
-{%- macro header(role) -%}<|start_header_id|>{{ role }}<|end_header_id|>{{ '\\n\\n' }}{%- endmacro %}
-{{- header('system') }}
-{{- 'Cutting Knowledge Date: %s\\nToday Date: %s\\n\\n' | format('December 2023', date_string) }}
-{%- if tools is not none %}
-    {{- 'You may call these functions:\\n\\n' }}
-    {%- for t in tools %}{{- t | tojson(indent=4) }}{{- '\\n\\n' }}{%- endfor %}
-{%- endif %}
-{{- ns.system }}{{- '<|eot_id|>' }}
-{%- for message in messages %}
-    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
-        {{- raise_exception('roles must alternate user/assistant') }}
-    {%- endif %}
-    {%- set ns.n = ns.n + 1 %}
-    {{- header(message['role']) }}{% generation %}{{ message['content'] | trim }}{% endgeneration %}<|eot_id|>
-{%- endfor %}
-{%- if add_generation_prompt %}{{- header('assistant') }}{%- endif %}
-{{- '{n} turns'.format(n=ns.n) if false else '' }}"""
+# Templates in the shapes real models use (the fuzz seeds): ChatML with tools (Qwen / SmolLM
+# style), Llama 3 Instruct's, a Llama 3.1 style one (namespace, tojson(indent), macros, format,
+# raise_exception, {% generation %}), one with call blocks, recursive loops and str.format; and
+# SmolLM2's own, read from its GGUF by make_seeds.py.
+TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "fuzz" / "chat_template"
+SEEDS = sorted(p.stem[len("seed-"):] for p in TEMPLATES.glob("seed-*.jinja"))
 
 MESSAGES = [
     {"role": "system", "content": "  Be brief.  "},
@@ -71,22 +29,12 @@ KWARGS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
           "date_string": "26 Jul 2024"}
 
 
-@functools.lru_cache(maxsize=1)  # reading the 100 MB GGUF's fields takes ~15 s
-def _smollm2_template() -> str:
-    from test_llm_tokenizers import _smollm2_gguf
-
-    from edgetorch.extension.llm.tokenizers.gguf import read_gguf_tokenizer
-
-    return read_gguf_tokenizer(_smollm2_gguf())["tokenizer.chat_template"]
-
-
-@pytest.mark.parametrize("name", ["smollm2", "chatml", "llama3", "llama31"])
+@pytest.mark.parametrize("name", SEEDS)
 @pytest.mark.parametrize("tools", [None, TOOLS])
 @pytest.mark.parametrize("add_generation_prompt", [True, False])
 def test_real_templates_render_as_transformers(name, tools, add_generation_prompt):
     chat_utils = pytest.importorskip("transformers.utils.chat_template_utils")
-    source = {"smollm2": _smollm2_template, "chatml": lambda: CHATML,
-              "llama3": lambda: LLAMA3, "llama31": lambda: LLAMA31}[name]()
+    source = (TEMPLATES / f"seed-{name}.jinja").read_text()
     messages = MESSAGES[1:] if name == "llama31" and tools is None else MESSAGES
     kwargs = dict(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
                   **KWARGS)
@@ -94,6 +42,16 @@ def test_real_templates_render_as_transformers(name, tools, add_generation_promp
     theirs = chat_utils._compile_jinja_template(source).render(**kwargs)
     assert ours == theirs
     assert len(ours) > 50
+
+
+def test_the_seeds_hold_smollm2s_template():
+    from test_llm_tokenizers import _smollm2_gguf
+
+    from edgetorch.extension.llm.tokenizers.gguf import read_gguf_tokenizer
+
+    assert {"chatml", "llama3", "llama31", "smollm2"} <= set(SEEDS)
+    assert (TEMPLATES / "seed-smollm2.jinja").read_text() == \
+        read_gguf_tokenizer(_smollm2_gguf())["tokenizer.chat_template"]
 
 
 def test_tokenizer_renders_through_the_sandbox(tmp_path):

@@ -149,7 +149,8 @@ def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
     return spec, config
 
 
-def gguf_to_tokenizer_json(gguf_path: str | os.PathLike, out_dir: str | os.PathLike) -> str:
+def gguf_to_tokenizer_json(gguf_path: str | os.PathLike | bytes,
+                           out_dir: str | os.PathLike) -> str:
     """Write ``out_dir/tokenizer.json`` and ``out_dir/tokenizer_config.json`` for the tokenizer
     inside ``gguf_path``; returns the tokenizer.json path."""
     spec, config = gguf_tokenizer_spec(read_gguf_tokenizer(gguf_path))
