@@ -61,5 +61,6 @@ def main(target: str) -> None:
     def test_one_input(data: bytes) -> None:
         run_one(data)  # a Finding (or anything else escaping) is a crash for libFuzzer
 
-    atheris.Setup(args, test_one_input)
+    mutator = targets.MUTATORS.get(target)
+    atheris.Setup(args, test_one_input, **({"custom_mutator": mutator} if mutator else {}))
     atheris.Fuzz()

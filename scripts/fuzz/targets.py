@@ -328,6 +328,48 @@ TARGETS: dict[str, Callable[[], Callable[[bytes], None]]] = {
     "gguf": _GgufTarget,
     "chat_template": _ChatTemplateTarget,
 }
+
+
+def mutate_zip_entry(data: bytes, max_size: int, seed: int) -> bytes:
+    """libFuzzer custom mutator for zips (ETRecords): mutate one entry's bytes (or its name,
+    or drop / repeat an entry) and zip again with valid CRCs, so the mutations reach the
+    readers behind the zip instead of stopping at its checksum. Anything that is not a zip is
+    mutated as plain bytes."""
+    import io
+    import random
+    import zipfile
+
+    import atheris
+
+    rng = random.Random(seed)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            entries = [[info.filename, z.read(info)] for info in z.infolist()]
+    except Exception:  # not a zip (any more): plain byte mutations
+        return atheris.Mutate(data, max_size)
+    if not entries or rng.random() < 0.05:
+        return atheris.Mutate(data, max_size)
+    k = rng.randrange(len(entries))
+    roll = rng.random()
+    if roll < 0.85:
+        blob = entries[k][1]
+        entries[k][1] = atheris.Mutate(blob, max(2 * len(blob), 256))
+    elif roll < 0.92:
+        entries[k][0] = atheris.Mutate(entries[k][0].encode(), 128).decode("utf-8", "replace")
+    elif roll < 0.96:
+        del entries[k]
+    else:
+        entries.append(list(entries[k]))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for name, blob in entries:
+            z.writestr(name or "_", blob)
+    data = out.getvalue()
+    return data if len(data) <= max_size else atheris.Mutate(data[:max_size], max_size)
+
+
+# Structure-aware mutation where plain byte flips would stop at a checksum.
+MUTATORS: dict[str, Callable[[bytes, int, int], bytes]] = {"etrecord": mutate_zip_entry}
 # What atheris instruments for coverage, per target (edgetorch always): a template's paths
 # run through jinja2's parser and compiler, a GGUF's through its chat template's.
 INSTRUMENT: dict[str, list[str]] = {"chat_template": ["jinja2"], "gguf": ["jinja2"]}
