@@ -21,11 +21,8 @@ megabytes). Nothing here imports torch.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import re
-import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -43,185 +40,20 @@ from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
 from ....errors import TokenizerError
-
-
-@dataclass(frozen=True)
-class TemplateLimits:
-    """What one render may do. Real chat templates stay orders of magnitude below these."""
-
-    max_template_chars: int = 256_000
-    max_output_chars: int = 4_000_000
-    max_value_chars: int = 4_000_000  # any one string or container the template builds
-    max_built_chars: int = 64_000_000  # everything built during the render, added up
-    max_steps: int = 1_000_000  # loop iterations + calls
-    max_depth: int = 64  # nested macro / caller() / recursive loop calls
-    max_int_bits: int = 65_536  # results of * and ** on integers
-    max_seconds: float = 10.0
-
-
-class _Budget:
-    """The counters of one render (held in a ContextVar, so concurrent renders stay apart)."""
-
-    def __init__(self, limits: TemplateLimits, name: str) -> None:
-        self.limits, self.name = limits, name
-        self.steps = self.built = self.output = self.depth = 0
-        self.deadline = time.monotonic() + limits.max_seconds
-
-    def fail(self, what: str) -> None:
-        raise TokenizerError(
-            f"{self.name}: {what}; a chat prompt never needs this much, so the template may be "
-            "hostile. If it is genuine, render it with larger TemplateLimits")
-
-    def step(self, n: int = 1) -> None:
-        self.steps += n
-        if self.steps > self.limits.max_steps:
-            self.fail(f"more than {self.limits.max_steps} loop iterations and calls")
-        if time.monotonic() > self.deadline:
-            self.fail(f"rendering took longer than {self.limits.max_seconds:g} s")
-
-    def build(self, size: int, what: str = "a value") -> None:
-        """Charge a value of ``size`` characters before (or as) it is made."""
-        if size > self.limits.max_value_chars:
-            self.fail(f"{what} of {size} characters (limit {self.limits.max_value_chars})")
-        self.built += size
-        if self.built > self.limits.max_built_chars:
-            self.fail(f"more than {self.limits.max_built_chars} characters built in all")
-
-    def int_bits(self, bits: int) -> None:
-        if bits > self.limits.max_int_bits:
-            self.fail(f"an integer of ~{bits} bits (limit {self.limits.max_int_bits})")
-
-
-_BUDGET: contextvars.ContextVar[_Budget] = contextvars.ContextVar("chat_template_budget")
-
-
-def _size(x: Any, cap: int) -> int:
-    """About how many characters ``str(x)`` has: exact for a string; for containers their
-    items' sizes plus separators (walked without recursion; counting stops past ``cap``)."""
-    if isinstance(x, (str, bytes, bytearray)):
-        return len(x)
-    total, stack = 0, [x]
-    while stack and total <= cap:
-        v = stack.pop()
-        if isinstance(v, (str, bytes, bytearray)):
-            total += len(v) + 4  # quotes and ", "
-        elif isinstance(v, bool) or v is None:
-            total += 6
-        elif isinstance(v, int):
-            total += v.bit_length() // 3 + 3
-        elif isinstance(v, (list, tuple, set, frozenset, range)):
-            total += 2
-            if isinstance(v, range):
-                total += 8 * len(v)
-            else:
-                stack.extend(v)
-        elif isinstance(v, dict):
-            total += 2 + 2 * len(v)
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, Namespace):  # prints its attributes
-            stack.append(dict(getattr(v, "_Namespace__attrs", {})))
-        else:
-            total += 32
-    return total
-
-
-def _budget() -> _Budget:
-    return _BUDGET.get()
-
-
-def _charge_value(value: Any, what: str) -> Any:
-    b = _budget()
-    if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset, Namespace)):
-        b.build(_size(value, b.limits.max_value_chars), what)
-    return value
-
-
-# ---- the template's operations, with their sizes checked first -------------------------
-
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
-_FLOAT_TEXT = 400  # '%f' % 1e308 is ~320 characters
-
-
-def _percent_size(fmt: str, args: Any, cap: int) -> int:
-    """An upper bound on the length of ``fmt % args``."""
-    values = list(args.values()) if isinstance(args, dict) else \
-        list(args) if isinstance(args, tuple) else [args]
-    widest = max((_size(v, cap) for v in values), default=0) + _FLOAT_TEXT
-    star = max((abs(v) for v in values if isinstance(v, int)), default=0)
-    total = len(fmt)
-    for m in _PERCENT_SPEC.finditer(fmt):
-        for group in (m[1], m[2]):
-            total += star if group == "*" else int(group) if group else 0
-        total += widest
-        if total > cap:
-            break
-    return total
-
-
-def _sequence_times(seq: Any, n: int) -> int:
-    return max(n, 0) * max(_size(seq, 1 << 62), 1)  # exact for strings
-
-
-def _binop(left: Any, right: Any, op: str) -> int | None:
-    """Estimated size (characters) of ``left op right`` when it builds a string or
-    container; None when it does not."""
-    b = _budget()
-    seqs = (str, list, tuple, bytes)
-    if op == "*":
-        if isinstance(left, seqs) and isinstance(right, int):
-            return _sequence_times(left, right)
-        if isinstance(right, seqs) and isinstance(left, int):
-            return _sequence_times(right, left)
-        if isinstance(left, int) and isinstance(right, int):
-            b.int_bits(left.bit_length() + right.bit_length())
-    elif op == "**":
-        if isinstance(left, int) and isinstance(right, int) and right > 0:
-            b.int_bits(max(left.bit_length(), 1) * min(right, 1 << 40))
-    elif op == "+":
-        if isinstance(left, seqs) and isinstance(right, seqs):
-            cap = b.limits.max_value_chars
-            return _size(left, cap) + _size(right, cap)
-    elif op == "%" and isinstance(left, str):
-        return _percent_size(left, right, b.limits.max_value_chars)
-    return None
-
-
-def _method_size(owner: Any, name: str, args: tuple, kwargs: dict) -> int | None:
-    """Estimated result size of the string / bytes methods that can build much more than
-    they are given; None for the others (bounded by their input)."""
-    n = len(owner)
-    if name in ("center", "ljust", "rjust", "zfill"):
-        return max(n, int((args or [kwargs.get("width", 0)])[0]))
-    if name == "expandtabs":
-        size = int((args or [kwargs.get("tabsize", 8)])[0])
-        return n + owner.count("\t" if isinstance(owner, str) else b"\t") * max(size, 0)
-    if name == "replace" and len(args) >= 2:
-        return _replace_size(owner, args[0], args[1], args[2] if len(args) > 2 else -1)
-    if name == "translate" and args and isinstance(args[0], dict):
-        longest = max((_size(v, 1 << 62) for v in args[0].values()), default=1)
-        return n * max(longest, 1)
-    return None
-
-
-def _replace_size(s: Any, old: Any, new: Any, count: Any) -> int:
-    try:
-        hits = s.count(old) if len(old) else len(s) + 1
-    except TypeError:
-        return len(s)  # replace() itself will refuse these argument types
-    if isinstance(count, int) and count >= 0:
-        hits = min(hits, count)
-    return len(s) + hits * len(new)
-
-
-def _join_size(sep: Any, items: list) -> int:
-    cap = _budget().limits.max_value_chars
-    total = len(sep) * max(len(items) - 1, 0)
-    for item in items:
-        total += _size(item, cap)
-        if total > cap:
-            break
-    return total
+from .template_budget import (
+    BUDGET,
+    FLOAT_TEXT,
+    Budget,
+    TemplateLimits,
+    binop_size,
+    budget,
+    charge_value,
+    join_size,
+    method_size,
+    percent_size,
+    replace_size,
+    size_of,
+)
 
 
 class _BoundedFields:
@@ -234,9 +66,9 @@ class _BoundedFields:
         return super().vformat(format_string, args, kwargs)  # type: ignore[misc]
 
     def format_field(self, value: Any, format_spec: str) -> Any:
-        b = _budget()
+        b = budget()
         self._total += sum(int(d) for d in re.findall(r"\d+", format_spec)) + \
-            _size(value, b.limits.max_value_chars) + _FLOAT_TEXT
+            size_of(value, b.limits.max_value_chars) + FLOAT_TEXT
         b.build(self._total, "a str.format result")
         return super().format_field(value, format_spec)  # type: ignore[misc]
 
@@ -253,7 +85,7 @@ class _BoundedEscapeFormatter(_BoundedFields, SandboxedEscapeFormatter):
 
 
 def _iterate(iterable: Any) -> Any:
-    b = _budget()
+    b = budget()
     for item in iterable:
         b.step()
         yield item
@@ -261,24 +93,24 @@ def _iterate(iterable: Any) -> Any:
 
 def _emit(value: Any) -> Any:
     """Every ``{{ ... }}`` and every piece of template text, each time it is output."""
-    b = _budget()
+    b = budget()
     b.step()
-    b.build(len(value) if isinstance(value, str) else _size(value, b.limits.max_value_chars),
+    b.build(len(value) if isinstance(value, str) else size_of(value, b.limits.max_value_chars),
             "an output piece")
     return value
 
 
 def _literal(text: str) -> Markup:
-    b = _budget()
+    b = budget()
     b.build(len(text), "template text")
     return Markup(text)  # template text is never escaped, even inside {% autoescape %}
 
 
 @jinja2.pass_eval_context
 def _concat(eval_ctx: Any, *values: Any) -> str:
-    b = _budget()
+    b = budget()
     b.step()
-    b.build(_join_size("", list(values)), "a ~ concatenation")
+    b.build(join_size("", list(values)), "a ~ concatenation")
     return (markup_join if eval_ctx.autoescape else str_join)(values)
 
 
@@ -317,8 +149,8 @@ _FILTER_SIZES = {
         1 + len(wrapstring or "\n")),
     "batch": lambda v, linecount, *a, **k: len(v) + int(linecount),
     "slice": lambda v, slices, *a, **k: len(v) + int(slices),
-    "format": lambda v, *args, **kwargs: _percent_size(str(v), kwargs or args, 1 << 62),
-    "replace": lambda s, old, new, count=None: _replace_size(str(s), str(old), str(new), count),
+    "format": lambda v, *args, **kwargs: percent_size(str(v), kwargs or args, 1 << 62),
+    "replace": lambda s, old, new, count=None: replace_size(str(s), str(old), str(new), count),
 }
 
 
@@ -331,15 +163,15 @@ class _ChatEnvironment(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(("*", "**", "+", "%"))
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        b = _budget()
+        b = budget()
         b.step()
-        size = _binop(left, right, operator)
+        size = binop_size(left, right, operator)
         if size is not None:
             b.build(size, f"the result of {operator!r}")
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        b = _budget()
+        b = budget()
         if isinstance(__obj, (Macro, LoopContext)):
             b.step(_MACRO_STEPS)
             if isinstance(__obj, LoopContext) and args:  # loop(children): count those too
@@ -358,13 +190,13 @@ class _ChatEnvironment(ImmutableSandboxedEnvironment):
             name = getattr(__obj, "__name__", "")
             if name == "join" and args:
                 items = list(_iterate(args[0]))
-                b.build(_join_size(owner, items), "a join")
+                b.build(join_size(owner, items), "a join")
                 args = (items, *args[1:])
             else:
-                size = _method_size(owner, name, args, kwargs)
+                size = method_size(owner, name, args, kwargs)
                 if size is not None:
                     b.build(size, f"the result of .{name}()")
-        return _charge_value(super().call(__context, __obj, *args, **kwargs),
+        return charge_value(super().call(__context, __obj, *args, **kwargs),
                              "a call's result")
 
     def wrap_str_format(self, value: Any) -> Any:
@@ -390,7 +222,7 @@ def _bounded_filter(name: str, fn: Any) -> Any:
     skip = 1 if getattr(fn, "jinja_pass_arg", None) is not None else 0
 
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        b = _budget()
+        b = budget()
         b.step()
         value_args = args[skip:]
         if name in ("join", "sum") and value_args:  # look at the items, then pass them on
@@ -398,11 +230,11 @@ def _bounded_filter(name: str, fn: Any) -> Any:
             args = (*args[:skip], items, *value_args[1:])
             if name == "join" and len(value_args) <= 2 and "attribute" not in kwargs:
                 sep = value_args[1] if len(value_args) > 1 else kwargs.get("d", "")
-                b.build(_join_size(str(sep), items), "a join")
+                b.build(join_size(str(sep), items), "a join")
             start = value_args[2] if len(value_args) > 2 else kwargs.get("start", 0)
             if name == "sum" and isinstance(start, (str, list, tuple)):
                 # each + copies the total so far: n items cost n times the result
-                b.build(len(items) * _join_size("", items), "a sum of sequences")
+                b.build(len(items) * join_size("", items), "a sum of sequences")
         elif estimate is not None and value_args:
             try:
                 size = estimate(*value_args, **kwargs)
@@ -410,7 +242,7 @@ def _bounded_filter(name: str, fn: Any) -> Any:
                 size = None  # wrong arguments: the filter itself says so
             if size is not None:
                 b.build(size, f"the result of |{name}")
-        return _charge_value(fn(*args, **kwargs), f"the result of |{name}")
+        return charge_value(fn(*args, **kwargs), f"the result of |{name}")
 
     bounded.__dict__.update(getattr(fn, "__dict__", {}))  # keeps jinja_pass_arg
     bounded.__name__ = getattr(fn, "__name__", name)
@@ -435,10 +267,10 @@ class _GenerationTag(Extension):
 def _tojson(x: Any, ensure_ascii: bool = False, indent: int | None = None,
             separators: Any = None, sort_keys: bool = False) -> str:
     # transformers' tojson: no HTML escaping, indent / separators / sort_keys exposed.
-    b = _budget()
+    b = budget()
     if indent is not None:
         width = len(indent) if isinstance(indent, str) else int(indent)
-        b.build(_size(x, b.limits.max_value_chars) * (12 + width), "a tojson result")
+        b.build(size_of(x, b.limits.max_value_chars) * (12 + width), "a tojson result")
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
                       sort_keys=sort_keys)
 
@@ -520,14 +352,14 @@ class ChatTemplate:
 
     def render(self, **context: Any) -> str:
         """The rendered text; any limit or failure is a ``TokenizerError``."""
-        budget = _Budget(self.limits, self.name)
-        token = _BUDGET.set(budget)
+        counters = Budget(self.limits, self.name)
+        token = BUDGET.set(counters)
         pieces, size = [], 0
         try:
             for piece in self._template.generate(**context):
                 size += len(piece)
                 if size > self.limits.max_output_chars:
-                    budget.fail(f"output longer than {self.limits.max_output_chars} characters")
+                    counters.fail(f"output longer than {self.limits.max_output_chars} characters")
                 pieces.append(piece)
         except TokenizerError:
             raise
@@ -542,5 +374,5 @@ class ChatTemplate:
             raise TokenizerError(f"{self.name}: the chat template failed: "
                                  f"{type(e).__name__}: {str(e)[:300]}") from e
         finally:
-            _BUDGET.reset(token)
+            BUDGET.reset(token)
         return "".join(pieces)
