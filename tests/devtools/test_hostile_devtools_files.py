@@ -168,3 +168,36 @@ def test_the_debug_buffer_is_mapped_and_released(tmp_path):
     values = [v for b in inspector.event_blocks for e in b.events for v in e.debug_data]
     assert values and all(isinstance(v, np.ndarray) and v.flags.owndata for v in values)
     buffer.unlink()  # nothing keeps the mapping open
+
+
+# ---- ETRecord maps as the Inspector reads them --------------------------------------------
+
+ETRECORD = FUZZ / "etrecord" / "seed-simple_model.etrecord"
+
+
+@pytest.mark.parametrize("entry, value", [
+    ("debug_handle_map", {"forward": {"0": [[1]], "1": 2}}),
+    ("debug_handle_map", {"forward": {"0": "7"}}),
+    ("delegate_map", {"forward": {"0": 5}}),
+    ("delegate_map", {"forward": {"0": {"delegate_map": {"1": {"x": 1}}}}}),
+    ("instruction_id_to_num_outs_map", {"forward": {"0": "x"}}),
+])
+def test_odd_etrecord_map_values_are_etrecord_errors(entry, value, tmp_path):
+    """Values of the right maps with the wrong types: an unhashable handle was a TypeError, a
+    delegate entry that is not a map an AttributeError, inside the Inspector."""
+    import io
+    import json
+    import zipfile
+
+    pytest.importorskip("torch")
+    from edgetorch.errors import ETRecordError
+
+    src = zipfile.ZipFile(io.BytesIO(ETRECORD.read_bytes()))
+    path = tmp_path / "odd.etrecord"
+    with zipfile.ZipFile(path, "w") as z:
+        for info in src.infolist():
+            z.writestr(info.filename, json.dumps(value) if info.filename == entry
+                       else src.read(info))
+    with pytest.raises(ETRecordError, match=entry):
+        Inspector(etdump_data=(FUZZ / "etdump" / "seed-simple_model-profile.etdp").read_bytes(),
+                  etrecord=str(path))

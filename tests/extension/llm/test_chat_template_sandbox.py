@@ -118,7 +118,10 @@ ATTACKS = {
     "list mutation": ("{% set l = [1] %}{{ l.append(2) }}", "sandbox forbids"),
     "include a file": ("{% include '/etc/passwd' %}", "no loader"),
     "syntax error": ("{% for %}", "does not compile"),
-    "parser recursion": ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "does not compile"),
+    "parser recursion": ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nests more than 32"),
+    "unary recursion": ("{{ " + "not " * 5000 + "1 }}", "nests more than 32"),
+    "nested blocks": ("{% if 1 %}" * 100 + "x" + "{% endif %}" * 100, "nests more than 32"),
+    "deep expression": ("{{ 1" + " + 1" * 3000 + " }}", "expressions nest more than 100"),
     "lipsum": ("{{ lipsum(100000) }}", "undefined"),
     "raise_exception": ("{{ raise_exception('no system role') }}", "refused the messages: no system"),
 }

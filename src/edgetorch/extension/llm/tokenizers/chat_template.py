@@ -323,6 +323,46 @@ def _environment(raise_exception: Any) -> _ChatEnvironment:
     return env
 
 
+# jinja2's parser and compiler recurse per level of nesting (~13 Python frames per bracket);
+# these keep a template well inside Python's recursion limit, so that a RecursionError never
+# stands in for a limit. Real templates nest a handful of levels.
+MAX_NESTING = 32  # brackets and blocks, and a run of unary operators
+MAX_TREE_DEPTH = 100  # the parsed template (a chain a+a+a+... is as deep as it is long)
+_OPENERS = {"lparen", "lbracket", "lbrace"}
+_CLOSERS = {"rparen", "rbracket", "rbrace"}
+_BLOCKS = {"for", "if", "macro", "call", "filter", "with", "autoescape", "block", "generation"}
+
+
+def _check_nesting(env: _ChatEnvironment, source: str, name: str) -> None:
+    depth = unary = 0
+    after_block_begin = False
+    for token in env.lexer.tokenize(source):
+        kind, value = token.type, token.value
+        if kind in _OPENERS:
+            depth += 1
+        elif kind in _CLOSERS:
+            depth -= 1
+        elif after_block_begin and kind == "name":
+            depth += 1 if value in _BLOCKS else -1 if value[3:] in _BLOCKS and \
+                value.startswith("end") else 0
+        unary = unary + 1 if kind in ("sub", "add") or (kind == "name" and value == "not") \
+            else 0
+        after_block_begin = kind == "block_begin"
+        if depth > MAX_NESTING or unary > MAX_NESTING:
+            raise TokenizerError(f"{name}: the chat template nests more than {MAX_NESTING} "
+                                 f"levels deep (line {token.lineno}); real templates nest a few")
+
+
+def _check_depth(tree: nodes.Node, name: str) -> None:
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            raise TokenizerError(f"{name}: the chat template's expressions nest more than "
+                                 f"{MAX_TREE_DEPTH} levels deep (line {node.lineno})")
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+
+
 class ChatTemplate:
     """One chat template, compiled once, rendered within ``limits``."""
 
@@ -341,7 +381,10 @@ class ChatTemplate:
 
         env = _environment(raise_exception)
         try:
-            tree = _Instrument().visit(env.parse(source))
+            _check_nesting(env, source, name)
+            tree = env.parse(source)
+            _check_depth(tree, name)
+            tree = _Instrument().visit(tree)
             tree.set_environment(env)
             self._template = env.from_string(tree)
         except TokenizerError:
