@@ -217,9 +217,10 @@ def test_odd_config_values_are_ignored_or_typed(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": 12}))
     with pytest.raises(TokenizerError, match="chat_template is int"):
         T.load_tokenizer(path)
-    (tmp_path / "tokenizer_config.json").write_text("{not json")
-    with pytest.raises(TokenizerError, match="cannot read"):
-        T.load_tokenizer(path)
+    for text in ("{not json", "[" * 100_000 + "]" * 100_000, "\udcff"):
+        (tmp_path / "tokenizer_config.json").write_text(text, errors="surrogateescape")
+        with pytest.raises(TokenizerError, match="cannot read"):
+            T.load_tokenizer(path)
 
 
 @pytest.mark.parametrize("text", ["", "[]", '{"model": {"type": "BPE", "vocab": 5}}',

@@ -122,12 +122,19 @@ def _foreign_failure(e: BaseException) -> bool:
     return isinstance(e, Exception) or type(e).__name__ == "PanicException"
 
 
+_MAX_CONFIG_BYTES = 16 << 20  # tokenizer_config.json / generation_config.json: a few KB
+
+
 def _read_json(path: str) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TokenizerError(f"cannot read {path}: {e}") from e
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)
+        if len(raw) > _MAX_CONFIG_BYTES:
+            raise TokenizerError(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes; a "
+                                 "tokenizer's config is a few kilobytes")
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise TokenizerError(f"cannot read {path}: {str(e)[:200]}") from None
     return data if isinstance(data, dict) else {}
 
 
