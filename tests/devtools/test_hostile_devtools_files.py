@@ -131,7 +131,7 @@ def _run(name: str, values: list[float], debug_first: bool) -> E.RunData:
     return E.RunData(name, -1, None, [*debug, profile] if debug_first else [profile, *debug])
 
 
-def test_repeats_whose_events_interleave_differently_are_joined_by_position():
+def test_repeats_whose_events_interleave_differently_are_joined():
     """Two runs of one block: the same profile events and values, the debug events logged
     before the profile event in one and after it in the other (this used to pair a profile
     event with a debug event and fail with AttributeError)."""
