@@ -102,7 +102,9 @@ ETDUMPS = {
     "strides past the data": (_first_tensor(sizes=[2, 2], strides=[1 << 40, 1]), "strides"),
     "negative strides": (_first_tensor(sizes=[2, 2], strides=[-4, 1]), "strides"),
     "negative size": (_first_tensor(sizes=[-1, -1], strides=[]), "negative sizes"),
-    "sizes overflowing int64": (_first_tensor(sizes=[1 << 32, 1 << 32], strides=[]), "outside"),
+    "sizes overflowing int64": (_first_tensor(sizes=[(1 << 31) - 1] * 3, strides=[]), "outside"),
+    "sizes past int32": (_first_tensor(sizes=[0, 1 << 40], strides=[]), "no runtime logs"),
+    "65 dimensions": (_first_tensor(sizes=[1] * 65, strides=[]), "no runtime logs"),
     "offset past the buffer": (_first_tensor(offset=1 << 40), "outside"),
     "negative offset": (_first_tensor(offset=-8), "outside"),
     "every event copies the whole buffer": (_all_at_the_start, "twice"),
@@ -129,6 +131,18 @@ def _run(name: str, values: list[float], debug_first: bool) -> E.RunData:
                                                             double_value=E.Double(v))))
              for v in values]
     return E.RunData(name, -1, None, [*debug, profile] if debug_first else [profile, *debug])
+
+
+def test_a_size_1_dimension_may_have_any_stride():
+    """It never steps (a huge one overflowed NumPy's as_strided, and the view it left made
+    closing the mapped buffer fail with BufferError: a fuzz finding)."""
+    from edgetorch.devtools.inspector import _runs
+
+    buffer = np.arange(6, dtype=np.float32).tobytes()
+    t = E.Tensor(ScalarType.FLOAT, sizes=[1, 2, 3], strides=[1 << 62, 3, 1], offset=0)
+    assert np.array_equal(_runs._tensor(t, buffer), np.arange(6, dtype=np.float32).reshape(1, 2, 3))
+    t.strides = [1 << 62, 1, 2]  # transposed inner dimensions still read as strided
+    assert np.array_equal(_runs._tensor(t, buffer)[0], np.arange(6).reshape(3, 2).T)
 
 
 def test_repeats_whose_events_interleave_differently_are_joined():

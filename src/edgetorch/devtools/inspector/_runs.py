@@ -132,6 +132,9 @@ _NUMPY = {ScalarType.FLOAT: np.float32, ScalarType.DOUBLE: np.float64, ScalarTyp
           ScalarType.CHAR: np.int8, ScalarType.BYTE: np.uint8, ScalarType.BOOL: np.bool_}
 
 
+_MAX_DIMS = 64
+
+
 def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> Any:
     if buffer is None:
         return MISSING
@@ -143,6 +146,11 @@ def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> An
     if any(s < 0 for s in sizes):
         raise FormatError(f"ETDump tensor has negative sizes {sizes}; the ETDump is corrupted, "
                           "record it again")
+    # ExecuTorch's sizes are int32 (SizesType) and NumPy holds at most 64 dimensions.
+    if len(sizes) > _MAX_DIMS or any(s >= 1 << 31 for s in sizes):
+        raise FormatError(f"ETDump tensor has sizes {sizes[:8]}{'...' if len(sizes) > 8 else ''} "
+                          f"({len(sizes)} dimensions), which no runtime logs; the ETDump is "
+                          "corrupted")
     numel = math.prod(sizes)
     if numel == 0:  # ExecuTorch logs empty outputs (batch norm's mean/var) at offset -1
         return np.zeros(tuple(sizes), dtype)
@@ -154,8 +162,10 @@ def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> An
                           "the same run")
     # A strides list that does not match the rank (edgetorch's writer once logged 0-dim values
     # with strides [1]) is read as contiguous rather than failing.
-    strides = [int(s) for s in t.strides]
-    strided = bool(strides and numel and len(strides) == len(sizes))
+    # A dimension of size 1 never steps, so its stride is irrelevant (and may be anything: a
+    # huge one overflowed NumPy, with a view of the mapped buffer still alive).
+    strides = [int(s) if n > 1 else 0 for n, s in zip(sizes, t.strides)]
+    strided = bool(strides and numel and len(t.strides) == len(sizes))
     if strided:
         # ExecuTorch logs a tensor's nbytes: every element the strides reach must lie in them
         # (as_strided itself would read whatever memory they point at).
