@@ -61,12 +61,13 @@ def main() -> int:
                f"-artifact_prefix={work}/", "-print_final_stats=1", f"-seed={args.seed}",
                "-timeout=10", "-rss_limit_mb=3072", str(corpus)]
         before = set(work.glob("*-*"))
-        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        # stdout too: atheris reports a timeout ("=== Timeout", the Python stack) there.
+        proc = subprocess.Popen(cmd, stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True,
                                 cwd=work, env=os.environ.copy())
         last, done = 0, None
         tail: list[str] = []
-        assert proc.stderr is not None
-        for line in proc.stderr:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             log.write(line)
             tail = (tail + [line])[-60:]
             if m := _STATUS.match(line):
