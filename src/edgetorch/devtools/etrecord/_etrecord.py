@@ -268,7 +268,8 @@ def parse_etrecord(etrecord_path: str | os.PathLike | IO[bytes], *,
     ``RuntimeError``, as ExecuTorch raises) or :class:`UnsafeFileError`."""
     try:
         z = zipfile.ZipFile(etrecord_path, "r")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError,
+            NotImplementedError) as e:  # (a "version needed to extract" zipfile lacks)
         raise ETRecordError(f"Invalid etrecord file passed in ({e}).") from None
     with z:
         try:
