@@ -13,7 +13,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short lint bench setup ref clean
+.PHONY: et-suite browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -103,13 +103,23 @@ test-openvino: $(OV)/.installed $(REF_OV)/.installed
 	EDGETORCH_REF_OV_PYTHON=$(CURDIR)/$(REF_OV)/bin/python $(OV)/bin/python -m pytest -q \
 		-n 2 --dist loadfile -p no:cacheprovider -m "not slow" tests/backends/openvino
 
-## A short seeded fuzz run of each loader (about a minute per target; scripts/fuzz/harness.py).
+## A short seeded fuzz run of each reader (about a minute per target; scripts/fuzz/harness.py).
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := pte ptd xnnpack bpte etdump etrecord gguf chat_template
 fuzz-short: $(VENV)/.installed
 	mkdir -p build
-	for t in pte ptd xnnpack; do \
+	for t in $(FUZZ_TARGETS); do \
 		$(PY) scripts/fuzz/fuzz_$$t.py -seed=1 -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=build/fuzz-$$t- || exit 1; \
+	done
+
+## Every target to FUZZ_RUNS iterations, one campaign at a time (hours to days on a laptop;
+## findings and summary.json per target under build/fuzz-long/<target>/).
+FUZZ_RUNS ?= 1000000
+fuzz-long: $(VENV)/.installed
+	for t in $(FUZZ_TARGETS); do \
+		nice -n 19 $(PY) scripts/fuzz/run_campaign.py $$t --runs $(FUZZ_RUNS) \
+			--workdir build/fuzz-long/$$t || exit 1; \
 	done
 
 bench: $(VENV)/.installed $(REF)/.installed

@@ -1,4 +1,4 @@
-"""The atheris (libFuzzer) driver behind ``fuzz_pte.py``, ``fuzz_ptd.py`` and ``fuzz_xnnpack.py``.
+"""The atheris (libFuzzer) driver behind every ``fuzz_<target>.py`` (targets: ``targets.TARGETS``).
 
     python scripts/fuzz/fuzz_pte.py [libFuzzer flags] [CORPUS_DIR ...]
 
@@ -6,8 +6,9 @@ With no corpus directory given, a scratch copy of the checked-in corpus
 (``tests/fixtures/fuzz/<target>`` plus its regressions) is used, so a run never writes into the
 repository. Limits: ``RLIMIT_AS`` (``EDGETORCH_FUZZ_MEM_MB``, default 3072) bounds what any
 input can make the process allocate; libFuzzer's ``-timeout`` (default here 10 s) bounds each
-input's time. A finding (see ``targets.check``) raises, and libFuzzer saves the input as
-``crash-<sha1>`` (``-artifact_prefix``); copy it to ``tests/fixtures/fuzz/regressions/<target>/``.
+input's time (``-rss_limit_mb``, set by ``run_campaign.py``, the process's resident memory).
+A finding (see ``targets.check``) raises, and libFuzzer saves the input as ``crash-<sha1>``
+(``-artifact_prefix``); copy it to ``tests/fixtures/fuzz/regressions/<target>/``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,6 @@ import atheris  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-with atheris.instrument_imports(include=["edgetorch"]):
-    import targets  # noqa: E402
-
-    import edgetorch.backends.xnnpack.runtime  # noqa: E402, F401
-    import edgetorch.runtime  # noqa: E402, F401
-
 
 def _limit_memory() -> int:
     mb = int(os.environ.get("EDGETORCH_FUZZ_MEM_MB", "3072"))
@@ -41,7 +36,16 @@ def _limit_memory() -> int:
 
 
 def main(target: str) -> None:
-    run_one = targets.TARGETS[target]()
+    # Everything the target imports is instrumented: edgetorch (and, per target, the library
+    # whose paths the input drives, e.g. jinja2 for chat templates).
+    import importlib
+
+    with atheris.instrument_imports(include=["edgetorch", "targets"]):
+        targets = importlib.import_module("targets")
+    with atheris.instrument_imports(include=["edgetorch", *targets.INSTRUMENT.get(target, [])]):
+        if target in ("pte", "ptd", "xnnpack", "bpte"):
+            importlib.import_module("edgetorch.backends.xnnpack.runtime")
+        run_one = targets.TARGETS[target]()
     args = list(sys.argv)
     if not any(a.startswith("-timeout=") for a in args):
         args.append("-timeout=10")
@@ -57,5 +61,6 @@ def main(target: str) -> None:
     def test_one_input(data: bytes) -> None:
         run_one(data)  # a Finding (or anything else escaping) is a crash for libFuzzer
 
-    atheris.Setup(args, test_one_input)
+    mutator = targets.MUTATORS.get(target)
+    atheris.Setup(args, test_one_input, **({"custom_mutator": mutator} if mutator else {}))
     atheris.Fuzz()

@@ -1,6 +1,7 @@
 """Run one fuzz target for N iterations in total, restarting after each finding, and report.
 
     nice -n 19 python scripts/fuzz/run_campaign.py pte --runs 1000000 --workdir /tmp/fuzz-pte
+    nice -n 19 python scripts/fuzz/run_campaign.py gguf --max-seconds 7200 --workdir /tmp/fuzz-gguf
 
 libFuzzer stops at the first crash; this keeps the corpus in ``<workdir>/corpus`` (seeded from
 the checked-in one), restarts until the total reaches ``--runs``, and writes
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -30,11 +32,13 @@ _DONE = re.compile(r"^(?:Done (\d+) runs|stat::number_of_executed_units: (\d+))"
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("target", choices=["pte", "ptd", "xnnpack"])
+    ap.add_argument("target", choices=sorted(p.stem[len("fuzz_"):] for p in HERE.glob("fuzz_*.py")))
     ap.add_argument("--runs", type=int, default=1_000_000)
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--max-restarts", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0, help="libFuzzer -seed (0: random)")
+    ap.add_argument("--max-seconds", type=int, default=0,
+                    help="stop after this long even if --runs is not reached (0: no limit)")
     args = ap.parse_args()
 
     import targets  # after sys.path: needs edgetorch importable
@@ -49,16 +53,21 @@ def main() -> int:
     start = time.time()
     log = (work / "fuzz.log").open("a")
     while total < args.runs and restarts <= args.max_restarts:
+        left = args.max_seconds - (time.time() - start) if args.max_seconds else None
+        if left is not None and left < 1:
+            break
         cmd = [sys.executable, str(HERE / f"fuzz_{args.target}.py"), f"-runs={args.runs - total}",
+               *([f"-max_total_time={int(left)}"] if left is not None else []),
                f"-artifact_prefix={work}/", "-print_final_stats=1", f"-seed={args.seed}",
                "-timeout=10", "-rss_limit_mb=3072", str(corpus)]
         before = set(work.glob("*-*"))
-        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        # stdout too: atheris reports a timeout ("=== Timeout", the Python stack) there.
+        proc = subprocess.Popen(cmd, stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True,
                                 cwd=work, env=os.environ.copy())
         last, done = 0, None
         tail: list[str] = []
-        assert proc.stderr is not None
-        for line in proc.stderr:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             log.write(line)
             tail = (tail + [line])[-60:]
             if m := _STATUS.match(line):
@@ -77,10 +86,14 @@ def main() -> int:
             if not artifacts:
                 break  # died without saying why (e.g. killed by a signal): stop and report
     seconds = time.time() - start
+    # CPU time of the fuzzers: on a shared machine wall-clock exec/s says more about the load
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = child.ru_utime + child.ru_stime
     files = [f for f in corpus.iterdir() if f.is_file()]
     summary = {
         "target": args.target, "iterations": total, "seconds": round(seconds, 1),
         "exec_per_s": round(total / seconds, 1) if seconds else None,
+        "cpu_seconds": round(cpu, 1), "exec_per_cpu_s": round(total / cpu, 1) if cpu else None,
         "corpus_files": len(files), "corpus_bytes": sum(f.stat().st_size for f in files),
         "coverage_edges": cov, "features": ft, "restarts": restarts, "findings": findings,
     }

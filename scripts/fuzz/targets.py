@@ -1,10 +1,17 @@
 """What the fuzzers run on one input, and what counts as a finding (shared by the atheris
-harnesses ``fuzz_*.py`` and the corpus replay test ``tests/reliability/test_fuzz_corpus.py``).
+harnesses ``fuzz_*.py``, ``replay.py`` and the corpus replay test
+``tests/reliability/test_fuzz_corpus.py``).
 
-A target takes the bytes of one file and drives the runtime the way a user would: for a
+A target takes the bytes of one file and drives edgetorch the way a user would: for a
 ``.pte``, ``load_program`` + ``load_method`` + one ``execute`` of each method; for a ``.ptd``,
 a fixed program that reads its weights from the fuzzed data file; for an XNNPACK blob, the
-backend's ``init`` (with the named data of the seed programs) and one ``execute``.
+backend's ``init`` (with the named data of the seed programs) and one ``execute``; for a
+``.bpte``, ``load_bundled_program`` and the verification of each bundled test case; for an
+ETDump, the Inspector with and without the seed's debug buffer; for an ETRecord,
+``parse_etrecord`` and an Inspector joining it with a seed ETDump; for a GGUF file, its
+tokenizer converted to tokenizer.json, loaded, and used, and its chat template rendered; for a
+chat template, compiling and rendering it (with small limits, so that a hostile template stops
+in well under a second).
 
 Success is an ``edgetorch.errors.EdgeTorchError`` or no error at all. Anything else escaping is
 a finding; so is a typed error that wraps a ``MemoryError`` or ``RecursionError`` (an
@@ -50,10 +57,20 @@ def check(exc: BaseException) -> None:
         cause = cause.__cause__
 
 
+# Set by replay.py for seed files: a seed is a valid file, so any error at all is a finding
+# (this is what keeps the seeds exercising the whole path rather than its first check). Not for
+# the .ptd target, whose seeds include ExecuTorch's, written for another program.
+STRICT = False
+SEEDS_RUN_CLEAN = frozenset({"pte", "xnnpack", "bpte", "etdump", "etrecord", "gguf",
+                             "chat_template"})
+
+
 def _guarded(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except Exception as e:  # classified, re-raised as a Finding when it is one
+        if STRICT:
+            raise Finding(f"a seed failed: {type(e).__name__}: {e}") from e
         check(e)
         return None
 
@@ -184,11 +201,178 @@ class _XnnpackTarget:
         return values
 
 
+MAX_CASES = 4  # bundled test cases verified per method
+
+
+def run_bpte(data: bytes) -> None:
+    """A ``.bpte``: load it, then verify (load inputs, execute, compare) each test case."""
+    from edgetorch.runtime.bundled import load_bundled_program
+
+    bundled = _guarded(lambda: load_bundled_program(data))
+    if bundled is None:
+        return
+    for name in bundled.method_names[:MAX_METHODS]:
+        count = _guarded(lambda n=name: bundled.num_test_cases(n)) or 0
+        for idx in range(min(count, MAX_CASES)):
+            _guarded(lambda n=name, i=idx: bundled.verify_result_with_bundled_expected_output(n, i))
+
+
+def _inspect(inspector: Any) -> None:
+    """What a user reads from an Inspector: each event's statistics and values."""
+    for block in inspector.event_blocks:
+        for event in block.events:
+            if event.perf_data is not None and event.perf_data.raw:
+                event.perf_data.p50, event.perf_data.max  # noqa: B018
+            for value in event.debug_data:
+                repr(value)
+
+
+class _EtdumpTarget:
+    """The Inspector on the fuzzed ETDump, without and with the seed run's debug buffer."""
+
+    def __init__(self) -> None:
+        from edgetorch.devtools.inspector import Inspector
+
+        self.inspector = Inspector
+        self.buffer = str(FUZZ_DIR / "etdump_debug_buffer.bin")
+
+    def __call__(self, data: bytes) -> None:
+        for buffer in (None, self.buffer):
+            inspector = _guarded(lambda b=buffer: self.inspector(etdump_data=data,
+                                                                  debug_buffer_path=b))
+            if inspector is not None:
+                _guarded(lambda i=inspector: _inspect(i))
+
+
+class _EtrecordTarget:
+    """``parse_etrecord`` on the fuzzed zip, then an Inspector joining it with a seed ETDump
+    (the maps it reads come from the file)."""
+
+    def __init__(self) -> None:
+        from edgetorch.devtools.etrecord import parse_etrecord
+        from edgetorch.devtools.inspector import Inspector
+
+        self.parse, self.inspector = parse_etrecord, Inspector
+        self.etdump = (FUZZ_DIR / "etdump" / "seed-simple_model-profile.etdp").read_bytes()
+
+    def __call__(self, data: bytes) -> None:
+        import io
+
+        record = _guarded(lambda: self.parse(io.BytesIO(data)))
+        if record is not None:
+            _guarded(lambda: _inspect(self.inspector(etdump_data=self.etdump, etrecord=record)))
+
+
+# Small limits: a hostile template stops within a fraction of a second (the defaults, 10 s and
+# a million steps, are tested in tests/extension/llm/test_chat_template_sandbox.py).
+_FUZZ_TEMPLATE_LIMITS = dict(max_steps=20_000, max_value_chars=200_000, max_output_chars=200_000,
+                             max_built_chars=2_000_000, max_seconds=2.0)
+_MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"},
+             {"role": "assistant", "content": "4"}, {"role": "user", "content": "héllo 😀"}]
+_TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+
+def _render(source: str, name: str) -> None:
+    from edgetorch.extension.llm.tokenizers.chat_template import ChatTemplate, TemplateLimits
+
+    template = _guarded(lambda: ChatTemplate(source, name,
+                                             TemplateLimits(**_FUZZ_TEMPLATE_LIMITS)))
+    if template is not None:
+        for tools in (None, _TOOLS):
+            _guarded(lambda t=tools: template.render(
+                messages=_MESSAGES, tools=t, add_generation_prompt=True,
+                bos_token="<s>", eos_token="</s>", date_string="26 Jul 2024"))
+
+
+class _ChatTemplateTarget:
+    def __init__(self) -> None:
+        import edgetorch.extension.llm.tokenizers.chat_template  # noqa: F401  (instrumented)
+
+    def __call__(self, data: bytes) -> None:
+        _render(data.decode("utf-8", "replace"), "the fuzzed chat template")
+
+
+class _GgufTarget:
+    """A GGUF tokenizer: tokenizer.json + config written by ``gguf_to_tokenizer_json``, loaded
+    with ``load_tokenizer``, one encode / decode, and the file's chat template rendered."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        from edgetorch.extension.llm import tokenizers
+
+        self.tokenizers = tokenizers
+        self.out = tempfile.mkdtemp(prefix="edgetorch-fuzz-gguf-")
+
+    def __call__(self, data: bytes) -> None:
+        path = _guarded(lambda: self.tokenizers.gguf_to_tokenizer_json(data, self.out))
+        if path is None:
+            return
+        tok = _guarded(lambda: self.tokenizers.load_tokenizer(path))
+        if tok is None:
+            return
+        ids = _guarded(lambda: tok.encode("Hello wörld 😀 <|im_end|>", bos=0))
+        if ids is not None:
+            _guarded(lambda: tok.decode(ids))
+        if tok.chat_template:
+            _render(tok.chat_template, "the fuzzed GGUF's chat template")
+
+
 TARGETS: dict[str, Callable[[], Callable[[bytes], None]]] = {
     "pte": lambda: run_pte,
     "ptd": _PtdTarget,
     "xnnpack": _XnnpackTarget,
+    "bpte": lambda: run_bpte,
+    "etdump": _EtdumpTarget,
+    "etrecord": _EtrecordTarget,
+    "gguf": _GgufTarget,
+    "chat_template": _ChatTemplateTarget,
 }
+
+
+def mutate_zip_entry(data: bytes, max_size: int, seed: int) -> bytes:
+    """libFuzzer custom mutator for zips (ETRecords): mutate one entry's bytes (or its name,
+    or drop / repeat an entry) and zip again with valid CRCs, so the mutations reach the
+    readers behind the zip instead of stopping at its checksum. Anything that is not a zip is
+    mutated as plain bytes."""
+    import io
+    import random
+    import zipfile
+
+    import atheris
+
+    rng = random.Random(seed)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            entries = [[info.filename, z.read(info)] for info in z.infolist()]
+    except Exception:  # not a zip (any more): plain byte mutations
+        return atheris.Mutate(data, max_size)
+    if not entries or rng.random() < 0.05:
+        return atheris.Mutate(data, max_size)
+    k = rng.randrange(len(entries))
+    roll = rng.random()
+    if roll < 0.85:
+        blob = entries[k][1]
+        entries[k][1] = atheris.Mutate(blob, max(2 * len(blob), 256))
+    elif roll < 0.92:
+        entries[k][0] = atheris.Mutate(entries[k][0].encode(), 128).decode("utf-8", "replace")
+    elif roll < 0.96:
+        del entries[k]
+    else:
+        entries.append(list(entries[k]))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for name, blob in entries:
+            z.writestr(name or "_", blob)
+    data = out.getvalue()
+    return data if len(data) <= max_size else atheris.Mutate(data[:max_size], max_size)
+
+
+# Structure-aware mutation where plain byte flips would stop at a checksum.
+MUTATORS: dict[str, Callable[[bytes, int, int], bytes]] = {"etrecord": mutate_zip_entry}
+# What atheris instruments for coverage, per target (edgetorch always): a template's paths
+# run through jinja2's parser and compiler, a GGUF's through its chat template's.
+INSTRUMENT: dict[str, list[str]] = {"chat_template": ["jinja2"], "gguf": ["jinja2"]}
 
 
 def corpus_files(target: str) -> list[Path]:

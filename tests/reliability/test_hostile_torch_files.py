@@ -179,6 +179,52 @@ def test_a_zip_bomb_is_refused_before_it_is_decompressed(tmp_path):
         parse_etrecord(path, max_bytes=16 << 20)
 
 
+def _understate_size(data: bytes, name: bytes, size: int) -> bytes:
+    """The zip with ``name``'s uncompressed size set to ``size`` in its local header and the
+    central directory (what a bomb does to slip past a check of the declared sizes)."""
+    out = bytearray(data)
+    for sig, size_at, name_len_at, name_at in ((b"PK\x03\x04", 22, 26, 30),
+                                               (b"PK\x01\x02", 24, 28, 46)):
+        i = out.find(sig)
+        while i != -1:
+            n = int.from_bytes(out[i + name_len_at:i + name_len_at + 2], "little")
+            if bytes(out[i + name_at:i + name_at + n]) == name:
+                out[i + size_at:i + size_at + 4] = size.to_bytes(4, "little")
+            i = out.find(sig, i + 4)
+    return bytes(out)
+
+
+def test_a_bomb_that_understates_its_size_is_not_inflated(tmp_path):
+    import tracemalloc
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("ETRECORD_V0", "")
+        z.writestr(zipfile.ZipInfo("debug_handle_map"), b" " * (64 << 20),
+                   compress_type=zipfile.ZIP_DEFLATED)
+    path = tmp_path / "bomb.etrecord"
+    path.write_bytes(_understate_size(buf.getvalue(), b"debug_handle_map", 100))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ETRecordError):
+            parse_etrecord(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # z.read would have inflated all 64 MiB
+
+
+def test_entries_compressed_with_bzip2_or_lzma_are_refused(tmp_path):
+    """zipfile inflates those a whole chunk at a time (4 KB of bzip2 can be gigabytes)."""
+    for method in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        path = tmp_path / f"{method}.etrecord"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("ETRECORD_V0", "")
+            z.writestr(zipfile.ZipInfo("debug_handle_map"), b"{}", compress_type=method)
+        with pytest.raises(ETRecordError, match="compression method"):
+            parse_etrecord(path)
+
+
 def _zip_bytes(entries: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:

@@ -19,6 +19,7 @@ element and its error. Torch-free: NumPy, flatbuffers and the standard library o
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -47,21 +48,35 @@ def value_to_python(v: B.Value) -> Any:
         return int(val.int_val)
     if isinstance(val, B.Bool):
         return bool(val.bool_val)
-    return float(val.double_val)
+    if isinstance(val, B.Double):
+        return float(val.double_val)
+    raise _corrupted("a bundled value holds no tensor, int, bool or double")
+
+
+def _corrupted(what: str) -> BundledVerificationError:
+    return BundledVerificationError(f"{what}; the .bpte is corrupted: bundle the program again",
+                                    code=ErrorCode.InvalidArgument)
 
 
 def tensor_to_numpy(t: B.Tensor) -> np.ndarray:
     """The bundled tensor's data as an array of its sizes (data is laid out in ``dim_order``)."""
-    dtype = to_numpy_dtype(t.scalar_type)
+    name = ScalarType(t.scalar_type).name
+    try:
+        dtype = to_numpy_dtype(t.scalar_type)
+    except KeyError:
+        raise _corrupted(f"a bundled tensor has dtype {name}, which the runtime has no NumPy "
+                         "type for") from None
     sizes = [int(s) for s in t.sizes]
     order = [int(d) for d in t.dim_order] or list(range(len(sizes)))
-    numel = int(np.prod(sizes)) if sizes else 1
+    if any(s < 0 for s in sizes):
+        raise _corrupted(f"bundled tensor {name}{sizes} has a negative size")
+    if sorted(order) != list(range(len(sizes))):
+        raise _corrupted(f"bundled tensor {name}{sizes} has dim_order {order}, which is no "
+                         f"permutation of its {len(sizes)} dimensions")
+    numel = math.prod(sizes)
     need = numel * dtype.itemsize
     if len(t.data) < need:
-        raise BundledVerificationError(
-            f"bundled tensor {ScalarType(t.scalar_type).name}{sizes} holds {len(t.data)} bytes, "
-            f"needs {need}; the .bpte is corrupted: bundle the program again",
-            code=ErrorCode.InvalidArgument)
+        raise _corrupted(f"bundled tensor {name}{sizes} holds {len(t.data)} bytes, needs {need}")
     flat = np.frombuffer(t.data, dtype=dtype, count=numel)
     if not sizes:
         return flat.reshape(()).copy()

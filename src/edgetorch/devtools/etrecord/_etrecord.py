@@ -170,6 +170,14 @@ class _Reader:
         self.z = z
         self.sizes = {}
         for info in infos:
+            # zipfile bounds a deflated (or stored) entry's output by its declared size as it
+            # inflates; bzip2 and LZMA entries are decompressed a whole chunk at a time, and
+            # 4 KB of bzip2 can expand to gigabytes before that bound applies. ExecuTorch and
+            # edgetorch write stored entries.
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ETRecordError(
+                    f"ETRecord entry {info.filename!r} uses zip compression method "
+                    f"{info.compress_type}; an ETRecord's entries are stored or deflated")
             if info.file_size > min(MAX_ENTRY_BYTES, max_bytes):
                 raise ETRecordError(
                     f"ETRecord entry {info.filename!r} decompresses to {info.file_size} bytes, "
@@ -188,7 +196,14 @@ class _Reader:
     def read(self, name: str) -> bytes:
         if name not in self.sizes:
             raise ETRecordError(f"ETRecord entry {name!r} is missing")
-        return self.z.read(name)
+        # With a size, zipfile inflates about that much and stops; ``z.read(name)`` would
+        # inflate the whole entry first, whatever size the zip directory declares for it.
+        with self.z.open(name) as f:
+            data = f.read(self.sizes[name])
+            if len(data) < self.sizes[name] or f.read(1):
+                raise ETRecordError(f"ETRecord entry {name!r} does not hold the "
+                                    f"{self.sizes[name]} bytes its zip directory declares")
+        return data
 
     def json(self, name: str) -> Any:
         try:
@@ -253,7 +268,8 @@ def parse_etrecord(etrecord_path: str | os.PathLike | IO[bytes], *,
     ``RuntimeError``, as ExecuTorch raises) or :class:`UnsafeFileError`."""
     try:
         z = zipfile.ZipFile(etrecord_path, "r")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError,
+            NotImplementedError) as e:  # (a "version needed to extract" zipfile lacks)
         raise ETRecordError(f"Invalid etrecord file passed in ({e}).") from None
     with z:
         try:

@@ -11,12 +11,14 @@ become separate blocks ``Execute``, ``Execute_1``, ...
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ...errors import FormatError
 from . import _runs as R
 from ._event import Event, EventBlock, PerfData, TimeScale, time_scale_factor
 
@@ -78,22 +80,24 @@ class BlockOptions:
 
 
 def build_blocks(runs: list[R.RawRun], options: BlockOptions) -> list[EventBlock]:
-    groups: list[_Group] = []
+    # Runs with the same events and the same logged values are repeats of one group; keyed by
+    # a digest of both, so grouping stays linear however many runs a (hostile) file holds.
+    groups: dict[tuple, _Group] = {}
     for run in runs:
         events = _run_events(run)
         signature = (run.name, tuple(events), run.bundled_input_index)
         outputs = [d.value for d in run.events if isinstance(d, R.RawDebug) and d.output]
-        for g in groups:
-            if g.signature == signature and _same_values(g, events, outputs):
-                for sig, pair in events.items():
-                    g.events[sig].append(pair)
-                break
+        key = (signature, _values_key(events, outputs))
+        g = groups.get(key)
+        if g is not None:
+            for sig, pair in events.items():
+                g.events[sig].append(pair)
         else:
-            groups.append(_Group(run.name, signature, run.bundled_input_index,
-                                 {sig: [pair] for sig, pair in events.items()}, outputs))
+            groups[key] = _Group(run.name, signature, run.bundled_input_index,
+                                 {sig: [pair] for sig, pair in events.items()}, outputs)
     blocks = []
     seen: dict[tuple, int] = {}
-    for g in groups:
+    for g in groups.values():
         n = seen.get(g.signature, 0)
         seen[g.signature] = n + 1
         events = [_event(sig, pairs, options) for sig, pairs in g.events.items()]
@@ -156,7 +160,7 @@ def _elapsed(start: float, end: float) -> float:
         return end - start
     # A 32-bit tick counter that wrapped between start and end.
     if start > _UINT32_MAX or end > _UINT32_MAX:
-        raise ValueError(f"an event ends ({end}) before it starts ({start}) and the times do "
+        raise FormatError(f"an event ends ({end}) before it starts ({start}) and the times do "
                          "not fit 32 bits, so it is not a counter wrap-around; the ETDump's "
                          "times are corrupt")
     return (_UINT32_MAX - start) + end
@@ -171,20 +175,22 @@ def _duration(event: Event, p: R.RawProfile, factor: float) -> float:
     return float(_elapsed(p.start_time, p.end_time)) / factor
 
 
-def _same_values(group: _Group, events: dict, outputs: list[Any]) -> bool:
-    """Whether a run logged the values of the group's first run (other inputs stay apart)."""
-    if not _equal(group.run_output, outputs):
-        return False
-    for sig, (_, debugs) in events.items():
-        first = group.events[sig][0][1]
-        if not _equal([d.value for d in first], [d.value for d in debugs]):
-            return False
-    return True
+def _values_key(events: dict, outputs: list[Any]) -> tuple:
+    """A run's logged values as a hashable key: equal keys for runs whose values are equal."""
+    return (_value_key(outputs),
+            tuple(_value_key([d.value for d in debugs]) for _, debugs in events.values()))
 
 
-def _equal(x: Any, y: Any) -> bool:
-    if isinstance(x, list) and isinstance(y, list):
-        return len(x) == len(y) and all(_equal(p, q) for p, q in zip(x, y))
-    if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
-        return x.shape == y.shape and x.dtype == y.dtype and bool(np.array_equal(x, y))
-    return x is y or x == y
+def _value_key(x: Any) -> Any:
+    if isinstance(x, list):
+        return ("list", tuple(_value_key(v) for v in x))
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "fc":
+            x = x + x.dtype.type(0)  # -0.0 becomes 0.0: equal values, equal bytes
+        digest = hashlib.blake2b(np.ascontiguousarray(x).tobytes(), digest_size=16).digest()
+        return ("array", x.dtype.str, x.shape, digest)
+    if isinstance(x, float) and x != x:  # NaN: grouped by its bytes, as arrays are
+        return ("nan",)
+    if isinstance(x, (int, float, bool, str, type(None))):
+        return (type(x).__name__, x)
+    return ("object", id(x))  # the MISSING marker (no debug buffer)

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 
+from ...errors import ETRecordError
 from ._event import DELEGATE_CALL, FRAMEWORK_EVENTS, Event
 
 DEBUG_HANDLE = "debug_handle"
@@ -46,6 +47,34 @@ def _str_keys(maps: dict | None, method: str = FORWARD) -> dict[str, Any] | None
     return {str(k): v for k, v in (maps.get(method) or {}).items()}
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_values(handles: dict, delegates: dict, num_outs: dict) -> None:
+    """The maps' values as the lookups below use them (a saved ETRecord's maps are JSON from
+    the file): handles an int or a list of ints, a delegate entry a map whose ``delegate_map``
+    is a map of handles, output counts ints."""
+    def bad(name: str, key: str, value: Any, want: str) -> None:
+        raise ETRecordError(f"ETRecord {name} entry {key!r} is {str(value)[:60]!r}, expected "
+                            f"{want}; the ETRecord is corrupted: generate it again")
+
+    def is_handles(v: Any) -> bool:
+        return _is_int(v) or (isinstance(v, list) and all(_is_int(h) for h in v))
+
+    for key, v in handles.items():
+        if not is_handles(v):
+            bad("debug_handle_map", key, v, "an int or a list of ints")
+    for key, v in num_outs.items():
+        if not _is_int(v):
+            bad("instruction_id_to_num_outs_map", key, v, "an int")
+    for key, v in delegates.items():
+        inner = v.get("delegate_map") if isinstance(v, dict) else None
+        if not isinstance(v, dict) or not isinstance(inner or {}, dict) or \
+                not all(is_handles(h) for h in (inner or {}).values()):
+            bad("delegate_map", key, v, "a map with a 'delegate_map' of handles")
+
+
 class GraphInfo:
     def __init__(self, etrecord: Any) -> None:
         edge = etrecord.edge_dialect_program
@@ -55,9 +84,17 @@ class GraphInfo:
         self.handle_map = _str_keys(etrecord._debug_handle_map) or {}
         self.delegate_map = _str_keys(etrecord._delegate_map)
         self.num_outs_map = _str_keys(etrecord._instruction_id_to_num_outs_map) or {}
-        self.by_handle: dict[int, list[torch.fx.Node]] = {}
+        _check_values(self.handle_map, self.delegate_map or {}, self.num_outs_map)
+        self.by_handle: dict[Any, list[torch.fx.Node]] = {}
         for node in edge_nodes(self.program) if self.program is not None else []:
-            self.by_handle.setdefault(_hashable(node.meta[DEBUG_HANDLE]), []).append(node)
+            handle = node.meta[DEBUG_HANDLE]
+            try:
+                key = _hashable(handle)
+                hash(key)
+            except TypeError:
+                raise ETRecordError(f"node {node.name!r} has debug handle {str(handle)[:40]!r}, "
+                                    "not an integer; the ETRecord is corrupted") from None
+            self.by_handle.setdefault(key, []).append(node)
 
     def resolve(self, event: Event) -> None:
         """Set the event's debug handles, output count and delegate backend."""

@@ -8,11 +8,13 @@ typed error, and runs with different inputs become separate event blocks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import mmap
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ...errors import EdgeTorchError
@@ -32,6 +34,9 @@ EXCLUDED_COLUMNS_WHEN_PRINTING = ["raw", "delegate_debug_identifier", "stack_tra
 
 class InspectorError(EdgeTorchError, ValueError):
     """The Inspector lacks what a request needs (an ETRecord, a debug buffer, inputs)."""
+
+
+MAX_ETDUMP_BYTES = 1 << 30  # an ETDump holds events, not tensors (those are in the buffer)
 
 
 class Inspector:
@@ -70,18 +75,14 @@ class Inspector:
     def _read_etdump(self, path: str | None, data: Any, buffer_path: str | None
                      ) -> list[R.RawRun]:
         if path is not None:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _read_capped(path, MAX_ETDUMP_BYTES, "ETDump")
         etdump = data if isinstance(data, E.ETDump) else E.deserialize_from_etdump_flatcc(data)
-        buffer = None
-        if buffer_path is not None:
-            with open(buffer_path, "rb") as f:
-                buffer = f.read()
-        else:
+        if buffer_path is None:
             warnings.warn("Output Buffer not found. Tensor Debug Data will not be available.",
                           stacklevel=3)
-        self.has_debug_buffer = buffer is not None
-        return R.runs_from_etdump(etdump, buffer)
+        self.has_debug_buffer = buffer_path is not None
+        with _mapped(buffer_path) as buffer:
+            return R.runs_from_etdump(etdump, buffer)
 
     def _consume_etrecord(self) -> None:
         """Debug handles, then node metadata, then reference outputs, for every event."""
@@ -205,3 +206,27 @@ class Inspector:
 
 def _scale_value(scale: Any) -> Any:
     return getattr(scale, "value", scale)  # ExecuTorch's TimeScale members work too
+
+
+def _read_capped(path: str | os.PathLike, cap: int, what: str) -> bytes:
+    size = os.path.getsize(path)
+    if size > cap:
+        raise InspectorError(f"{what} file {os.fspath(path)!r} has {size} bytes, more than the "
+                             f"{cap} an {what} may have; pass the file the runtime wrote")
+    with open(path, "rb") as f:
+        return f.read(cap + 1)
+
+
+@contextlib.contextmanager
+def _mapped(path: str | os.PathLike | None) -> Iterator[Any]:
+    """The debug buffer, memory-mapped (it can be gigabytes; only the logged tensors' bytes are
+    copied out, see ``_runs``)."""
+    if path is None:
+        yield None
+        return
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            yield mm

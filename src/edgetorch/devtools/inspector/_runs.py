@@ -4,6 +4,7 @@ buffer."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +70,9 @@ def runs_from_tracer(tracer: et.RecordingEventTracer) -> list[RawRun]:
     return runs
 
 
-def runs_from_etdump(etdump: E.ETDump, buffer: bytes | None) -> list[RawRun]:
+def runs_from_etdump(etdump: E.ETDump, buffer: Any) -> list[RawRun]:
     runs = []
+    budget = _TensorBudget(buffer)
     for rd in etdump.run_data:
         run = RawRun(rd.name or "", rd.bundled_input_index)
         for ev in rd.events or []:
@@ -83,20 +85,37 @@ def runs_from_etdump(etdump: E.ETDump, buffer: bytes | None) -> list[RawRun]:
                 chain = d.chain_index - (1 << 64) if d.chain_index >= 1 << 63 else d.chain_index
                 entry = d.debug_entry
                 output = bool(entry and entry.output and entry.output.bool_val)
-                run.events.append(RawDebug(chain, d.instruction_id, _value(entry, buffer),
+                run.events.append(RawDebug(chain, d.instruction_id, _value(entry, buffer, budget),
                                            d.delegate_debug_id_int, d.delegate_debug_id_str,
                                            output))
         runs.append(run)
     return runs
 
 
-def _value(v: E.Value | None, buffer: bytes | None) -> Any:
+class _TensorBudget:
+    """The debug buffer, and how much of it the logged tensors may copy out in all: a
+    well-formed ETDump's tensors are distinct regions, so twice the buffer is plenty; a hostile
+    one could point ten thousand events at the same gigabyte."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+        self.left = 2 * len(buffer) + (1 << 20) if buffer is not None else 0
+
+    def take(self, nbytes: int) -> None:
+        self.left -= nbytes
+        if self.left < 0:
+            raise FormatError(f"the ETDump's tensors copy more than twice the {len(self.buffer)}-"
+                              "byte debug buffer out of it; the ETDump is corrupted or does not "
+                              "belong to this debug buffer")
+
+
+def _value(v: E.Value | None, buffer: Any, budget: _TensorBudget) -> Any:
     if v is None or v.val == E.ValueType.NULL:
         return None
     if v.val == E.ValueType.TENSOR:
-        return _tensor(v.tensor, buffer)
+        return _tensor(v.tensor, buffer, budget)
     if v.val == E.ValueType.TENSOR_LIST:
-        return [_tensor(t, buffer) for t in v.tensor_list.tensors]
+        return [_tensor(t, buffer, budget) for t in v.tensor_list.tensors]
     if v.val == E.ValueType.INT:
         return v.int_value.int_val
     if v.val == E.ValueType.BOOL:
@@ -113,29 +132,52 @@ _NUMPY = {ScalarType.FLOAT: np.float32, ScalarType.DOUBLE: np.float64, ScalarTyp
           ScalarType.CHAR: np.int8, ScalarType.BYTE: np.uint8, ScalarType.BOOL: np.bool_}
 
 
-def _tensor(t: E.Tensor, buffer: bytes | None) -> Any:
+_MAX_DIMS = 64
+
+
+def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> Any:
     if buffer is None:
         return MISSING
     dtype = _NUMPY.get(ScalarType(t.scalar_type))
     if dtype is None:
         raise FormatError(f"ETDump tensor has scalar type {t.scalar_type!r}, which the Inspector "
                           "cannot read; report it")
-    if any(s < 0 for s in t.sizes):
-        raise FormatError(f"ETDump tensor has negative sizes {list(t.sizes)}; the ETDump is "
-                          "corrupted, record it again")
-    numel = int(np.prod(t.sizes)) if t.sizes else 1
+    sizes = [int(s) for s in t.sizes]
+    if any(s < 0 for s in sizes):
+        raise FormatError(f"ETDump tensor has negative sizes {sizes}; the ETDump is corrupted, "
+                          "record it again")
+    # ExecuTorch's sizes are int32 (SizesType) and NumPy holds at most 64 dimensions.
+    if len(sizes) > _MAX_DIMS or any(s >= 1 << 31 for s in sizes):
+        raise FormatError(f"ETDump tensor has sizes {sizes[:8]}{'...' if len(sizes) > 8 else ''} "
+                          f"({len(sizes)} dimensions), which no runtime logs; the ETDump is "
+                          "corrupted")
+    numel = math.prod(sizes)
     if numel == 0:  # ExecuTorch logs empty outputs (batch norm's mean/var) at offset -1
-        return np.zeros(tuple(t.sizes), dtype)
-    nbytes = numel * np.dtype(dtype).itemsize
+        return np.zeros(tuple(sizes), dtype)
+    item = np.dtype(dtype).itemsize
+    nbytes = numel * item
     if t.offset < 0 or t.offset + nbytes > len(buffer):
-        raise FormatError(f"ETDump tensor {list(t.sizes)} at offset {t.offset} lies outside the "
+        raise FormatError(f"ETDump tensor {sizes} at offset {t.offset} lies outside the "
                           f"debug buffer ({len(buffer)} bytes); pass the debug buffer written by "
                           "the same run")
-    flat = np.frombuffer(buffer, dtype=dtype, count=numel, offset=t.offset)
     # A strides list that does not match the rank (edgetorch's writer once logged 0-dim values
     # with strides [1]) is read as contiguous rather than failing.
-    if t.strides and numel and len(t.strides) == len(t.sizes):
-        item = np.dtype(dtype).itemsize
+    # A dimension of size 1 never steps, so its stride is irrelevant (and may be anything: a
+    # huge one overflowed NumPy, with a view of the mapped buffer still alive).
+    strides = [int(s) if n > 1 else 0 for n, s in zip(sizes, t.strides)]
+    strided = bool(strides and numel and len(t.strides) == len(sizes))
+    if strided:
+        # ExecuTorch logs a tensor's nbytes: every element the strides reach must lie in them
+        # (as_strided itself would read whatever memory they point at).
+        low = sum(min(0, (n - 1) * s) for n, s in zip(sizes, strides))
+        high = sum(max(0, (n - 1) * s) for n, s in zip(sizes, strides))
+        if low < 0 or high >= numel:
+            raise FormatError(f"ETDump tensor {sizes} has strides {strides} that reach outside "
+                              f"its {numel} elements; the ETDump is corrupted")
+    (budget or _TensorBudget(buffer)).take(nbytes)
+    # (checked first: a view of a memory-mapped buffer must not outlive this call)
+    flat = np.frombuffer(buffer, dtype=dtype, count=numel, offset=t.offset)
+    if strided:
         return np.lib.stride_tricks.as_strided(
-            flat, tuple(t.sizes), tuple(s * item for s in t.strides)).copy()
-    return flat.reshape(tuple(t.sizes)).copy()
+            flat, tuple(sizes), tuple(s * item for s in strides)).copy()
+    return flat.reshape(tuple(sizes)).copy()

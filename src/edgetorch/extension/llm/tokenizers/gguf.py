@@ -7,7 +7,9 @@ tokenizer transformers builds from the file (``AutoTokenizer.from_pretrained(d, 
 as a plain tokenizer.json that ``tokenizers``, pytorch-tokenizers and ExecuTorch's C++ runner read,
 and a tokenizer_config.json with the special tokens and the chat template.
 
-The file is read with the ``gguf`` package (llama.cpp's own reader).
+The metadata is read by :mod:`.gguf_metadata` (bounded: the file is untrusted), and every field
+this uses is checked for its type, so a malformed file is a ``TokenizerError``, never a
+KeyError or IndexError.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 from typing import Any
 
 from ....errors import TokenizerError
+from .gguf_metadata import read_gguf_metadata
 
 # llama.cpp's token types (llama_token_type): 3 = CONTROL, 4 = USER_DEFINED.
 _CONTROL, _USER_DEFINED = 3, 4
@@ -42,23 +45,27 @@ def _byte_spelling() -> dict[int, str]:
     return table
 
 
-def read_gguf_tokenizer(gguf_path: str | os.PathLike) -> dict[str, Any]:
-    """The ``tokenizer.*`` fields of a GGUF file as plain Python values."""
-    try:
-        from gguf import GGUFReader
-    except ImportError as e:
-        raise TokenizerError(f"reading {gguf_path} needs the gguf package ({e}); install it with "
-                             "pip install 'edgetorch[llm]'") from e
-    try:
-        reader = GGUFReader(os.fspath(gguf_path))
-    except (OSError, ValueError) as e:
-        raise TokenizerError(f"cannot read GGUF file {gguf_path}: {e}; check that it is a "
-                             "complete .gguf file") from e
-    fields = {}
-    for name, field in reader.fields.items():
-        if name.startswith("tokenizer.") or name == "general.architecture":
-            fields[name] = field.contents()  # arrays come back as lists
-    return fields
+def read_gguf_tokenizer(gguf: str | os.PathLike | bytes) -> dict[str, Any]:
+    """The ``tokenizer.*`` fields (and ``general.architecture``) of a GGUF file (path or bytes)
+    as plain Python values."""
+    return read_gguf_metadata(
+        gguf, keep=lambda key: key.startswith("tokenizer.") or key == "general.architecture")
+
+
+def _field(fields: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None,
+           items: type | None = None) -> Any:
+    """``fields[key]`` checked to be a ``kind`` (a list of ``items``), or ``default``."""
+    value = fields.get(key, default)
+    if value is default:
+        return value
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if ok and items is not None:
+        ok = all(isinstance(v, items) for v in value)
+    if not ok:
+        want = f"a list of {items.__name__}" if items else getattr(kind, "__name__", str(kind))
+        raise TokenizerError(f"GGUF field {key} is {type(value).__name__}, expected {want}; the "
+                             "file is corrupted or not a llama.cpp tokenizer")
+    return value
 
 
 def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
@@ -69,12 +76,21 @@ def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
             f"GGUF tokenizer model {kind!r} is not supported: only byte-level BPE ('gpt2') is "
             "converted; for a SentencePiece model ('llama') use its tokenizer.model with "
             "load_tokenizer, or convert with transformers")
-    tokens: list[str] = fields["tokenizer.ggml.tokens"]
-    types: list[int] = fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-    merges: list[str] | None = fields.get("tokenizer.ggml.merges")
+    tokens: list[str] = _field(fields, "tokenizer.ggml.tokens", list, items=str)
+    if not tokens:
+        raise TokenizerError("the GGUF file has no tokenizer.ggml.tokens; re-convert the model "
+                             "with llama.cpp")
+    types: list[int] = _field(fields, "tokenizer.ggml.token_type", list, items=int) or \
+        [1] * len(tokens)
+    merges: list[str] | None = _field(fields, "tokenizer.ggml.merges", list, items=str)
     if not merges:
         raise TokenizerError("the GGUF file has no tokenizer.ggml.merges; a byte-level BPE "
                              "vocabulary needs them (re-convert the model with llama.cpp)")
+    pairs = [m.split(" ", 1) for m in merges]
+    bad = next((i for i, p in enumerate(pairs) if len(p) != 2), None)
+    if bad is not None:
+        raise TokenizerError(f"GGUF merge {bad} ({merges[bad][:40]!r}) is not two tokens "
+                             "separated by a space; the file is corrupted")
     spelling = _byte_spelling()
     alphabet = set(spelling.values())
 
@@ -91,7 +107,7 @@ def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
                 (kind_id == _USER_DEFINED and token in vocab):
             added.append({"id": i, "content": token, "single_word": False, "lstrip": False,
                           "rstrip": False, "normalized": False, "special": kind_id == _CONTROL})
-    split = _SPLITS.get(fields.get("tokenizer.ggml.pre", ""))
+    split = _SPLITS.get(_field(fields, "tokenizer.ggml.pre", str, ""))
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                   "use_regex": split is None}
     pre = byte_level if split is None else {"type": "Sequence", "pretokenizers": [
@@ -99,10 +115,11 @@ def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
         byte_level]}
 
     def name(key: str) -> str | None:
-        idx = fields.get(f"tokenizer.ggml.{key}")
-        return tokens[int(idx)] if idx is not None and 0 <= int(idx) < len(tokens) else None
+        idx = _field(fields, f"tokenizer.ggml.{key}", int)
+        return tokens[idx] if idx is not None and 0 <= idx < len(tokens) else None
 
-    bos, add_bos = name("bos_token_id"), bool(fields.get("tokenizer.ggml.add_bos_token", False))
+    bos = name("bos_token_id")
+    add_bos = bool(_field(fields, "tokenizer.ggml.add_bos_token", (bool, int), False))
     post = None
     if add_bos and bos is not None:
         post = {"type": "TemplateProcessing",
@@ -121,17 +138,19 @@ def gguf_tokenizer_spec(fields: dict[str, Any]) -> tuple[dict, dict]:
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
                   "continuing_subword_prefix": None, "end_of_word_suffix": None,
                   "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": [m.split(" ", 1) for m in merges]},
+                  "vocab": vocab, "merges": pairs},
     }
     config = {"bos_token": bos, "eos_token": name("eos_token_id"),
               "unk_token": name("unknown_token_id"), "pad_token": name("padding_token_id"),
               "add_bos_token": add_bos, "tokenizer_class": "PreTrainedTokenizerFast"}
-    if "tokenizer.chat_template" in fields:
-        config["chat_template"] = fields["tokenizer.chat_template"]
+    template = _field(fields, "tokenizer.chat_template", str)
+    if template is not None:
+        config["chat_template"] = template
     return spec, config
 
 
-def gguf_to_tokenizer_json(gguf_path: str | os.PathLike, out_dir: str | os.PathLike) -> str:
+def gguf_to_tokenizer_json(gguf_path: str | os.PathLike | bytes,
+                           out_dir: str | os.PathLike) -> str:
     """Write ``out_dir/tokenizer.json`` and ``out_dir/tokenizer_config.json`` for the tokenizer
     inside ``gguf_path``; returns the tokenizer.json path."""
     spec, config = gguf_tokenizer_spec(read_gguf_tokenizer(gguf_path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ class TextTokenizer:
         self.vocab_size = int(vocab_size)
         self.chat_template = chat_template
         self._special_names = special_names or {}
+        self._template: Any = None  # the compiled ChatTemplate, made on first use
 
     @property
     def eos_id(self) -> int | None:
@@ -62,26 +64,32 @@ class TextTokenizer:
         return self.backend.decode(ids)
 
     def apply_chat_template(self, messages: list[dict[str, str]],
-                            add_generation_prompt: bool = True) -> str:
+                            add_generation_prompt: bool = True,
+                            limits: Any = None) -> str:
         """The prompt for ``messages`` ([{"role": ..., "content": ...}]) by the model's Jinja
-        chat template (from tokenizer_config.json), as transformers renders it."""
+        chat template (from tokenizer_config.json), as transformers renders it, inside the
+        sandbox and work limits of :class:`~.chat_template.ChatTemplate` (``limits``: a
+        ``TemplateLimits``)."""
         if not self.chat_template:
             raise TokenizerError(f"{self.path}: no chat template; put a 'chat_template' into the "
                                  "tokenizer_config.json next to tokenizer.json")
         try:
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
+            from .chat_template import ChatTemplate
         except ImportError as e:
             raise TokenizerError(f"chat templates need jinja2 ({e}); pip install 'edgetorch[llm]'"
                                  ) from e
+        if self._template is None or limits is not None:
+            template = ChatTemplate(self.chat_template, f"the chat template of {self.path}",
+                                    limits)
+            if limits is not None:
+                return self._render(template, messages, add_generation_prompt)
+            self._template = template
+        return self._render(self._template, messages, add_generation_prompt)
 
-        def raise_exception(message: str) -> None:
-            raise TokenizerError(f"{self.path}: the chat template refused the messages: {message}")
-
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = raise_exception
-        return env.from_string(self.chat_template).render(
-            messages=messages, add_generation_prompt=add_generation_prompt,
-            **{k: v for k, v in self._special_names.items() if v is not None})
+    def _render(self, template: Any, messages: list[dict[str, str]],
+                add_generation_prompt: bool) -> str:
+        return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                               **{k: v for k, v in self._special_names.items() if v is not None})
 
     def __repr__(self) -> str:
         return (f"TextTokenizer({self.kind}, {self.path!r}, vocab {self.vocab_size}, "
@@ -98,16 +106,35 @@ def _llama2c_piece(backend: Any, tok: int) -> str:
 def _token_name(value: Any) -> str | None:
     """tokenizer_config.json writes a special token as a string or an AddedToken dict."""
     if isinstance(value, dict):
-        return value.get("content")
+        value = value.get("content")
     return value if isinstance(value, str) else None
+
+
+def _ids(value: Any) -> list[int]:
+    """Token ids from a JSON value (an id or a list of ids); anything else is ignored."""
+    values = value if isinstance(value, list) else [value]
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+
+
+def _foreign_failure(e: BaseException) -> bool:
+    """An error a tokenizer library raised: any Exception, or the PanicException of the Rust
+    libraries (tokenizers, tiktoken), which pyo3 derives from BaseException."""
+    return isinstance(e, Exception) or type(e).__name__ == "PanicException"
+
+
+_MAX_CONFIG_BYTES = 16 << 20  # tokenizer_config.json / generation_config.json: a few KB
 
 
 def _read_json(path: str) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TokenizerError(f"cannot read {path}: {e}") from e
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)
+        if len(raw) > _MAX_CONFIG_BYTES:
+            raise TokenizerError(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes; a "
+                                 "tokenizer's config is a few kilobytes")
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise TokenizerError(f"cannot read {path}: {str(e)[:200]}") from None
     return data if isinstance(data, dict) else {}
 
 
@@ -116,8 +143,10 @@ def _load_hf(path: str, config_path: str | None) -> TextTokenizer:
 
     try:
         backend = HuggingFaceTokenizer(path)
-    except Exception as e:  # the tokenizers library raises its own Exception type
-        raise TokenizerError(f"{path} is not a loadable tokenizer.json: {e}") from e
+    except BaseException as e:  # the tokenizers library raises its own types, even panics
+        if not _foreign_failure(e):
+            raise
+        raise TokenizerError(f"{path} is not a loadable tokenizer.json: {str(e)[:300]}") from e
     folder = os.path.dirname(os.path.abspath(path))
     config_path = config_path or os.path.join(folder, "tokenizer_config.json")
     config = _read_json(config_path) if os.path.isfile(config_path) else {}
@@ -129,14 +158,17 @@ def _load_hf(path: str, config_path: str | None) -> TextTokenizer:
         return model.token_to_id(name) if name else None
 
     bos = tid(names["bos_token"]) if config else backend.bos_id
-    eos_ids = [tid(names["eos_token"])] if config else [backend.eos_id]
+    eos_ids: list[int | None] = [tid(names["eos_token"])] if config else [backend.eos_id]
     gen_path = os.path.join(folder, "generation_config.json")
     if os.path.isfile(gen_path):  # HF models list every stop id here (e.g. Llama 3's three)
-        gen = _read_json(gen_path).get("eos_token_id")
-        eos_ids += gen if isinstance(gen, list) else [gen]
+        eos_ids += _ids(_read_json(gen_path).get("eos_token_id"))
     template = config.get("chat_template")
     if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
-        template = next((t.get("template") for t in template if t.get("name") == "default"), None)
+        template = next((t.get("template") for t in template
+                         if isinstance(t, dict) and t.get("name") == "default"), None)
+    if template is not None and not isinstance(template, str):
+        raise TokenizerError(f"{config_path}: chat_template is {type(template).__name__}, not a "
+                             "string; fix or remove it")
     return TextTokenizer(backend, "hf", path, bos, eos_ids, backend.n_words, template, names)
 
 
@@ -168,7 +200,9 @@ def load_tokenizer(path: str | os.PathLike, config_path: str | None = None) -> T
         stops = [tk.special_tokens[t] for t in ("<|eot_id|>", "<|eom_id|>")
                  if t in tk.special_tokens]
         return TextTokenizer(tk, "tiktoken", path, tk.bos_id, [tk.eos_id, *stops], tk.n_words)
-    except Exception as e:  # each format's parser raises its own exception types
+    except BaseException as e:  # each format's parser raises its own exception types
+        if not _foreign_failure(e):
+            raise
         errors.append(f"tiktoken: {e}")
     try:
         sp = pt.Llama2cTokenizer(model_path=path)
@@ -176,6 +210,7 @@ def load_tokenizer(path: str | os.PathLike, config_path: str | None = None) -> T
     except Exception as e:
         errors.append(f"sentencepiece: {e}")
     try:
+        check_llama2c_bin(path)  # the C++ loader trusts every length in the file
         bpe = pt.CppLlama2cTokenizer()
         bpe.load(path)
         return TextTokenizer(bpe, "llama2c", path, bpe.bos_tok(), [bpe.eos_tok()],
@@ -185,3 +220,41 @@ def load_tokenizer(path: str | os.PathLike, config_path: str | None = None) -> T
     raise TokenizerError(f"{path} is not a tokenizer in any known format ("
                          + "; ".join(str(x)[:120] for x in errors)
                          + "); pass a tokenizer.json, tokenizer.model, tiktoken or tokenizer.bin")
+
+
+_LLAMA2C_HEADER = struct.Struct("<4i")  # vocab size, bos, eos, max token length
+_LLAMA2C_MAX_BYTES = 64 << 20  # Llama 2's tokenizer.bin is ~0.5 MB
+_BYTE_FALLBACK = 259  # encode emits ids byte + 3, so every byte needs an entry
+
+
+def check_llama2c_bin(path: str) -> None:
+    """Refuse a ``tokenizer.bin`` that pytorch-tokenizers' C++ loader would read out of bounds.
+
+    That loader allocates what the header and each length claim and reads into it unchecked (a
+    negative length overflows the heap); its encoder indexes the vocabulary with byte + 3 and
+    with the id of " ". So: the file is small, the header's ids lie inside the vocabulary, every
+    length is non-negative and inside the file, and " " is a token."""
+    with open(path, "rb") as f:
+        data = f.read(_LLAMA2C_MAX_BYTES + 1)
+    if len(data) > _LLAMA2C_MAX_BYTES or len(data) < _LLAMA2C_HEADER.size:
+        raise TokenizerError(f"{path}: {len(data)} bytes is no llama2c tokenizer.bin")
+    vocab, bos, eos, longest = _LLAMA2C_HEADER.unpack_from(data)
+    entries = (len(data) - _LLAMA2C_HEADER.size) // 8  # each takes 8 bytes at least
+    if not (_BYTE_FALLBACK <= vocab <= entries and 0 <= bos < vocab and 0 <= eos < vocab
+            and 1 <= longest <= 1 << 16):
+        raise TokenizerError(f"{path}: llama2c header (vocab {vocab}, bos {bos}, eos {eos}, max "
+                             f"token length {longest}) is out of range")
+    pos, space = _LLAMA2C_HEADER.size, False
+    for i in range(vocab):
+        if pos + 4 > len(data):  # the loader pads a short vocabulary with <pad>
+            break
+        if pos + 8 > len(data):
+            raise TokenizerError(f"{path}: llama2c token {i} is cut off")
+        (n,) = struct.unpack_from("<i", data, pos + 4)
+        if not 0 <= n <= len(data) - pos - 8:
+            raise TokenizerError(f"{path}: llama2c token {i} claims {n} bytes at offset {pos}")
+        space = space or data[pos + 8:pos + 8 + n] == b" "
+        pos += 8 + n
+    if not space:
+        raise TokenizerError(f"{path}: the llama2c vocabulary has no ' ' token, which its "
+                             "encoder needs")

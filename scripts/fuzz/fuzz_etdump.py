@@ -1,0 +1,7 @@
+#!/usr/bin/env python3
+"""Fuzz edgetorch with mutated ETDump inputs (see harness.py for flags and limits)."""
+
+from harness import main
+
+if __name__ == "__main__":
+    main("etdump")
