@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 from torch.export import ExportedProgram
+from torch.export.graph_signature import OutputKind
 
 from ..errors import EdgeTorchError, PassError
 from ..kernels.quantized import aot as _quantized_aot  # noqa: F401  (quantized out variants)
@@ -126,15 +127,29 @@ STEPS: list[Step] = [
 DEFAULT_EXTERNAL_TAG = "_default_external_constant"  # ExecuTorch's file name for the .ptd
 
 
-def _external_tagger(config: ExecutorchBackendConfig):
-    """Which constants go to a .ptd file, and which: ``external_constants`` is a bool (all
-    weights to ``_default_external_constant.ptd``) or a callable ``spec -> tag | None``."""
+def _external_tagger(config: ExecutorchBackendConfig, ep: ExportedProgram):
+    """Which constants go to a .ptd file, and which (a function of the placeholder node, as
+    ExecuTorch's ``external_constants_pass``): ``external_constants`` is a bool (every weight
+    to ``_default_external_constant.ptd``) or a callable ``node -> tag | None``; with
+    ``external_mutable_weights`` every weight that has a gradient output goes to the default
+    file whatever the callable says."""
     ext = config.external_constants
-    if ext is True:
-        return lambda spec: DEFAULT_EXTERNAL_TAG
-    if callable(ext):
-        return ext
-    return None
+    trained = set()
+    if config.external_mutable_weights:
+        grads = {o.target for o in ep.graph_signature.output_specs
+                 if o.kind == OutputKind.GRADIENT_TO_PARAMETER}
+        trained = {name for name, fqn in ep.graph_signature.inputs_to_parameters.items()
+                   if fqn in grads}
+    if not ext and not trained:
+        return None
+
+    def tag(node: torch.fx.Node) -> str | None:
+        if node.op == "placeholder" and node.target in trained:
+            return DEFAULT_EXTERNAL_TAG
+        if ext is True:
+            return DEFAULT_EXTERNAL_TAG
+        return ext(node) if callable(ext) else None
+    return tag
 
 
 def copy_program(ep: ExportedProgram) -> ExportedProgram:
@@ -184,4 +199,4 @@ def emit_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfig,
                 state: ProgramState) -> S.ExecutionPlan:
     share_view_bytes(ep)
     return MethodEmitter(name, ep, state, config.emit_stacktrace,
-                         config.emit_mutable_buffer_names, _external_tagger(config)).emit()
+                         config.emit_mutable_buffer_names, _external_tagger(config, ep)).emit()

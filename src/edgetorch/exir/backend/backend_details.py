@@ -67,11 +67,13 @@ class BackendDetails(ABC):
 def _register(cls: type[BackendDetails]) -> None:
     backend_id = cls.__name__
     old = BACKENDS.get(backend_id)
-    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+    # A class of the same name from the same module replaces the old one (a module reload, a
+    # notebook cell, a test defining its backend inside each test function).
+    if old is not None and old.__module__ != cls.__module__:
         raise RegistrationError(
             f"backend id {backend_id!r} is already taken by {old.__module__}.{old.__qualname__}; "
             f"rename {cls.__module__}.{cls.__qualname__} (the class name is the backend id)")
-    BACKENDS[backend_id] = cls  # a re-definition (module reload, notebook cell) replaces it
+    BACKENDS[backend_id] = cls
 
 
 def get_backend_details(backend_id: str) -> type[BackendDetails]:

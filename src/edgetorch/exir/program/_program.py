@@ -16,7 +16,8 @@ from ..backend import preserve
 from ..backend.backend_api import to_backend as _to_backend
 from ..config import EdgeCompileConfig, ExecutorchBackendConfig
 from ..edge import _decomposition_table, to_edge_dialect, to_edge_ops
-from ..emit import ProgramState
+from ..emit import EmitterOutput, ProgramState
+from ..emit._emit_program import emitter_output
 from ..emit.emitter import constant_method_plan
 from ..foreign_warnings import quiet
 from ..lowering import copy_program, emit_method, plan_method
@@ -261,6 +262,7 @@ class ExecutorchProgramManager:
         self._config = config
         self._config_methods = config_methods
         self._buffer: bytes | None = None
+        self._emitted: EmitterOutput | None = None
         self._etrecord: Any = None
 
     def get_etrecord(self) -> Any:
@@ -280,7 +282,10 @@ class ExecutorchProgramManager:
 
     @property
     def executorch_program(self) -> S.Program:
-        return self._program
+        """The emitted ``Program`` as ExecuTorch's emitter leaves it: constants in
+        ``constant_buffer`` (entry 0 the reserved empty one), delegate blobs inline in
+        ``backend_delegate_data``; ``buffer`` moves them to segments."""
+        return self._emitter_output.program
 
     def exported_program(self, method_name: str = "forward") -> ExportedProgram:
         return self._lowered[method_name]
@@ -303,6 +308,14 @@ class ExecutorchProgramManager:
         """``{method: {delegate instruction: number of outputs}}`` (ExecuTorch's shape; what
         the Inspector needs to split a delegate call's logged arguments into outputs)."""
         return self._state.instruction_id_to_num_outs_map
+
+    @property
+    def _emitter_output(self) -> EmitterOutput:
+        """ExecuTorch's emitter output: the program with its constants and delegate blobs
+        inline (``Program.constant_buffer``, ``backend_delegate_data``) and the maps above."""
+        if self._emitted is None:
+            self._emitted = emitter_output(self._program.execution_plan, self._state)
+        return self._emitted
 
     def memory_plan(self, method_name: str = "forward") -> MemoryPlan:
         return self._lowered[method_name].graph_module.meta["memory_plan"]
