@@ -213,6 +213,11 @@ class DataDependentControlFlowError(ExportError):
     names the user's line and points to ``torch.cond``."""
 
 
+class NamedDataError(ExportError, ValueError):
+    """Named data a backend stores cannot be stored as asked (a key reused for other bytes, a
+    bad alignment or layout); a ``ValueError`` too, as ExecuTorch raises."""
+
+
 class UnsupportedOperatorError(ExportError):
     """An operator (or a dtype of one) has no kernel in the runtime."""
 

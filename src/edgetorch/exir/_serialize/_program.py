@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from ...schema import program as s
 from ...schema.pte import PteFile, serialize_pte
-from ._named_data_store import DataEntry, NamedDataStoreOutput
+from ._named_data_store import NamedDataStoreOutput, buffer_bytes
+from .data_serializer import DataEntry
 
 
 @dataclass
@@ -57,7 +58,7 @@ def serialize_pte_binary(pte_file: PTEFile, *, extract_delegate_segments: bool =
     blobs = [d.data for d in pte_file.program.backend_delegate_data]
     named = None
     if pte_file.named_data is not None:
-        named = {key: (pte_file.named_data.buffers[e.buffer_index], e.alignment)
+        named = {key: (buffer_bytes(pte_file.named_data.buffers[e.buffer_index]), e.alignment)
                  for key, e in pte_file.named_data.pte_data.items()}
     return serialize_pte(
         program, constant_buffers=constants, delegate_blobs=blobs, named_data=named,

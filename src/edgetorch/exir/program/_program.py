@@ -12,6 +12,7 @@ from ...errors import ExportError
 from ...schema import program as S
 from ...schema.ptd import serialize_ptd
 from ...schema.pte import serialize_pte
+from .._serialize._named_data_store import buffer_bytes
 from ..backend import preserve
 from ..backend.backend_api import to_backend as _to_backend
 from ..config import EdgeCompileConfig, ExecutorchBackendConfig
@@ -341,7 +342,7 @@ class ExecutorchProgramManager:
         store = self._state.named_data
         if not store.pte_data:
             return None
-        return {key: (store.buffers[e.buffer_index], e.alignment)
+        return {key: (buffer_bytes(store.buffers[e.buffer_index]), e.alignment)
                 for key, e in store.pte_data.items()}
 
     @property
@@ -356,7 +357,8 @@ class ExecutorchProgramManager:
         for tag, entries in store.external_data.items():
             named = by_tag.setdefault(tag, {})
             for key, entry in entries.items():
-                named[key] = (store.buffers[entry.buffer_index], None, [], [], entry.alignment)
+                named[key] = (buffer_bytes(store.buffers[entry.buffer_index]), None, [], [],
+                              entry.alignment)
         return {f"{tag}.ptd": serialize_ptd(named, alignment=16) for tag, named in by_tag.items()}
 
     @property
