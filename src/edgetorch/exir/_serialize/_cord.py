@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 _CHUNK = 8 * 1024 * 1024  # bytes per read when hashing or copying a file
 
@@ -81,7 +81,7 @@ def _remove(path: str) -> None:
         pass
 
 
-CordBuffer = Union[bytes, FileBackedData]
+CordBuffer = bytes | FileBackedData
 
 
 class Cord:

@@ -28,8 +28,8 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from ...errors import ExportError
 from ...schema.program import DeviceType
 from ..tensor import TensorSpec
-from .propagate_device_config import PropagateDeviceConfig  # noqa: F401  (ExecuTorch's import path)
 from . import _device_copy_ops_registry  # noqa: F401  (defines torch.ops.et_copy)
+from .propagate_device_config import PropagateDeviceConfig  # noqa: F401  (ExecuTorch's import path)
 
 TARGET_DEVICE_COMPILE_SPEC_KEY = "target_device"
 
