@@ -61,6 +61,11 @@ class FormatError(EdgeTorchError):
     code = ErrorCode.InvalidProgram
 
 
+class AlignmentError(FormatError, ValueError):
+    """An alignment asked of a serializer is not a positive power of two (a ``ValueError`` too,
+    as ExecuTorch raises)."""
+
+
 class ExternalDataError(FormatError):
     """A .ptd (named data) file is missing, malformed or does not match the program."""
 
