@@ -51,12 +51,15 @@ class BackendWithCompilerDemo(BackendDetails):
                 if node.target not in SUPPORTED_OPS:
                     raise RuntimeError(f"{node.target} is not supported in {BACKEND_ID}; "
                                        f"it runs {sorted(OPS)}")
-                instructions.append({
+                instruction = {
                     "op": _op_key(node.target),
                     "args": [_arg(a) for a in node.args],
                     "out": node.name,
                     "dtype": str(node.meta["val"].dtype).removeprefix("torch."),
-                })
+                }
+                if node.kwargs:
+                    instruction["kwargs"] = {k: _arg(a) for k, a in node.kwargs.items()}
+                instructions.append(instruction)
                 if node.meta.get("debug_handle") is not None:
                     # ExecuTorch's demo keys its map by the handle itself (its instructions
                     # report the node's handle as their delegate debug identifier).
@@ -74,6 +77,8 @@ def _arg(a: object) -> object:
         return f"%{a.name}"
     if a is None or isinstance(a, (bool, int, float)):
         return a
+    if isinstance(a, (list, tuple)) and all(isinstance(i, (bool, int, float)) for i in a):
+        return list(a)
     raise RuntimeError(f"{BACKEND_ID} cannot encode argument {a!r}")
 
 

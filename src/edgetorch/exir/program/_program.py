@@ -159,10 +159,12 @@ def _etrecord_programs(edge: dict[str, ExportedProgram]) -> dict[str, ExportedPr
 class EdgeProgramManager:
     """A set of Edge-dialect methods, ready for ``transform``, ``to_backend``, ``to_executorch``."""
 
-    def __init__(self, edge_programs: dict[str, ExportedProgram],
+    def __init__(self, edge_programs: dict[str, ExportedProgram] | ExportedProgram,
                  constant_methods: dict[str, Any] | None = None,
                  compile_config: EdgeCompileConfig | None = None) -> None:
         self.compile_config = compile_config or EdgeCompileConfig()
+        if isinstance(edge_programs, ExportedProgram):  # one method, as ExecuTorch accepts
+            edge_programs = {"forward": edge_programs}
         self._edge_programs = dict(edge_programs)
         self._config_methods = dict(constant_methods or {})
         self._etrecord: Any = None  # set by generate_etrecord=True
@@ -170,7 +172,7 @@ class EdgeProgramManager:
         if clash:
             raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
         if self.compile_config._check_ir_validity:
-            extra = set(self.compile_config._core_aten_ops_exception_list)
+            extra = set(self.compile_config._core_aten_ops_exception_list or [])
             for name, ep in self._edge_programs.items():
                 verify_edge_program(ep, name, extra)
 
@@ -232,12 +234,15 @@ class EdgeProgramManager:
         state = ProgramState()
         lowered: dict[str, ExportedProgram] = {}
         plans = []
-        for name in sorted(self._edge_programs):  # ExecuTorch orders methods by name
-            lowered[name] = plan_method(name, self._edge_programs[name], config)
-        if hasattr(config.memory_planning_pass, "run_multimethod"):  # shared mutable buffers
-            config.memory_planning_pass.run_multimethod()
+        configs = _per_method_configs(config, sorted(self._edge_programs))
+        for name, method_config in configs.items():  # ExecuTorch orders methods by name
+            lowered[name] = plan_method(name, self._edge_programs[name], method_config)
+        for planner in {id(c.memory_planning_pass): c.memory_planning_pass
+                        for c in configs.values()}.values():
+            if hasattr(planner, "run_multimethod"):  # mutable buffers shared by methods
+                planner.run_multimethod()
         for name, ep in lowered.items():
-            plans.append(emit_method(name, ep, config, state))
+            plans.append(emit_method(name, ep, configs[name], state))
         for name, value in self._config_methods.items():
             plans.append(constant_method_plan(name, value, state))
         program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)
@@ -249,6 +254,18 @@ class EdgeProgramManager:
 
     def __repr__(self) -> str:
         return f"EdgeProgramManager(methods={sorted(self.methods)}, config_methods={sorted(self.config_methods)})"
+
+
+def _per_method_configs(config: ExecutorchBackendConfig,
+                        names: list[str]) -> dict[str, ExecutorchBackendConfig]:
+    """One config per method: ``memory_planning_pass`` may be ``{method: pass}`` (a method
+    not named gets the default planner, as in ExecuTorch)."""
+    planners = config.memory_planning_pass
+    if not isinstance(planners, dict):
+        return dict.fromkeys(names, config)
+    return {n: dataclasses.replace(config, memory_planning_pass=planners[n] if n in planners
+                                   else ExecutorchBackendConfig().memory_planning_pass)
+            for n in names}
 
 
 class ExecutorchProgramManager:
