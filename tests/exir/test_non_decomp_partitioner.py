@@ -1,4 +1,4 @@
-"""ExecuTorch's test partitioner that keeps linear, SDPA and nearest upsampling whole
+"""ExecuTorch's demo partitioners: the one that keeps linear, SDPA and nearest upsampling whole
 (``NonDecompTestPartitioner``) on edgetorch's demo backend, which now runs those ops; the
 dialect verifiers; per-method memory planners."""
 
@@ -107,3 +107,23 @@ def test_memory_planning_pass_per_method():
 class _Twice(torch.nn.Module):
     def forward(self, x):
         return x + x
+
+
+def test_all_nodes_partitioner_runs_each_partition_as_a_nested_program():
+    from edgetorch.exir.backend.test.op_partitioner_demo import AllNodesPartitionerDemo
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(),
+                                torch.nn.Linear(6, 2)).eval()
+    x = torch.randn(3, 4)
+    edge = to_edge(torch.export.export(model, (x,))).to_backend(AllNodesPartitionerDemo())
+    graph = edge.exported_program().graph
+    calls = [n for n in graph.nodes if n.op == "call_function"]
+    assert [n.target for n in calls[:1]] == [DELEGATE]  # everything went to the delegate
+    assert not edge.exported_program().state_dict  # with the weights
+    method = Runtime.get().load_program(edge.to_executorch().buffer).load_method("forward")
+    # the nested program runs the same portable kernels as an undelegated one would
+    plain = Runtime.get().load_program(to_edge(torch.export.export(model, (x,)))
+                                       .to_executorch().buffer).load_method("forward")
+    assert torch.equal(method.execute([x])[0], plain.execute([x])[0])
+    torch.testing.assert_close(method.execute([x])[0], model(x), rtol=1e-5, atol=1e-6)

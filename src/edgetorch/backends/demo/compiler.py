@@ -158,3 +158,20 @@ class AddMulPartitionerDemo(DemoPartitioner):
     def __init__(self) -> None:
         super().__init__([CompileSpec("max_value", bytes([4]))],
                          ops={aten.add.Tensor, aten.mm.default})
+
+
+class ExecutorBackend(BackendDetails):
+    """ExecuTorch's test backend of this name: the blob is the subgraph emitted as a whole
+    ``.pte`` (the compile spec ``external_constants`` moves its weights to a ``.ptd``), run by
+    a nested method at runtime (``nested_runtime``)."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram,
+                   compile_specs: list[CompileSpec]) -> PreprocessResult:
+        from ...exir import ExecutorchBackendConfig
+        from ...exir.program._program import EdgeProgramManager
+
+        config = ExecutorchBackendConfig(
+            external_constants=any(s.key == "external_constants" for s in compile_specs))
+        blob = EdgeProgramManager(edge_program).to_executorch(config).buffer
+        return PreprocessResult(processed_bytes=blob)

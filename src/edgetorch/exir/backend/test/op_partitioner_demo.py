@@ -11,7 +11,11 @@ from torch._export.utils import is_buffer, is_lifted_tensor_constant, is_param
 from torch.export import ExportedProgram
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ....backends.demo.compiler import AddMulPartitionerDemo, BackendWithCompilerDemo
+from ....backends.demo.compiler import (
+    AddMulPartitionerDemo,
+    BackendWithCompilerDemo,
+    ExecutorBackend,
+)
 from ...dialects._ops import ops as exir_ops
 from ...graph_module import get_control_flow_submodules
 from ..canonical_partitioners.pattern_op_partitioner import generate_pattern_op_partitions
@@ -49,18 +53,36 @@ class AddAttributePartitionerDemo(Partitioner):
         self.delegation_spec = DelegationSpec(BackendWithCompilerDemo.__name__, [])
 
     def partition(self, edge_exported_program: ExportedProgram) -> PartitionResult:
-        tags = {}
-        for partition in generate_pattern_op_partitions(edge_exported_program.graph_module,
-                                                        op_support=self.op_support):
-            tag = f"tag{partition.id}"
-            tags[tag] = self.delegation_spec
-            for node in partition.nodes:
-                node.meta[TAG] = tag
-                for arg in node.args:
-                    if isinstance(arg, torch.fx.Node) and _is_weight(edge_exported_program, arg):
-                        arg.meta[TAG] = tag
-        return PartitionResult(tagged_exported_program=edge_exported_program,
-                               partition_tags=tags)
+        return _tag_with_weights(self, edge_exported_program)
+
+
+def _tag_with_weights(partitioner: Partitioner, ep: ExportedProgram) -> PartitionResult:
+    """Tag each partition of ``partitioner.op_support`` with the weights, buffers and
+    constants its nodes read (so the delegate owns them rather than taking them as inputs)."""
+    tags = {}
+    for partition in generate_pattern_op_partitions(ep.graph_module,
+                                                    op_support=partitioner.op_support):
+        tag = f"tag{partition.id}"
+        tags[tag] = partitioner.delegation_spec
+        for node in partition.nodes:
+            node.meta[TAG] = tag
+            for arg in node.args:
+                if isinstance(arg, torch.fx.Node) and _is_weight(ep, arg):
+                    arg.meta[TAG] = tag
+    return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
+
+
+class AllNodesPartitionerDemo(Partitioner):
+    """Delegates every operator (with the weights it reads) to ``ExecutorBackend``, which
+    runs each partition as a nested program."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.op_support = AllOperatorSupport()
+        self.delegation_spec = DelegationSpec(ExecutorBackend.__name__, [])
+
+    def partition(self, edge_exported_program: ExportedProgram) -> PartitionResult:
+        return _tag_with_weights(self, edge_exported_program)
 
 
 aten = torch.ops.aten
@@ -114,5 +136,6 @@ class NonDecompTestPartitioner(Partitioner):
 
 
 __all__ = ["AddAttributePartitionerDemo", "AddMulPartitionerDemo", "AddOperatorSupport",
+           "AllNodesPartitionerDemo",
            "AllOperatorSupport", "MatmulOperatorSupport", "NonDecompTestPartitioner",
            "OpsToNotDecomposeOperatorSupport"]
