@@ -250,3 +250,29 @@ def test_quant_patterns_module_defines_the_out_variants():
     assert add.to_out_variant().name() == "quantized_decomposed::add.out"
     mixed = exir_ops.edge.quantized_decomposed.mixed_linear.default
     assert mixed.to_out_variant().name() == "quantized_decomposed::mixed_linear.out"
+
+
+def test_common_schema_helpers():
+    import sys
+
+    from edgetorch.exir.common import (
+        extract_out_arguments,
+        format_schema_name,
+        get_schema_for_operators,
+        setting_python_recursive_limit,
+    )
+
+    schemas = get_schema_for_operators(["torch.ops.aten.add.Tensor", "torch.ops.nope.x.default"])
+    assert schemas["aten::add.Tensor"].startswith("aten::add.Tensor(Tensor self, Tensor other")
+    assert schemas["nope::x.default"] == "<No Schema Found>"
+    one = torch._C.parse_schema("aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")
+    two = torch._C.parse_schema("aten::aminmax.out(Tensor self, *, int? dim=None, "
+                                "bool keepdim=False, Tensor(a!) min, Tensor(b!) max) "
+                                "-> (Tensor(a!) min, Tensor(b!) max)")
+    assert extract_out_arguments(one, {"out": 1}) == ("out", 1)
+    assert extract_out_arguments(two, {"min": 1, "max": 2}) == [("min", 1), ("max", 2)]
+    assert format_schema_name(one) == "aten::abs.out"
+    before = sys.getrecursionlimit()
+    with setting_python_recursive_limit(before + 500):
+        assert sys.getrecursionlimit() == before + 500
+    assert sys.getrecursionlimit() == before
