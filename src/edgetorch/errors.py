@@ -223,6 +223,11 @@ class NamedDataError(ExportError, ValueError):
     bad alignment or layout); a ``ValueError`` too, as ExecuTorch raises."""
 
 
+class UnknownBackendError(ExportError, NotImplementedError):
+    """``to_backend`` was given a backend id no ``BackendDetails`` subclass registered (a
+    ``NotImplementedError`` too, as ExecuTorch raises)."""
+
+
 class UnsupportedOperatorError(ExportError):
     """An operator (or a dtype of one) has no kernel in the runtime."""
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from torch.export import ExportedProgram
 
-from ...errors import ExportError, RegistrationError, near_matches
+from ...errors import RegistrationError, UnknownBackendError, near_matches
 from .compile_spec_schema import CompileSpec
 from .copying import copy_program
 
@@ -83,8 +83,8 @@ def get_backend_details(backend_id: str) -> type[BackendDetails]:
         known = ", ".join(sorted(BACKENDS)) or "none"
         close = near_matches(backend_id, BACKENDS)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ExportError(
-            f"backend {backend_id!r} was not found (registered backends: {known}).{hint} "
+        raise UnknownBackendError(
+            f"Backend {backend_id} was not found. Registered backends: {known}.{hint} "
             "Import the module that defines `class "
             f"{backend_id}(BackendDetails)` before calling to_backend.")
     return cls
