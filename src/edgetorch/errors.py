@@ -228,6 +228,11 @@ class UnknownBackendError(ExportError, NotImplementedError):
     ``NotImplementedError`` too, as ExecuTorch raises)."""
 
 
+class GraphSignatureError(ExportError, RuntimeError):
+    """An edit of an ``ExportedProgram`` (adding or removing a placeholder) would leave its
+    graph and its signature out of step (a ``RuntimeError`` too, as ExecuTorch raises)."""
+
+
 class UnsupportedOperatorError(ExportError):
     """An operator (or a dtype of one) has no kernel in the runtime."""
 
