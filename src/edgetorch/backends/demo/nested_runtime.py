@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...errors import InvalidProgramError
 from ...runtime.backends import BackendExecutionContext, BackendInitContext, backend
+from .runtime import store_outputs
 
 BACKEND_ID = "ExecutorBackend"
 
@@ -36,15 +35,7 @@ class NestedProgramBackend:
                 f"{BACKEND_ID}: called with {len(args)} values; the nested program takes "
                 f"{n_in} inputs and {n_out} outputs")
         results = method.execute([values[i] for i in args[:n_in]])
-        for idx, result in zip(args[n_in:], results):
-            slot = values[idx]
-            result = np.asarray(result) if isinstance(slot, np.ndarray) else result
-            if isinstance(slot, np.ndarray) and slot.shape == result.shape:
-                np.copyto(slot, result)  # into the outer method's planned memory
-            elif context is not None and isinstance(slot, np.ndarray):
-                np.copyto(context.resize(idx, result.shape), result)
-            else:
-                values[idx] = result
+        store_outputs(values, args[n_in:], results, context)
 
     def destroy(self, method: Any) -> None:
         pass

@@ -84,6 +84,23 @@ OPS = {
 }
 
 
+def store_outputs(values: list[Any], out_args: list[int], results: list[Any],
+                  context: BackendExecutionContext | None) -> None:
+    """Put a delegate's results in the method's output slots: into the planned memory when
+    the shape fits, re-viewed within its bound when it does not (dynamic shapes)."""
+    for idx, result in zip(out_args, results):
+        slot = values[idx]
+        if isinstance(slot, np.ndarray):
+            result = np.asarray(result)
+            if slot.shape == result.shape:
+                np.copyto(slot, result)
+                continue
+            if context is not None:
+                np.copyto(context.resize(idx, result.shape), result)
+                continue
+        values[idx] = result
+
+
 @dataclass
 class DemoProgram:
     """An initialized delegate: the parsed program with its constants as arrays."""
@@ -137,14 +154,7 @@ class DemoBackend:
                         for k, a in ins.get("kwargs", {}).items()}
             result = OPS[ins["op"]](*operands, **keywords)
             env[ins["out"]] = np.asarray(result).astype(ins["dtype"], copy=False)
-        for idx, name in zip(args[n_in:], handle.outputs):
-            result, slot = env[name], values[idx]
-            if isinstance(slot, np.ndarray) and slot.shape == result.shape:
-                np.copyto(slot, result)  # into the planned output memory
-            elif context is not None and isinstance(slot, np.ndarray):
-                np.copyto(context.resize(idx, result.shape), result)  # dynamic shapes
-            else:
-                values[idx] = result
+        store_outputs(values, args[n_in:], [env[name] for name in handle.outputs], context)
 
     def destroy(self, handle: DemoProgram) -> None:
         handle.constants.clear()
