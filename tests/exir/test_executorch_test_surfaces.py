@@ -276,3 +276,29 @@ def test_common_schema_helpers():
     with setting_python_recursive_limit(before + 500):
         assert sys.getrecursionlimit() == before + 500
     assert sys.getrecursionlimit() == before
+
+
+def test_delegated_payload_and_identical_graphs():
+    from edgetorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo
+    from edgetorch.exir.backend.utils import get_delegated_payload, is_identical_graph
+
+    class M(torch.nn.Module):
+        def forward(self, a, x, b):
+            return torch.mm(a, x) + b
+
+    class N(torch.nn.Module):
+        def forward(self, a, x, b):
+            return torch.mm(a, x) - b
+
+    inputs = (torch.randn(2, 2), torch.randn(2, 2), torch.randn(2, 2))
+    edge = to_edge(torch.export.export(M(), inputs))
+    gm = edge.exported_program().graph_module
+    assert get_delegated_payload(gm) == {}
+    lowered = edge.to_backend(AddMulPartitionerDemo()).exported_program().graph_module
+    [(name, (backend, specs, blob))] = get_delegated_payload(lowered).items()
+    assert name.startswith("lowered_module_") and backend == "BackendWithCompilerDemo"
+    assert [s.key for s in specs] == ["max_value"] and blob == getattr(lowered,
+                                                                       name).processed_bytes
+    again = to_edge(torch.export.export(M(), inputs)).exported_program().graph_module
+    other = to_edge(torch.export.export(N(), inputs)).exported_program().graph_module
+    assert is_identical_graph(gm, again) and not is_identical_graph(gm, other)
