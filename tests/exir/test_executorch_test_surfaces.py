@@ -302,3 +302,23 @@ def test_delegated_payload_and_identical_graphs():
     again = to_edge(torch.export.export(M(), inputs)).exported_program().graph_module
     other = to_edge(torch.export.export(N(), inputs)).exported_program().graph_module
     assert is_identical_graph(gm, again) and not is_identical_graph(gm, other)
+
+
+def test_debug_pass_logs_every_node_and_changes_nothing(tmp_path, caplog):
+    import logging
+
+    from edgetorch.exir.passes import DebugPass
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    gm = to_edge(torch.export.export(M(), (torch.randn(2),))).exported_program().graph_module
+    before = str(gm.graph)
+    log_file = tmp_path / "debug.log"
+    with caplog.at_level(logging.DEBUG, logger="edgetorch.exir.passes.debug_pass"):
+        result = DebugPass(msg="here", log_filename=str(log_file))(gm)
+    assert not result.modified and str(gm.graph) == before
+    assert "call_function aten_relu_default: aten.relu.default" in caplog.text
+    assert log_file.read_text().splitlines()[0] == "DebugPass here: 6 nodes"
+    assert DebugPass(enable_debug_pass=False)(gm).modified is False

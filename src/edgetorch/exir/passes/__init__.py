@@ -10,11 +10,15 @@ tables run by :func:`rewrite`. User passes are ExecuTorch's shapes (``ExportPass
 
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from ..pass_base import ExportPass
+from .debug_pass import DebugPass
 from .memory_planning_pass import MemoryPlanningPass
 from .rewrite import rewrite
 from .scalar_to_tensor_pass import ScalarToTensorPass
 from .spec_prop import SpecPropPass
+from .sym_shape_eval_pass import HintBasedSymShapeEvalPass
 from .to_out_variant import ToOutVarPass
 
-__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass",
-           "ToOutVarPass", "rewrite"]
+__all__ = ["DebugPass", "ExportPass", "HintBasedSymShapeEvalPass", "MemoryPlanningPass",
+           "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass", "ToOutVarPass",
+           "rewrite"]
