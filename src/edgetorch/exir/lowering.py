@@ -40,6 +40,16 @@ def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
 
 
+def _legalize_dim_order(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    from .passes.legalize_portable_dim_order_pass import (
+        LegalizePortableDimOrderPass,
+        needs_legalization,
+    )
+
+    if needs_legalization(ep.graph_module):
+        run_passes(ep, [LegalizePortableDimOrderPass()])
+
+
 def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     if config.do_quant_fusion_and_const_prop:
         quant_fusion_and_const_prop(ep)
@@ -112,6 +122,8 @@ STEPS: list[Step] = [
     ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
     ("re-inplace (run_reinplace_pass)", _reinplace),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
+    ("contiguous inputs for portable kernels (LegalizePortableDimOrderPass)",
+     _legalize_dim_order),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),
     ("fold constants", _fold),
