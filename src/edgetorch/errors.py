@@ -61,6 +61,11 @@ class FormatError(EdgeTorchError):
     code = ErrorCode.InvalidProgram
 
 
+class AlignmentError(FormatError, ValueError):
+    """An alignment asked of a serializer is not a positive power of two (a ``ValueError`` too,
+    as ExecuTorch raises)."""
+
+
 class ExternalDataError(FormatError):
     """A .ptd (named data) file is missing, malformed or does not match the program."""
 
@@ -211,6 +216,21 @@ class ExportError(EdgeTorchError):
 class DataDependentControlFlowError(ExportError):
     """torch.export met a branch (or a size) that depends on a tensor's values; the message
     names the user's line and points to ``torch.cond``."""
+
+
+class NamedDataError(ExportError, ValueError):
+    """Named data a backend stores cannot be stored as asked (a key reused for other bytes, a
+    bad alignment or layout); a ``ValueError`` too, as ExecuTorch raises."""
+
+
+class UnknownBackendError(ExportError, NotImplementedError):
+    """``to_backend`` was given a backend id no ``BackendDetails`` subclass registered (a
+    ``NotImplementedError`` too, as ExecuTorch raises)."""
+
+
+class GraphSignatureError(ExportError, RuntimeError):
+    """An edit of an ``ExportedProgram`` (adding or removing a placeholder) would leave its
+    graph and its signature out of step (a ``RuntimeError`` too, as ExecuTorch raises)."""
 
 
 class UnsupportedOperatorError(ExportError):

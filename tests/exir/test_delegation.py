@@ -169,6 +169,8 @@ def test_unknown_backend_id_at_export_lists_registered_ones():
     edge = to_edge(torch.export.export(SinMul(), _inputs((2, 3))))
     with pytest.raises(ExportError, match="BackendWithCompilerDem0.*BackendWithCompilerDemo"):
         to_backend("BackendWithCompilerDem0", edge.exported_program(), [])
+    with pytest.raises(NotImplementedError, match="Backend Nope was not found"):  # as ExecuTorch
+        to_backend("Nope", edge.exported_program(), [])
 
 
 # ---- to_backend(program, partitioner): partial delegation ----------------------------------

@@ -250,3 +250,75 @@ def test_quant_patterns_module_defines_the_out_variants():
     assert add.to_out_variant().name() == "quantized_decomposed::add.out"
     mixed = exir_ops.edge.quantized_decomposed.mixed_linear.default
     assert mixed.to_out_variant().name() == "quantized_decomposed::mixed_linear.out"
+
+
+def test_common_schema_helpers():
+    import sys
+
+    from edgetorch.exir.common import (
+        extract_out_arguments,
+        format_schema_name,
+        get_schema_for_operators,
+        setting_python_recursive_limit,
+    )
+
+    schemas = get_schema_for_operators(["torch.ops.aten.add.Tensor", "torch.ops.nope.x.default"])
+    assert schemas["aten::add.Tensor"].startswith("aten::add.Tensor(Tensor self, Tensor other")
+    assert schemas["nope::x.default"] == "<No Schema Found>"
+    one = torch._C.parse_schema("aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")
+    two = torch._C.parse_schema("aten::aminmax.out(Tensor self, *, int? dim=None, "
+                                "bool keepdim=False, Tensor(a!) min, Tensor(b!) max) "
+                                "-> (Tensor(a!) min, Tensor(b!) max)")
+    assert extract_out_arguments(one, {"out": 1}) == ("out", 1)
+    assert extract_out_arguments(two, {"min": 1, "max": 2}) == [("min", 1), ("max", 2)]
+    assert format_schema_name(one) == "aten::abs.out"
+    before = sys.getrecursionlimit()
+    with setting_python_recursive_limit(before + 500):
+        assert sys.getrecursionlimit() == before + 500
+    assert sys.getrecursionlimit() == before
+
+
+def test_delegated_payload_and_identical_graphs():
+    from edgetorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo
+    from edgetorch.exir.backend.utils import get_delegated_payload, is_identical_graph
+
+    class M(torch.nn.Module):
+        def forward(self, a, x, b):
+            return torch.mm(a, x) + b
+
+    class N(torch.nn.Module):
+        def forward(self, a, x, b):
+            return torch.mm(a, x) - b
+
+    inputs = (torch.randn(2, 2), torch.randn(2, 2), torch.randn(2, 2))
+    edge = to_edge(torch.export.export(M(), inputs))
+    gm = edge.exported_program().graph_module
+    assert get_delegated_payload(gm) == {}
+    lowered = edge.to_backend(AddMulPartitionerDemo()).exported_program().graph_module
+    [(name, (backend, specs, blob))] = get_delegated_payload(lowered).items()
+    assert name.startswith("lowered_module_") and backend == "BackendWithCompilerDemo"
+    assert [s.key for s in specs] == ["max_value"] and blob == getattr(lowered,
+                                                                       name).processed_bytes
+    again = to_edge(torch.export.export(M(), inputs)).exported_program().graph_module
+    other = to_edge(torch.export.export(N(), inputs)).exported_program().graph_module
+    assert is_identical_graph(gm, again) and not is_identical_graph(gm, other)
+
+
+def test_debug_pass_logs_every_node_and_changes_nothing(tmp_path, caplog):
+    import logging
+
+    from edgetorch.exir.passes import DebugPass
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    gm = to_edge(torch.export.export(M(), (torch.randn(2),))).exported_program().graph_module
+    before = str(gm.graph)
+    log_file = tmp_path / "debug.log"
+    with caplog.at_level(logging.DEBUG, logger="edgetorch.exir.passes.debug_pass"):
+        result = DebugPass(msg="here", log_filename=str(log_file))(gm)
+    assert not result.modified and str(gm.graph) == before
+    assert "call_function aten_relu_default: aten.relu.default" in caplog.text
+    assert log_file.read_text().splitlines()[0] == "DebugPass here: 6 nodes"
+    assert DebugPass(enable_debug_pass=False)(gm).modified is False

@@ -200,3 +200,26 @@ def test_export_pass_keeps_delegates():
     (out,) = _run(edge, x)
     with torch.no_grad():
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_export_pass_replays_a_memory_format_copy_and_legalize_adds_contiguous_copies():
+    """A graph with ``x.to(memory_format=...)`` re-traces (its Meta kernel keeps fake tensors
+    off the CPU), and ``LegalizePortableDimOrderPass`` puts a contiguous copy before a mean
+    of a channels-last tensor (ExecuTorch's portable mean refuses one)."""
+    from edgetorch.exir.passes import LegalizePortableDimOrderPass
+    from edgetorch.exir.passes.legalize_portable_dim_order_pass import needs_legalization
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.mean(x.to(memory_format=torch.channels_last), dim=[2, 3])
+
+    x = torch.randn(1, 2, 3, 4)
+    edge = to_edge(torch.export.export(M(), (x,)))
+    assert needs_legalization(edge.exported_program().graph_module)
+    replayed = edge.transform([ExportPass()]).exported_program()
+    assert "dim_order: [0, 2, 3, 1]" in str(replayed.graph)
+    legal = edge.transform([LegalizePortableDimOrderPass()]).exported_program()
+    mean = next(n for n in legal.graph.nodes if "mean" in str(n.target))
+    assert mean.args[0].kwargs["dim_order"] == [0, 1, 2, 3]
+    assert not needs_legalization(legal.graph_module)
+    torch.testing.assert_close(legal.module()(x), M()(x))

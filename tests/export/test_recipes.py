@@ -213,3 +213,14 @@ def test_the_api_is_marked_experimental():
         ExportRecipe()
     assert [w.category for w in caught] == [ExperimentalWarning]
     assert "experimental" in str(caught[0].message)
+
+
+def test_registry_is_one_per_process_and_providers_say_what_they_support():
+    from edgetorch.backends.xnnpack.recipes import XNNPACKRecipeProvider
+    from edgetorch.export.recipe_registry import RecipeRegistry, recipe_registry
+
+    assert RecipeRegistry() is recipe_registry
+    assert "xnnpack" in RecipeRegistry().list_backends()  # constructing again keeps providers
+    provider = XNNPACKRecipeProvider()
+    supported = list(provider.get_supported_recipes())
+    assert supported and all(provider.supports_recipe(r) for r in supported)

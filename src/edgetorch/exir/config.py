@@ -56,8 +56,10 @@ class ExecutorchBackendConfig:
     delegate_alignment: int | None = None
     remove_view_copy: bool = True
     # True: every weight goes to "_default_external_constant.ptd"; or a callable
-    # (TensorSpec) -> tag | None choosing the .ptd file (tag) per weight.
+    # (placeholder torch.fx.Node) -> tag | None choosing the .ptd file (tag) per weight.
     external_constants: Any = False
+    # Every weight that has a gradient output (a training program) goes to the default file.
+    external_mutable_weights: bool = False
     emit_stacktrace: bool = False
     # ExecuTorch defaults to False; we name mutable buffers by default so that the runtime can
     # read, write and reset them by name (a few bytes per buffer).

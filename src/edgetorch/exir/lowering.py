@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 from torch.export import ExportedProgram
+from torch.export.graph_signature import OutputKind
 
 from ..errors import EdgeTorchError, PassError
 from ..kernels.quantized import aot as _quantized_aot  # noqa: F401  (quantized out variants)
@@ -37,6 +38,16 @@ def _reinplace(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
 
 def _user_passes(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     run_passes(ep, config.passes)
+
+
+def _legalize_dim_order(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    from .passes.legalize_portable_dim_order_pass import (
+        LegalizePortableDimOrderPass,
+        needs_legalization,
+    )
+
+    if needs_legalization(ep.graph_module):
+        run_passes(ep, [LegalizePortableDimOrderPass()])
 
 
 def _quant_fusion(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -111,6 +122,8 @@ STEPS: list[Step] = [
     ("quant fusion and constant propagation (do_quant_fusion_and_const_prop)", _quant_fusion),
     ("re-inplace (run_reinplace_pass)", _reinplace),
     ("user passes (ExecutorchBackendConfig.passes)", _user_passes),
+    ("contiguous inputs for portable kernels (LegalizePortableDimOrderPass)",
+     _legalize_dim_order),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),
     ("fold constants", _fold),
@@ -126,15 +139,29 @@ STEPS: list[Step] = [
 DEFAULT_EXTERNAL_TAG = "_default_external_constant"  # ExecuTorch's file name for the .ptd
 
 
-def _external_tagger(config: ExecutorchBackendConfig):
-    """Which constants go to a .ptd file, and which: ``external_constants`` is a bool (all
-    weights to ``_default_external_constant.ptd``) or a callable ``spec -> tag | None``."""
+def _external_tagger(config: ExecutorchBackendConfig, ep: ExportedProgram):
+    """Which constants go to a .ptd file, and which (a function of the placeholder node, as
+    ExecuTorch's ``external_constants_pass``): ``external_constants`` is a bool (every weight
+    to ``_default_external_constant.ptd``) or a callable ``node -> tag | None``; with
+    ``external_mutable_weights`` every weight that has a gradient output goes to the default
+    file whatever the callable says."""
     ext = config.external_constants
-    if ext is True:
-        return lambda spec: DEFAULT_EXTERNAL_TAG
-    if callable(ext):
-        return ext
-    return None
+    trained = set()
+    if config.external_mutable_weights:
+        grads = {o.target for o in ep.graph_signature.output_specs
+                 if o.kind == OutputKind.GRADIENT_TO_PARAMETER}
+        trained = {name for name, fqn in ep.graph_signature.inputs_to_parameters.items()
+                   if fqn in grads}
+    if not ext and not trained:
+        return None
+
+    def tag(node: torch.fx.Node) -> str | None:
+        if node.op == "placeholder" and node.target in trained:
+            return DEFAULT_EXTERNAL_TAG
+        if ext is True:
+            return DEFAULT_EXTERNAL_TAG
+        return ext(node) if callable(ext) else None
+    return tag
 
 
 def copy_program(ep: ExportedProgram) -> ExportedProgram:
@@ -184,4 +211,4 @@ def emit_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfig,
                 state: ProgramState) -> S.ExecutionPlan:
     share_view_bytes(ep)
     return MethodEmitter(name, ep, state, config.emit_stacktrace,
-                         config.emit_mutable_buffer_names, _external_tagger(config)).emit()
+                         config.emit_mutable_buffer_names, _external_tagger(config, ep)).emit()

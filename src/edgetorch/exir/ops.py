@@ -116,6 +116,14 @@ def _to_dim_order_copy_impl(self, *, dtype=None, layout=None, device=None, pin_m
         non_blocking=non_blocking, memory_format=get_memory_format(dim_order))
 
 
+def _to_dim_order_copy_meta(self, *, dtype=None, layout=None, device=None, pin_memory=None,
+                            non_blocking=False, dim_order=None):
+    # Shapes only: a graph's ``device=cpu`` must not move a meta (or fake) tensor to the CPU,
+    # which cannot be done and made every re-trace of such a copy fail.
+    return torch.ops.aten._to_copy.default(self, dtype=dtype, layout=layout,
+                                           memory_format=get_memory_format(dim_order))
+
+
 def _to_dim_order_copy_out_impl(self, *, non_blocking=False, dim_order=None, out):
     out.copy_(self)
     return out
@@ -131,8 +139,9 @@ def _define_dim_order_ops() -> None:
     lib = torch.library.Library("dim_order_ops", "DEF")
     for schema in _DIM_ORDER_SCHEMAS.values():
         lib.define(schema)
+    lib.impl("_to_dim_order_copy", _to_dim_order_copy_impl, "CompositeExplicitAutograd")
+    lib.impl("_to_dim_order_copy", _to_dim_order_copy_meta, "Meta")
     for key in ("CompositeExplicitAutograd", "Meta"):
-        lib.impl("_to_dim_order_copy", _to_dim_order_copy_impl, key)
         lib.impl("_to_dim_order_copy.out", _to_dim_order_copy_out_impl, key)
         lib.impl("_clone_dim_order", _clone_dim_order_impl, key)
         lib.impl("_clone_dim_order.out", _to_dim_order_copy_out_impl, key)

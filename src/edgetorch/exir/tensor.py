@@ -84,7 +84,7 @@ class TensorSpec:
 
     dtype: torch.dtype
     shape: tuple[int, ...]
-    dim_order: tuple[int, ...]
+    dim_order: tuple[int, ...] = None  # type: ignore[assignment]  # None: contiguous
     dynamism: TensorShapeDynamism = TensorShapeDynamism.STATIC
     const: bool = False
     storage: torch.Tensor | None = None
@@ -106,6 +106,11 @@ class TensorSpec:
     storage_base_offset: int = 0
     device: DeviceType = DeviceType.CPU
     device_index: int = 0
+
+    def __post_init__(self) -> None:
+        self.shape = tuple(self.shape)
+        if self.dim_order is None:  # ExecuTorch's TensorSpec(dtype, shape): contiguous
+            self.dim_order = tuple(range(len(self.shape)))
 
     @property
     def scalar_type(self) -> ScalarType:
@@ -161,7 +166,9 @@ class TensorSpec:
     def __repr__(self) -> str:
         where = f" @mem{self.mem_id}+{self.mem_offset}" if self.planned else ""
         kind = " const" if self.const else ""
-        return f"TensorSpec({str(self.dtype).removeprefix('torch.')}{list(self.shape)}{kind}{where})"
+        device = f" device={self.device.name}:{self.device_index}"
+        return (f"TensorSpec({str(self.dtype).removeprefix('torch.')}{list(self.shape)}{kind}"
+                f"{where}{device})")
 
 
 # ---- ExecuTorch's tensor helpers (``exir.tensor``): strides, dim orders, schema values ----

@@ -7,6 +7,8 @@ never later on a device.
 
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 
 import torch
@@ -19,11 +21,17 @@ from .dtype_support import check_dtypes
 from .ops import describe_node, graph_modules, out_variant, qualified_name
 
 # Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
-SYM_OPS = {
-    operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
-    operator.mod, operator.neg, operator.eq, operator.gt, operator.lt,
-    operator.ge, operator.le, torch.sym_float, torch.sym_int,
+# Python's symbolic-int operations in a graph -> the ``executorch_prim::<name>.Scalar``
+# operator the emitter calls for each (ExecuTorch's table).
+SYM_OP_NAMES = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+    operator.floordiv: "floordiv", operator.truediv: "truediv", operator.mod: "mod",
+    operator.neg: "neg", operator.eq: "eq", operator.gt: "gt", operator.lt: "lt",
+    operator.ge: "ge", operator.le: "le", torch.sym_float: "sym_float", torch.sym_int: "sym_int",
+    builtins.round: "round", math.ceil: "ceil", math.trunc: "trunc", torch.sym_max: "sym_max",
+    torch.sym_min: "sym_min", torch.sym_not: "sym_not", torch.sym_ite: "sym_ite",
 }
+SYM_OPS = set(SYM_OP_NAMES)
 _ALLOWED_CALLS = {operator.getitem}
 _AUTO_FUNCTIONALIZED = ("auto_functionalized", "auto_functionalized_v2")
 

@@ -23,3 +23,6 @@ class BackendRecipeProvider(ABC):
     @abstractmethod
     def create_recipe(self, recipe_type: RecipeType, **kwargs: Any) -> ExportRecipe | None:
         """The recipe for ``recipe_type``, or None when the type is not this backend's."""
+
+    def supports_recipe(self, recipe_type: RecipeType) -> bool:
+        return recipe_type in self.get_supported_recipes()

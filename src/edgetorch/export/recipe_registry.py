@@ -12,11 +12,22 @@ if TYPE_CHECKING:
 
 
 class RecipeRegistry:
-    """Providers by backend name. A backend registers on import of its ``recipes`` package
+    """Providers by backend name, one registry per process (``RecipeRegistry()`` returns it).
+    A backend registers on import of its ``recipes`` package
     (``import edgetorch.backends.xnnpack.recipes``), as ExecuTorch's do."""
 
+    _instance: RecipeRegistry | None = None
+    _initialized = False
+
+    def __new__(cls) -> RecipeRegistry:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
     def __init__(self) -> None:
-        self._providers: dict[str, BackendRecipeProvider] = {}
+        if not RecipeRegistry._initialized:  # constructing it again keeps what registered
+            self._providers: dict[str, BackendRecipeProvider] = {}
+            RecipeRegistry._initialized = True
 
     def register_backend_recipe_provider(self, provider: BackendRecipeProvider) -> None:
         self._providers[provider.backend_name] = provider

@@ -63,6 +63,14 @@ class TensorLayout:
     def nbytes(self) -> int:
         return math.prod(self.sizes) * ELEMENT_SIZE[self.scalar_type]
 
+    @classmethod
+    def from_tensor(cls, tensor: object) -> TensorLayout:
+        """The layout of a dense torch tensor (ahead of time only: torch is imported here, so
+        the runtime that reads layouts never needs it)."""
+        from ..exir.tensor_layout import tensor_layout_of
+
+        return tensor_layout_of(tensor)  # type: ignore[arg-type]
+
 
 @dataclass
 class NamedData:

@@ -218,3 +218,16 @@ def test_export_llm_shows_its_stages_and_layers(tmp_path, capsys, monkeypatch):
                    "export_llm: lowering to XNNPACK", "lowering (XnnpackPartitioner)",
                    "export_llm: planning memory and emitting", "export_llm: writing"):
         assert needle in captured.err, needle
+
+
+def test_config_arg_helpers(monkeypatch):
+    import sys
+
+    from edgetorch.extension.llm.export.export_llm import parse_config_arg, pop_config_arg
+
+    monkeypatch.setattr(sys, "argv", ["export_llm", "--config", "c.yaml", "base.x=1"])
+    assert parse_config_arg() == ("c.yaml", ["base.x=1"])
+    assert pop_config_arg() == "c.yaml" and sys.argv == ["export_llm", "base.x=1"]
+    assert parse_config_arg() == (None, ["base.x=1"])
+    with pytest.raises(ValueError, match="--config"):
+        pop_config_arg()

@@ -3,17 +3,19 @@
 ``BackendWithCompilerDemo`` compiles float32 elementwise math, ``mm`` and ``linear`` to a
 small JSON program; ``DemoPartitioner`` picks those nodes. The runtime half
 (``edgetorch.backends.demo.runtime``) interprets the JSON with NumPy and needs no torch.
+``ExecutorBackend`` (ExecuTorch's test backend) delegates a subgraph as a whole nested
+``.pte`` (``nested_runtime``).
 
 Importing this package registers the runtime half; the compiler half (``BackendWithCompilerDemo``,
 ``DemoPartitioner``) is loaded on first use, so torch-free runtimes can import it too.
 """
 
-from . import runtime
+from . import nested_runtime, runtime
 from .runtime import BACKEND_ID
 
 _COMPILER = ("AddMulPartitionerDemo", "BackendWithCompilerDemo", "DemoPartitioner",
-             "SUPPORTED_OPS")
-__all__ = ["BACKEND_ID", *_COMPILER, "runtime"]
+             "ExecutorBackend", "SUPPORTED_OPS")
+__all__ = ["BACKEND_ID", *_COMPILER, "nested_runtime", "runtime"]
 
 
 def __getattr__(name: str):

@@ -51,12 +51,15 @@ class BackendWithCompilerDemo(BackendDetails):
                 if node.target not in SUPPORTED_OPS:
                     raise RuntimeError(f"{node.target} is not supported in {BACKEND_ID}; "
                                        f"it runs {sorted(OPS)}")
-                instructions.append({
+                instruction = {
                     "op": _op_key(node.target),
                     "args": [_arg(a) for a in node.args],
                     "out": node.name,
                     "dtype": str(node.meta["val"].dtype).removeprefix("torch."),
-                })
+                }
+                if node.kwargs:
+                    instruction["kwargs"] = {k: _arg(a) for k, a in node.kwargs.items()}
+                instructions.append(instruction)
                 if node.meta.get("debug_handle") is not None:
                     # ExecuTorch's demo keys its map by the handle itself (its instructions
                     # report the node's handle as their delegate debug identifier).
@@ -74,6 +77,8 @@ def _arg(a: object) -> object:
         return f"%{a.name}"
     if a is None or isinstance(a, (bool, int, float)):
         return a
+    if isinstance(a, (list, tuple)) and all(isinstance(i, (bool, int, float)) for i in a):
+        return list(a)
     raise RuntimeError(f"{BACKEND_ID} cannot encode argument {a!r}")
 
 
@@ -153,3 +158,20 @@ class AddMulPartitionerDemo(DemoPartitioner):
     def __init__(self) -> None:
         super().__init__([CompileSpec("max_value", bytes([4]))],
                          ops={aten.add.Tensor, aten.mm.default})
+
+
+class ExecutorBackend(BackendDetails):
+    """ExecuTorch's test backend of this name: the blob is the subgraph emitted as a whole
+    ``.pte`` (the compile spec ``external_constants`` moves its weights to a ``.ptd``), run by
+    a nested method at runtime (``nested_runtime``)."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram,
+                   compile_specs: list[CompileSpec]) -> PreprocessResult:
+        from ...exir import ExecutorchBackendConfig
+        from ...exir.program._program import EdgeProgramManager
+
+        config = ExecutorchBackendConfig(
+            external_constants=any(s.key == "external_constants" for s in compile_specs))
+        blob = EdgeProgramManager(edge_program).to_executorch(config).buffer
+        return PreprocessResult(processed_bytes=blob)

@@ -15,7 +15,7 @@ from typing import Any
 
 from torch.export import ExportedProgram
 
-from ...errors import ExportError, RegistrationError, near_matches
+from ...errors import RegistrationError, UnknownBackendError, near_matches
 from .compile_spec_schema import CompileSpec
 from .copying import copy_program
 
@@ -67,11 +67,13 @@ class BackendDetails(ABC):
 def _register(cls: type[BackendDetails]) -> None:
     backend_id = cls.__name__
     old = BACKENDS.get(backend_id)
-    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+    # A class of the same name from the same module replaces the old one (a module reload, a
+    # notebook cell, a test defining its backend inside each test function).
+    if old is not None and old.__module__ != cls.__module__:
         raise RegistrationError(
             f"backend id {backend_id!r} is already taken by {old.__module__}.{old.__qualname__}; "
             f"rename {cls.__module__}.{cls.__qualname__} (the class name is the backend id)")
-    BACKENDS[backend_id] = cls  # a re-definition (module reload, notebook cell) replaces it
+    BACKENDS[backend_id] = cls
 
 
 def get_backend_details(backend_id: str) -> type[BackendDetails]:
@@ -81,8 +83,8 @@ def get_backend_details(backend_id: str) -> type[BackendDetails]:
         known = ", ".join(sorted(BACKENDS)) or "none"
         close = near_matches(backend_id, BACKENDS)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ExportError(
-            f"backend {backend_id!r} was not found (registered backends: {known}).{hint} "
+        raise UnknownBackendError(
+            f"Backend {backend_id} was not found. Registered backends: {known}.{hint} "
             "Import the module that defines `class "
             f"{backend_id}(BackendDetails)` before calling to_backend.")
     return cls

@@ -129,3 +129,41 @@ class DelegateMappingBuilder:
                               "nodes/handles has a debug handle (run to_edge first)")
         self._map[identifier] = kept
         return identifier
+
+
+def get_delegated_payload(graph_module: torch.fx.GraphModule
+                          ) -> dict[str, tuple[str, list, bytes]]:
+    """``{lowered module name: (backend id, compile specs, processed bytes)}`` for every
+    delegate of the graph (what each backend's ``preprocess`` produced)."""
+    payloads = {}
+    for node in graph_module.graph.nodes:
+        lowered = _lowered(node)
+        if lowered is not None:
+            payloads[node.name] = (lowered.backend_id, lowered.compile_specs,
+                                   lowered.processed_bytes)
+    return payloads
+
+
+def _same_inputs(left: torch.fx.Node, right: torch.fx.Node) -> bool:
+    """Same operation on the same-shaped inputs, compared down to the placeholders (an
+    explicit stack: deep graphs must not hit the recursion limit)."""
+    todo = [(left, right)]
+    seen = set()
+    while todo:
+        a, b = todo.pop()
+        if (a, b) in seen:
+            continue
+        seen.add((a, b))
+        if a.op != b.op or a.target != b.target or \
+                len(a.all_input_nodes) != len(b.all_input_nodes):
+            return False
+        todo.extend(zip(a.all_input_nodes, b.all_input_nodes))
+    return True
+
+
+def is_identical_graph(graph_left: torch.fx.GraphModule,
+                       graph_right: torch.fx.GraphModule) -> bool:
+    """The two graphs hold the same operations on the same inputs in the same node order
+    (names, constants' values and metadata aside)."""
+    left, right = list(graph_left.graph.nodes), list(graph_right.graph.nodes)
+    return len(left) == len(right) and all(_same_inputs(a, b) for a, b in zip(left, right))

@@ -30,15 +30,8 @@ from ..ops import describe_node, is_cond, is_map, is_out_variant, op_name_and_ov
 from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
 from ..tensor import TensorSpec, make_tensor_value, memory_format_enum, scalar_type_of
-from ..verifier import SYM_OPS
+from ..verifier import SYM_OP_NAMES, SYM_OPS
 from .control_flow import ControlFlowEmitter
-
-_SYM_OP_NAMES = {
-    operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-    operator.floordiv: "floordiv", operator.truediv: "truediv", operator.mod: "mod",
-    operator.neg: "neg", operator.eq: "eq", operator.gt: "gt", operator.lt: "lt",
-    operator.ge: "ge", operator.le: "le", torch.sym_float: "sym_float", torch.sym_int: "sym_int",
-}
 
 
 @dataclass
@@ -97,7 +90,7 @@ def tensor_bytes(t: torch.Tensor, dim_order: tuple[int, ...]) -> bytes:
 class MethodEmitter(ControlFlowEmitter):
     def __init__(self, name: str, ep: ExportedProgram, state: ProgramState,
                  emit_stacktrace: bool = False, emit_mutable_buffer_names: bool = True,
-                 external_tag: Callable[[TensorSpec], str | None] | None = None) -> None:
+                 external_tag: Callable[[torch.fx.Node], str | None] | None = None) -> None:
         self.name = name
         self.ep = ep
         self.state = state
@@ -141,7 +134,7 @@ class MethodEmitter(ControlFlowEmitter):
             if storage is None and spec.alias_of is not None and spec.alias_of.storage is not None:
                 storage = spec.alias_of.storage.reshape(spec.shape)
             data = tensor_bytes(storage, spec.dim_order)
-            tag = self.external_tag(spec) if self.external_tag and spec.fqn else None
+            tag = self._external_tag(spec)
             if tag is not None:
                 # Stored in a .ptd file, found by name at load time.
                 self.state.external.setdefault(tag, {})[spec.fqn] = (data, spec)
@@ -156,7 +149,10 @@ class MethodEmitter(ControlFlowEmitter):
             if spec.fqn is not None and spec.planned:  # a mutable buffer
                 if spec.storage is not None:
                     data = tensor_bytes(spec.storage, spec.dim_order)
-                    if data.strip(b"\x00"):  # a zero initial state needs no bytes: arenas start zeroed
+                    # A zero initial state needs no bytes (our arenas start zeroed) unless
+                    # the buffer is marked (InitializedMutableBufferPass).
+                    if data.strip(b"\x00") or self.node is not None and \
+                            self.node.meta.get("et_init_buffer"):
                         data_idx = self.state.add_mutable(data)
                 if self.emit_mutable_buffer_names:
                     extra = S.ExtraTensorInfo(fully_qualified_name=spec.fqn,
@@ -165,6 +161,19 @@ class MethodEmitter(ControlFlowEmitter):
         idx = self._add(tensor)
         self._spec_ids[id(spec)] = idx
         return idx
+
+    def _external_tag(self, spec: TensorSpec) -> str | None:
+        """The .ptd file (tag) a weight placeholder goes to: ``meta["constant_tag"]`` when a
+        pass set it (ExecuTorch's key), else the config's choice. Lifted constants stay in the
+        program: they are closer to code than to data."""
+        node = self.node
+        if not spec.fqn or node is None or node.op != "placeholder":
+            return None
+        if node.meta.get("constant_tag") is not None:
+            return node.meta["constant_tag"]
+        if self.external_tag is None or "_lifted_tensor" in node.name:
+            return None
+        return self.external_tag(node)
 
     def _empty_tensor(self) -> int:
         return self._add(S.Tensor(scalar_type=S.ScalarType.BYTE, storage_offset=0, sizes=[0],
@@ -310,7 +319,7 @@ class MethodEmitter(ControlFlowEmitter):
         args = [self.env[a] if isinstance(a, torch.fx.Node) else self._const(a) for a in node.args]
         ret = self._add(S.Int(0) if not isinstance(node.meta.get("val"), (float, torch.SymFloat))
                         else S.Double(0.0))
-        instr = self._kernel_call(f"executorch_prim::{_SYM_OP_NAMES[node.target]}", "Scalar",
+        instr = self._kernel_call(f"executorch_prim::{SYM_OP_NAMES[node.target]}", "Scalar",
                                   args + [ret])
         self._provenance(instr, node)
         return ret

@@ -10,11 +10,17 @@ tables run by :func:`rewrite`. User passes are ExecuTorch's shapes (``ExportPass
 
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from ..pass_base import ExportPass
+from .debug_pass import DebugPass
+from .legalize_portable_dim_order_pass import LegalizePortableDimOrderPass
 from .memory_planning_pass import MemoryPlanningPass
 from .rewrite import rewrite
 from .scalar_to_tensor_pass import ScalarToTensorPass
 from .spec_prop import SpecPropPass
+from .sym_shape_eval_pass import HintBasedSymShapeEvalPass
 from .to_out_variant import ToOutVarPass
 
-__all__ = ["MemoryPlanningPass", "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass",
-           "ToOutVarPass", "rewrite"]
+__all__ = ["DebugPass", "ExportPass", "HintBasedSymShapeEvalPass", "LegalizePortableDimOrderPass",
+           "MemoryPlanningPass",
+           "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass", "ToOutVarPass",
+           "rewrite"]

@@ -29,6 +29,7 @@ from ...errors import ExportError
 from ...schema.program import DeviceType
 from ..tensor import TensorSpec
 from . import _device_copy_ops_registry  # noqa: F401  (defines torch.ops.et_copy)
+from .propagate_device_config import PropagateDeviceConfig  # noqa: F401  (ExecuTorch's import path)
 
 TARGET_DEVICE_COMPILE_SPEC_KEY = "target_device"
 
@@ -54,7 +55,14 @@ def _target_device(graph_module: torch.fx.GraphModule, node: torch.fx.Node
             f"executorch_call_delegate node '{node.name}' does not reference a valid "
             "LoweredBackendModule. The first argument must be a get_attr node pointing to a "
             "LoweredBackendModule attribute.")
-    for spec in lowered.compile_specs:
+    return _get_target_device_from_compile_specs(lowered)
+
+
+def _get_target_device_from_compile_specs(lowered_module: object
+                                          ) -> tuple[DeviceType, int] | None:
+    """The ``(device type, index)`` a lowered module's ``target_device`` compile spec asks
+    for, or None."""
+    for spec in lowered_module.compile_specs:
         if spec.key == TARGET_DEVICE_COMPILE_SPEC_KEY:
             return _parse_device_spec_value(spec.value)
     return None

@@ -12,11 +12,13 @@ from ...errors import ExportError
 from ...schema import program as S
 from ...schema.ptd import serialize_ptd
 from ...schema.pte import serialize_pte
+from .._serialize._named_data_store import buffer_bytes
 from ..backend import preserve
 from ..backend.backend_api import to_backend as _to_backend
 from ..config import EdgeCompileConfig, ExecutorchBackendConfig
 from ..edge import _decomposition_table, to_edge_dialect, to_edge_ops
-from ..emit import ProgramState
+from ..emit import EmitterOutput, ProgramState
+from ..emit._emit_program import emitter_output
 from ..emit.emitter import constant_method_plan
 from ..foreign_warnings import quiet
 from ..lowering import copy_program, emit_method, plan_method
@@ -157,10 +159,12 @@ def _etrecord_programs(edge: dict[str, ExportedProgram]) -> dict[str, ExportedPr
 class EdgeProgramManager:
     """A set of Edge-dialect methods, ready for ``transform``, ``to_backend``, ``to_executorch``."""
 
-    def __init__(self, edge_programs: dict[str, ExportedProgram],
+    def __init__(self, edge_programs: dict[str, ExportedProgram] | ExportedProgram,
                  constant_methods: dict[str, Any] | None = None,
                  compile_config: EdgeCompileConfig | None = None) -> None:
         self.compile_config = compile_config or EdgeCompileConfig()
+        if isinstance(edge_programs, ExportedProgram):  # one method, as ExecuTorch accepts
+            edge_programs = {"forward": edge_programs}
         self._edge_programs = dict(edge_programs)
         self._config_methods = dict(constant_methods or {})
         self._etrecord: Any = None  # set by generate_etrecord=True
@@ -168,7 +172,7 @@ class EdgeProgramManager:
         if clash:
             raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
         if self.compile_config._check_ir_validity:
-            extra = set(self.compile_config._core_aten_ops_exception_list)
+            extra = set(self.compile_config._core_aten_ops_exception_list or [])
             for name, ep in self._edge_programs.items():
                 verify_edge_program(ep, name, extra)
 
@@ -230,12 +234,15 @@ class EdgeProgramManager:
         state = ProgramState()
         lowered: dict[str, ExportedProgram] = {}
         plans = []
-        for name in sorted(self._edge_programs):  # ExecuTorch orders methods by name
-            lowered[name] = plan_method(name, self._edge_programs[name], config)
-        if hasattr(config.memory_planning_pass, "run_multimethod"):  # shared mutable buffers
-            config.memory_planning_pass.run_multimethod()
+        configs = _per_method_configs(config, sorted(self._edge_programs))
+        for name, method_config in configs.items():  # ExecuTorch orders methods by name
+            lowered[name] = plan_method(name, self._edge_programs[name], method_config)
+        for planner in {id(c.memory_planning_pass): c.memory_planning_pass
+                        for c in configs.values()}.values():
+            if hasattr(planner, "run_multimethod"):  # mutable buffers shared by methods
+                planner.run_multimethod()
         for name, ep in lowered.items():
-            plans.append(emit_method(name, ep, config, state))
+            plans.append(emit_method(name, ep, configs[name], state))
         for name, value in self._config_methods.items():
             plans.append(constant_method_plan(name, value, state))
         program = S.Program(version=SCHEMA_VERSION, execution_plan=plans)
@@ -247,6 +254,18 @@ class EdgeProgramManager:
 
     def __repr__(self) -> str:
         return f"EdgeProgramManager(methods={sorted(self.methods)}, config_methods={sorted(self.config_methods)})"
+
+
+def _per_method_configs(config: ExecutorchBackendConfig,
+                        names: list[str]) -> dict[str, ExecutorchBackendConfig]:
+    """One config per method: ``memory_planning_pass`` may be ``{method: pass}`` (a method
+    not named gets the default planner, as in ExecuTorch)."""
+    planners = config.memory_planning_pass
+    if not isinstance(planners, dict):
+        return dict.fromkeys(names, config)
+    return {n: dataclasses.replace(config, memory_planning_pass=planners[n] if n in planners
+                                   else ExecutorchBackendConfig().memory_planning_pass)
+            for n in names}
 
 
 class ExecutorchProgramManager:
@@ -261,6 +280,7 @@ class ExecutorchProgramManager:
         self._config = config
         self._config_methods = config_methods
         self._buffer: bytes | None = None
+        self._emitted: EmitterOutput | None = None
         self._etrecord: Any = None
 
     def get_etrecord(self) -> Any:
@@ -280,7 +300,10 @@ class ExecutorchProgramManager:
 
     @property
     def executorch_program(self) -> S.Program:
-        return self._program
+        """The emitted ``Program`` as ExecuTorch's emitter leaves it: constants in
+        ``constant_buffer`` (entry 0 the reserved empty one), delegate blobs inline in
+        ``backend_delegate_data``; ``buffer`` moves them to segments."""
+        return self._emitter_output.program
 
     def exported_program(self, method_name: str = "forward") -> ExportedProgram:
         return self._lowered[method_name]
@@ -303,6 +326,14 @@ class ExecutorchProgramManager:
         """``{method: {delegate instruction: number of outputs}}`` (ExecuTorch's shape; what
         the Inspector needs to split a delegate call's logged arguments into outputs)."""
         return self._state.instruction_id_to_num_outs_map
+
+    @property
+    def _emitter_output(self) -> EmitterOutput:
+        """ExecuTorch's emitter output: the program with its constants and delegate blobs
+        inline (``Program.constant_buffer``, ``backend_delegate_data``) and the maps above."""
+        if self._emitted is None:
+            self._emitted = emitter_output(self._program.execution_plan, self._state)
+        return self._emitted
 
     def memory_plan(self, method_name: str = "forward") -> MemoryPlan:
         return self._lowered[method_name].graph_module.meta["memory_plan"]
@@ -328,7 +359,7 @@ class ExecutorchProgramManager:
         store = self._state.named_data
         if not store.pte_data:
             return None
-        return {key: (store.buffers[e.buffer_index], e.alignment)
+        return {key: (buffer_bytes(store.buffers[e.buffer_index]), e.alignment)
                 for key, e in store.pte_data.items()}
 
     @property
@@ -343,7 +374,8 @@ class ExecutorchProgramManager:
         for tag, entries in store.external_data.items():
             named = by_tag.setdefault(tag, {})
             for key, entry in entries.items():
-                named[key] = (store.buffers[entry.buffer_index], None, [], [], entry.alignment)
+                named[key] = (buffer_bytes(store.buffers[entry.buffer_index]), None, [], [],
+                              entry.alignment)
         return {f"{tag}.ptd": serialize_ptd(named, alignment=16) for tag, named in by_tag.items()}
 
     @property

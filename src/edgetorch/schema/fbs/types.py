@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import FormatError
+from ...errors import AlignmentError, FormatError
 
 OBJECT_API = "object_api"  # flatc's generated Python Pack methods
 FLATC = "flatc"  # the flatc compiler reading JSON
@@ -152,9 +152,9 @@ class F:
 
 
 def check_alignment(value: int, name: str) -> int:
-    """``value`` if it is a positive power of two, else a FormatError."""
+    """``value`` if it is a positive power of two, else an AlignmentError."""
     if not isinstance(value, int) or value <= 0 or value & (value - 1):
-        raise FormatError(
+        raise AlignmentError(
             f"{name} must be a positive power of two, got {value!r}. Use e.g. 16 or 128."
         )
     return value

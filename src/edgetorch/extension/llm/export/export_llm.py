@@ -18,6 +18,26 @@ from .builder import export_llm
 from .config.llm_config import LlmConfig
 
 
+def parse_config_arg() -> tuple[str | None, list[str]]:
+    """``--config PATH`` from the command line (None without one) and the other arguments
+    (the ``section.field=value`` overrides)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--config")
+    ns, remaining = parser.parse_known_args(sys.argv[1:])
+    return ns.config, remaining
+
+
+def pop_config_arg() -> str:
+    """Remove ``--config PATH`` from ``sys.argv`` and return PATH (it must be there)."""
+    try:
+        i = sys.argv.index("--config")
+        path = sys.argv[i + 1]
+    except (ValueError, IndexError):
+        raise ValueError("no '--config PATH' on the command line") from None
+    del sys.argv[i:i + 2]
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="export_llm", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="a YAML file of LlmConfig sections")

@@ -1,0 +1,1 @@
+"""ExecuTorch's demo-backend paths under ``exir.backend.test.demos``."""

@@ -1,0 +1,1 @@
+"""Dialect verifiers (ExecuTorch's ``exir.verification``)."""
