@@ -137,3 +137,25 @@ class DebugPage:
             row_class = ' class="entry"' if is_entry else ""
             rows.append(f"<tr{row_class}>{''.join(cells)}</tr>")
         return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+class SweepPage:
+    def __init__(self, result: Any) -> None:
+        self.r = result
+
+    def render(self) -> str:
+        from .plots import pareto_figure, svg
+
+        r = self.r
+        cols = ["key", "status", "metric", "metric_drop", "pte_kib", "planned_bytes",
+                "latency_ms", "latency_ratio", "vela_cycles", "error"]
+        df = r.table[[c for c in cols if c in r.table.columns]]
+        front = r.front[[c for c in cols if c in r.front.columns and c != "error"]]
+        objectives = ", ".join(f"{k} ({v})" for k, v in r.objectives.items())
+        body = [f"<p>{len(r.table)} candidates, metric <b>{esc(r.metric)}</b> on the evaluation "
+                f"data in edgetorch's runtime; results in {esc(r.folder)}.</p>",
+                f"<h2>Pareto front ({esc(objectives)})</h2>",
+                table(front, left={"key", "status"}),
+                f"<div class=\"svg\">{svg(pareto_figure(r.table, 'metric', set(r.front.key)))}"
+                "</div>", "<h2>All candidates</h2>", table(df, left={"key", "status", "error"})]
+        return page("Quantization recipe sweep", body)

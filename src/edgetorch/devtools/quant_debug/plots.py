@@ -31,18 +31,19 @@ def sqnr_figure(report: Any, ax: Any = None):
     else:
         fig = ax.figure
     table = report.table
-    labels = {}
+    labels = {la.index: f"{la.name} ({la.module})" if la.module else la.name
+              for la in report.run.layers}
+    xs = sorted(labels)
     for stage in report.stages:
         if stage == "float":
             continue
-        rows = table[table.stage == stage].sort_values("index")
-        if rows.empty:
+        got = dict(zip(table[table.stage == stage]["index"], table[table.stage == stage].sqnr_db))
+        if not got:
             continue
-        ys = [min(v, SQNR_CAP) if not math.isnan(v) else math.nan for v in rows.sqnr_db]
-        ax.plot(rows["index"], ys, marker="o", markersize=3, linewidth=1.2,
+        # a layer the stage has no value for (fused into the next one) leaves a gap
+        ys = [min(got.get(i, math.nan), SQNR_CAP) for i in xs]
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2,
                 color=STAGE_COLORS.get(stage, BACKEND_COLOR), label=stage)
-        for i, la in zip(rows["index"], rows.layer):
-            labels[i] = la
     entry = report.entry
     if entry is not None:
         hit = table[(table.stage == entry.stage) & (table.layer == entry.layer)]
@@ -50,9 +51,8 @@ def sqnr_figure(report: Any, ax: Any = None):
             y = min(float(hit.sqnr_db.iloc[0]), SQNR_CAP)
             ax.scatter(hit["index"], [y], s=180, facecolors="none", edgecolors="black",
                        linewidths=2, zorder=5, label=f"error enters: {entry.layer}")
-    ticks = sorted(labels)
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([labels[t] for t in ticks], rotation=75, fontsize=7)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([labels[t] for t in xs], rotation=75, fontsize=7)
     ax.set_ylabel("SQNR vs float (dB)")
     ax.set_title(f"{report.recipe.key}: SQNR per layer per stage (capped at {SQNR_CAP:.0f} dB)")
     ax.grid(alpha=0.3)
