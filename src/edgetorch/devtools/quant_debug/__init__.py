@@ -1,13 +1,34 @@
 """Quantization you can trust: per-layer accuracy across every stage of the flow
 (``debug_quantization``), automatic mixed precision (``mixed_precision``) and recipe sweeps
-(``sweep``) that run in local processes or on Ray. ``edgetorch quant debug|sweep`` from the
-shell; docs/quant-debug.md walks through them."""
+(``sweep``) that run in local processes or on Ray. ``edgetorch quant debug|mixed|sweep`` from
+the shell; docs/quant-debug.md walks through them. Names load on first use (the CLI imports
+this package without torch)."""
 
-from .data import Sample, load_samples
-from .debugger import debug_quantization
-from .metrics import Target
-from .recipes import Recipe, quantizer_calls
-from .report import EntryPoint, QuantDebugReport
+from __future__ import annotations
 
-__all__ = ["EntryPoint", "QuantDebugReport", "Recipe", "Sample", "Target", "debug_quantization",
-           "load_samples", "quantizer_calls"]
+import importlib
+from typing import Any
+
+LAZY_IMPORTS = {
+    "Sample": ".data", "load_samples": ".data",
+    "debug_quantization": ".debugger",
+    "Target": ".metrics",
+    "Recipe": ".recipes", "quantizer_calls": ".recipes",
+    "EntryPoint": ".report", "QuantDebugReport": ".report",
+    "MixedPrecisionResult": ".mixed_precision", "mixed_precision": ".mixed_precision",
+    "SweepResult": ".sweep", "default_grid": ".sweep", "pareto": ".sweep", "sweep": ".sweep",
+}
+
+__all__ = sorted(LAZY_IMPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in LAZY_IMPORTS:
+        value = getattr(importlib.import_module(LAZY_IMPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(LAZY_IMPORTS))
