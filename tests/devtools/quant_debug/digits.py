@@ -1,16 +1,16 @@
 """A small CNN trained on scikit-learn's digits (8x8 images, the data ships with sklearn), and the
 same CNN with one planted bad layer.
 
-The plant keeps the float model exactly as it was: ``conv1``'s last filter is made dead (zero
-weights, bias -1: ReLU outputs 0 everywhere), and ``conv2`` reads that dead channel with huge
-weights. In float, 0 * huge = 0, nothing changes; per-channel int8 weight quantization of
-``conv2`` takes its scale from the outliers, so every other weight of ``conv2`` rounds to zero.
-The error enters at ``fake_quant`` in ``conv2`` and nowhere else.
+The plant keeps the float model's function: ``conv1`` gets one more filter, a dead one (zero
+weights, bias -1: its ReLU outputs 0 everywhere), and ``conv2`` reads that dead channel with
+huge weights. In float, 0 * huge = 0: the outputs are the trained model's (up to the order of
+float additions). Per-channel int8 weight quantization of ``conv2`` takes each filter's scale
+from its outlier, so every other weight of ``conv2`` rounds to zero. The error enters at
+``fake_quant`` in ``conv2`` and nowhere else.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 
 import numpy as np
@@ -23,10 +23,10 @@ OUTLIER = 400.0  # times the largest |weight| of conv2
 
 
 class DigitsCNN(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, width: int = 12) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 12, 3, padding=1)
-        self.conv2 = nn.Conv2d(12, 16, 3, padding=1)
+        self.conv1 = nn.Conv2d(1, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, 16, 3, padding=1)
         self.fc = nn.Linear(16 * 4 * 4, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -80,17 +80,22 @@ def trained_cnn() -> DigitsCNN:
 
 def planted_cnn() -> DigitsCNN:
     """``trained_cnn`` with ``conv2`` broken for int8 only (see the module docstring)."""
-    model = copy.deepcopy(trained_cnn())
+    trained = trained_cnn()
+    width = trained.conv1.out_channels
+    model = DigitsCNN(width + 1)
     with torch.no_grad():
-        dead = model.conv1.out_channels - 1
-        model.conv1.weight[dead] = 0.0
-        model.conv1.bias[dead] = -1.0
-        big = OUTLIER * model.conv2.weight.abs().max()
-        model.conv2.weight[:, dead] = big
+        model.conv1.weight.zero_()
+        model.conv1.weight[:width] = trained.conv1.weight
+        model.conv1.bias[:width] = trained.conv1.bias
+        model.conv1.bias[width] = -1.0  # the dead filter
+        model.conv2.weight[:, :width] = trained.conv2.weight
+        model.conv2.weight[:, width] = OUTLIER * trained.conv2.weight.abs().max()
+        model.conv2.bias.copy_(trained.conv2.bias)
+        model.fc.load_state_dict(trained.fc.state_dict())
     return model.eval()
 
 
-def example() -> tuple[torch.Tensor]:
+def example_inputs() -> tuple[torch.Tensor]:
     return (torch.zeros(BATCH, 1, 8, 8),)
 
 
@@ -103,7 +108,13 @@ def test_loader(count: int | None = None):
 
 
 def accuracy(model: nn.Module) -> float:
+    """Top-1 (percent) on the whole test split."""
+    return accuracy_on(model, len(digits()[2]))
+
+
+def accuracy_on(model: nn.Module, count: int) -> float:
+    """Top-1 (percent) of eager torch on the first ``count`` test images."""
     _, _, xte, yte = digits()
     with torch.no_grad():
-        pred = model(torch.from_numpy(xte)).argmax(-1).numpy()
-    return 100.0 * float((pred == yte).mean())
+        pred = model(torch.from_numpy(xte[:count])).argmax(-1).numpy()
+    return 100.0 * float((pred == yte[:count]).mean())

@@ -15,9 +15,13 @@ LAZY_IMPORTS = {
     "Target": ".metrics",
     "Recipe": ".recipes", "quantizer_calls": ".recipes",
     "EntryPoint": ".report", "QuantDebugReport": ".report",
-    "MixedPrecisionResult": ".mixed_precision", "mixed_precision": ".mixed_precision",
-    "SweepResult": ".sweep", "default_grid": ".sweep", "pareto": ".sweep", "sweep": ".sweep",
+    "MixedPrecisionResult": ".auto_mixed_precision",
+    "mixed_precision": ".auto_mixed_precision",
+    "SweepResult": ".recipe_sweep", "default_grid": ".recipe_sweep", "pareto": ".recipe_sweep",
+    "sweep": ".recipe_sweep",
 }
+# (no submodule shares a name with a function here: importing a submodule sets the package
+# attribute of its name, which would hide a function of that name from __getattr__)
 
 __all__ = sorted(LAZY_IMPORTS)
 

@@ -86,7 +86,7 @@ def _cmd_debug(args: argparse.Namespace) -> int:
 
 
 def _cmd_mixed(args: argparse.Namespace) -> int:
-    from .mixed_precision import mixed_precision
+    from .auto_mixed_precision import mixed_precision
 
     model, inputs = _load(args)
     result = mixed_precision(model, inputs, args.data, args.target, args.recipe,
@@ -97,7 +97,7 @@ def _cmd_mixed(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import sweep
+    from .recipe_sweep import sweep
 
     _, inputs = _load(args)
     recipes = [r for r in args.recipes.split(",") if r] if args.recipes else None

@@ -151,34 +151,44 @@ def _isolated(quantized: Quantized, layers: list[Layer]):
     return run
 
 
+def _edge_program(quantized: Quantized, portable: bool, skipped: dict[str, str]
+                  ) -> tuple[Any, dict[str, int] | None, Any]:
+    """The Edge graph (a copy: ``to_executorch`` lowers the program in place), its debug
+    handles by quantized-node name and, when ``portable``, the portable program; what fails
+    is recorded in ``skipped``."""
+    from ...exir import to_edge
+
+    edge_gm = handles = None
+    try:
+        edge = to_edge(quantized.exported)
+        handles = handles_of(edge.exported_program(), quantized.exported)
+        edge_gm = edge.exported_program().module()
+        return edge_gm, handles, edge.to_executorch() if portable else None
+    except (EdgeTorchError, RuntimeError, NotImplementedError) as e:
+        skipped[PORTABLE if edge_gm is not None else EDGE] = f"{type(e).__name__}: {e}"
+        return edge_gm, handles, None
+
+
 def build_stages(model: torch.nn.Module, example: tuple[torch.Tensor, ...], recipe: Recipe,
                  calibration: Sequence[Sample], *, qat_train: Any = None,
                  stages: Sequence[str] | None = None,
-                 debug_buffer_size: int = DEFAULT_DEBUG_BUFFER
+                 debug_buffer_size: int = DEFAULT_DEBUG_BUFFER, quantized: Quantized | None = None
                  ) -> tuple[list[Layer], list[_Stage], dict[str, str], Quantized, Any]:
-    """Quantize, lower and load every stage of ``recipe``'s flow. Stages that cannot be built
-    (a program the portable kernels cannot run...) are skipped with the reason."""
-    from ...exir import to_edge
-
+    """Quantize (unless ``quantized`` is given), lower and load every stage of ``recipe``'s
+    flow. Stages that cannot be built (a program the portable kernels cannot run...) are
+    skipped with the reason."""
     float_ep = torch.export.export(model.eval(), example)
-    quantized = quantize(recipe, model, example, calibration, qat_train)
+    quantized = quantized or quantize(recipe, model, example, calibration, qat_train)
     layers = find_layers(float_ep, quantized.exported)
     if not layers:
         raise QuantDebugError("no layer of the quantized program matches the float program; "
                               "is the model deterministic and exportable as given?")
     want = set(stages) if stages else None
     skipped: dict[str, str] = {}
-    edge_gm = edge_handles = None
-    et_portable = None
-    try:
-        edge = to_edge(quantized.exported)
-        edge_handles = handles_of(edge.exported_program(), quantized.exported)
-        # a copy of the graph: to_executorch lowers the Edge program in place
-        edge_gm = edge.exported_program().module()
-        if want is None or PORTABLE in want:
-            et_portable = edge.to_executorch()
-    except (EdgeTorchError, RuntimeError, NotImplementedError) as e:
-        skipped[PORTABLE if edge_gm is not None else EDGE] = f"{type(e).__name__}: {e}"
+    edge_gm = edge_handles = et_portable = None
+    if want is None or want & {EDGE, PORTABLE}:
+        edge_gm, edge_handles, et_portable = _edge_program(
+            quantized, want is None or PORTABLE in want, skipped)
     result = _torch_stages(float_ep, quantized, layers, edge_gm, edge_handles or {})
     if et_portable is not None:
         result.append(_runtime_stage(PORTABLE, et_portable, layers, edge_handles or {},
@@ -199,10 +209,11 @@ def build_stages(model: torch.nn.Module, example: tuple[torch.Tensor, ...], reci
 def run_debug(model: torch.nn.Module, example: tuple[torch.Tensor, ...], samples: list[Sample],
               recipe: Recipe, calibration: Sequence[Sample], *, qat_train: Any = None,
               stages: Sequence[str] | None = None,
-              debug_buffer_size: int = DEFAULT_DEBUG_BUFFER, progress: Any = None) -> DebugRun:
+              debug_buffer_size: int = DEFAULT_DEBUG_BUFFER, progress: Any = None,
+              quantized: Quantized | None = None) -> DebugRun:
     layers, built, skipped, quantized, _ = build_stages(
         model, example, recipe, calibration, qat_train=qat_train, stages=stages,
-        debug_buffer_size=debug_buffer_size)
+        debug_buffer_size=debug_buffer_size, quantized=quantized)
     names = [s.name for s in built]
     isolate = _isolated(quantized, layers) if FAKE_QUANT in names else None
     run = DebugRun(recipe, layers, names, skipped, {}, {}, {}, {})

@@ -42,9 +42,9 @@ class Built:
 
 def build(recipe: Recipe, model: torch.nn.Module, example: tuple[torch.Tensor, ...],
           calibration: Sequence[Sample], qat_train: Any = None,
-          intermediates: str | None = None) -> Built:
-    """Quantize, lower and serialize ``model`` by ``recipe``."""
-    quantized = quantize(recipe, model, example, calibration, qat_train)
+          intermediates: str | None = None, quantized: Quantized | None = None) -> Built:
+    """Quantize (unless ``quantized`` is given), lower and serialize ``model`` by ``recipe``."""
+    quantized = quantized or quantize(recipe, model, example, calibration, qat_train)
     edge = lower(recipe, quantized.exported, intermediates=intermediates)
     et = edge.to_executorch()
     planned = sum(sum(p.non_const_buffer_sizes[1:]) for p in

@@ -12,6 +12,7 @@ from .metrics import SQNR_CAP
 STAGE_COLORS = {"float": "#7f7f7f", "fake_quant": "#1f77b4", "edge": "#2ca02c",
                 "portable": "#9467bd"}
 BACKEND_COLOR = "#d62728"
+_NO_SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 
 
 def _pyplot():
@@ -84,9 +85,10 @@ def pareto_figure(df: Any, metric: str, front: set[str], higher_is_better: bool 
 
 
 def svg(fig: Any) -> str:
-    """The figure as an inline ``<svg>`` element (text, no external references)."""
+    """The figure as an inline ``<svg>`` element (text, no external references; no metadata
+    block, so the page holds no date and names no RDF vocabulary)."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_NO_SVG_METADATA)
     _pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]

@@ -26,7 +26,7 @@ from .data import Sample, load_samples
 from .debugger import CALIBRATION_SAMPLES, FAKE_QUANT, run_debug
 from .evaluate import build, fake_quant_outputs, float_outputs, load, runtime_outputs
 from .metrics import Target, resolve_metric
-from .recipes import Recipe, quantize, quantizer_calls
+from .recipes import Quantized, Recipe, quantize, quantizer_calls
 from .report import QuantDebugReport
 
 RANKING_SAMPLES = 16  # samples the ranking run uses (isolated SQNR settles quickly)
@@ -74,15 +74,25 @@ class _Evaluator:
         self.reference = float_outputs(model, samples)
         self.float_value = self.metric(self.reference, samples, self.reference)
         self.trials: list[Trial] = []
+        self._quantized: dict[Recipe, Quantized] = {}
+
+    def quantized(self, recipe: Recipe) -> Quantized:
+        """``recipe`` applied, once: the ranking run, the greedy trials and the verification
+        share it (calibration is deterministic, so a second run would give the same model)."""
+        if recipe not in self._quantized:
+            self._quantized[recipe] = quantize(recipe, self.model, self.example,
+                                               self.calibration, self.qat_train)
+        return self._quantized[recipe]
 
     def fake_quant(self, recipe: Recipe) -> float:
-        q = quantize(recipe, self.model, self.example, self.calibration, self.qat_train)
-        value = self.metric(fake_quant_outputs(q, self.samples), self.samples, self.reference)
+        outputs = fake_quant_outputs(self.quantized(recipe), self.samples)
+        value = self.metric(outputs, self.samples, self.reference)
         self._record(recipe, FAKE_QUANT, value)
         return value
 
     def runtime(self, recipe: Recipe) -> float:
-        built = build(recipe, self.model, self.example, self.calibration, self.qat_train)
+        built = build(recipe, self.model, self.example, self.calibration, self.qat_train,
+                      quantized=self.quantized(recipe))
         outputs = runtime_outputs(load(built.pte, built.backend_options), self.samples)
         value = self.metric(outputs, self.samples, self.reference)
         self._record(recipe, "runtime", value)
@@ -98,10 +108,10 @@ class _Evaluator:
 
 def rank_modules(model: torch.nn.Module, example: tuple[torch.Tensor, ...],
                  samples: Sequence[Sample], recipe: Recipe, calibration: Sequence[Sample],
-                 qat_train: Any = None) -> list[str]:
+                 qat_train: Any = None, quantized: Quantized | None = None) -> list[str]:
     """Modules with weights, worst isolated SQNR first (a float + fake_quant debugging run)."""
     run = run_debug(model, example, list(samples[:RANKING_SAMPLES]), recipe, calibration,
-                    qat_train=qat_train, stages=("float", FAKE_QUANT))
+                    qat_train=qat_train, stages=("float", FAKE_QUANT), quantized=quantized)
     return QuantDebugReport(run).module_ranking(FAKE_QUANT)
 
 
@@ -123,7 +133,7 @@ def mixed_precision(model: torch.nn.Module, example_inputs: Sequence[torch.Tenso
         else samples[:CALIBRATION_SAMPLES]
     ev = _Evaluator(model, example, samples, calib, target, qat_train)
     order = list(ranking) if ranking is not None else rank_modules(
-        model, example, samples, base, calib, qat_train)
+        model, example, samples, base, calib, qat_train, ev.quantized(base))
     limit = len(order) if max_float is None else min(max_float, len(order))
     chosen = _greedy(ev, base, order, limit)
     if chosen is None:
