@@ -9,17 +9,14 @@ of each layer's output quantizer."""
 from __future__ import annotations
 
 import math
-import os
 import re
-import shutil
-import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from headless_chromium import rendered_dom, screenshot  # tests/support
 
 from edgetorch.devtools.quant_debug import debug_quantization
 from edgetorch.devtools.quant_debug.data import load_samples
@@ -131,29 +128,38 @@ def test_html_report_is_self_contained_and_marks_the_entry(report, tmp_path):
         assert f">{la.name}</td>" in page
 
 
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed (make test installs Debian's chromium)")
-        pytest.skip("chromium not installed (apt-get install chromium)")
-    return path
-
-
 def test_html_report_renders_in_headless_chromium(report, tmp_path):
     page = tmp_path / "report.html"
     report.to_html(page)
-    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    dom = rendered_dom(page, tmp_path / "profile")
     assert "Error enters at stage" in dom and "<svg" in dom
     assert dom.count("<tr") == page.read_text().count("<tr")
-    shot = tmp_path / "report.png"
-    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1200,1000", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", data[16:24]) == (1200, 1000)
+    data = screenshot(page, tmp_path / "report.png", (1200, 1000), tmp_path / "profile")
     assert len(data) > 20_000  # a blank page compresses to a few KB
+
+
+class Heads(torch.nn.Module):
+    """Attention's head split: linear, view, the model's own transpose, then back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = torch.nn.Linear(16, 16)
+        self.out = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.q(x).view(1, 8, 2, 8).transpose(1, 2)
+        return self.out(torch.relu(h).transpose(1, 2).reshape(1, 8, 16))
+
+
+def test_a_models_own_transpose_inside_xnnpack_reads_in_its_own_layout():
+    """A transpose XNNPACK runs for the model (not one its lowering added for channels-last)
+    gives the model's transposed value: it moves values, so its SQNR is its input's."""
+    torch.manual_seed(0)
+    data = [torch.randn(1, 8, 16) for _ in range(4)]
+    report = debug_quantization(Heads(), (data[0],), data, "xnnpack:dynamic",
+                                stages=["fake_quant", "xnnpack"], show_progress=False)
+    assert report.stages == ["float", "fake_quant", "xnnpack"]
+    wide = report.layers().set_index("layer").xnnpack
+    assert wide["transpose"] == wide["view"] == wide["linear"]
+    assert wide["transpose_1"] == wide["relu"]
+    assert np.isfinite(wide["linear"]) and wide["linear"] > 30

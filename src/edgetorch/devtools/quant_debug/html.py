@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from pathlib import Path
 from typing import Any
 
 from .metrics import SQNR_CAP
@@ -53,6 +54,13 @@ def page(title: str, body: list[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
             f"<h1>{esc(title)}</h1>" + "\n".join(body) + "</body></html>\n")
+
+
+def written(text: str, path: Any) -> str:
+    """``text``, written to ``path`` first when one is given."""
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
 
 
 def table(df: Any, left: set[str] | None = None, digits: int = 3) -> str:

@@ -84,6 +84,13 @@ def pareto_figure(df: Any, metric: str, front: set[str], higher_is_better: bool 
     return fig
 
 
+def saved(fig: Any, path: Any) -> Any:
+    """``fig``, written to ``path`` first when one is given (.png, .svg, .pdf)."""
+    if path is not None:
+        fig.savefig(path, bbox_inches="tight")
+    return fig
+
+
 def svg(fig: Any) -> str:
     """The figure as an inline ``<svg>`` element (text, no external references; no metadata
     block, so the page holds no date and names no RDF vocabulary)."""

@@ -271,20 +271,16 @@ class SweepResult:
     objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
 
     def plot(self, path: str | Path | None = None):
-        from .plots import pareto_figure
+        """The metric against .pte size and latency, the front ringed (a matplotlib Figure)."""
+        from .plots import pareto_figure, saved
 
-        fig = pareto_figure(self.table, "metric", set(self.front.key))
-        if path is not None:
-            fig.savefig(path, bbox_inches="tight")
-        return fig
+        return saved(pareto_figure(self.table, "metric", set(self.front.key)), path)
 
     def to_html(self, path: str | Path | None = None) -> str:
-        from .html import SweepPage
+        """One self-contained HTML page: the front, its plot and every candidate."""
+        from .html import SweepPage, written
 
-        text = SweepPage(self).render()
-        if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
-        return text
+        return written(SweepPage(self).render(), path)
 
 
 def sweep(model: Any, example_inputs: Sequence[torch.Tensor], data: Any,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .debugger import FAKE_QUANT, FLOAT, DebugRun
-from .html import DebugPage
+from .html import DebugPage, written
 from .metrics import SQNR_CAP, capped
 
 COLUMNS = ["index", "layer", "module", "module_type", "op", "kind", "source", "code", "stage",
@@ -164,19 +164,13 @@ class QuantDebugReport:
     def plot(self, path: str | Path | None = None, ax: Any = None):
         """SQNR (dB) per layer (x, graph order) per stage (one line each); infinite SQNR is
         drawn at the cap, the entry point is circled. Returns the matplotlib Figure."""
-        from .plots import sqnr_figure
+        from .plots import saved, sqnr_figure
 
-        fig = sqnr_figure(self, ax)
-        if path is not None:
-            fig.savefig(path, bbox_inches="tight")
-        return fig
+        return saved(sqnr_figure(self, ax), path)
 
     def to_html(self, path: str | Path | None = None) -> str:
         """One self-contained HTML page (inline SVG, no external assets)."""
-        page = DebugPage(self).render()
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+        return written(DebugPage(self).render(), path)
 
     def __str__(self) -> str:
         lines = [f"quantization debug: {self.recipe.key}, {self.run.samples} samples, stages "

@@ -44,7 +44,11 @@ class XnnpackValues:
     tensor the Edge graph computes (dequantized with the value's per-tensor parameters, moved
     back from the blob's physical layout through the transposes XNNPACK's lowering added)."""
 
-    def __init__(self, blob: bytes) -> None:
+    def __init__(self, blob: bytes, permutes: dict[int, tuple[int, ...]] | None = None) -> None:
+        """``permutes``: {debug handle: output shape} of the model's own permute nodes in the
+        delegated graph. A transpose computing one of them gives that node's value as is; any
+        other transpose is one the lowering added (to channels-last and back)."""
+        permutes = permutes or {}
         from ...backends.xnnpack import schema as x
         from ...backends.xnnpack.lowering import node_value_ids
         from ...backends.xnnpack.serialization import deserialize_xnnpack_binary
@@ -64,7 +68,10 @@ class XnnpackValues:
             out = values[outs[0]]
             rank = len(out.tensor.dims)
             source = next((layout[i] for i in ins if i in layout), None)
-            if isinstance(u, x.XNNStaticTranspose) and source is not None:
+            own = permutes.get(int(node.debug_handle))
+            if isinstance(u, x.XNNStaticTranspose) and own == tuple(out.tensor.dims):
+                perm = tuple(range(rank))
+            elif isinstance(u, x.XNNStaticTranspose) and source is not None:
                 perm = tuple(source[p] for p in u.perm)
             elif source is not None and len(source) == rank and \
                     not isinstance(u, x.XNNStaticReshape):
@@ -100,7 +107,12 @@ class XnnpackValues:
 
 @delegate_reader("XnnpackBackend")
 def _xnnpack(lowered: Any) -> DelegateReader:
-    return XnnpackValues(lowered.processed_bytes)
+    permutes = {}
+    for node in lowered.original_module.graph.nodes:
+        handle, val = node.meta.get("debug_handle"), node.meta.get("val")
+        if isinstance(handle, int) and "permute" in str(node.target) and hasattr(val, "shape"):
+            permutes[handle] = tuple(int(d) for d in val.shape)
+    return XnnpackValues(lowered.processed_bytes, permutes)
 
 
 class RuntimeStage:
