@@ -30,6 +30,7 @@ def data(tmp_path_factory):
     return folder, folder.parent / f"{folder.name}-labels.npy"
 
 
+@pytest.mark.slow  # a second full debugging run (test_debugger.py has the API's)
 def test_quant_debug_writes_the_report_and_names_the_planted_layer(data, tmp_path, capsys):
     folder, labels = data
     out = tmp_path / "r.html"

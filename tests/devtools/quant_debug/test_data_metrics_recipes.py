@@ -203,3 +203,27 @@ def test_torchao_recipes_print_their_filter():
                                   float_modules=("fc",)), Net())
     assert "PerGroup(64)" in code and "m.in_features % 64 == 0" in code
     assert "fqn not in {'fc'}" in code
+
+
+# ---- outputs --------------------------------------------------------------------------------------
+
+
+def test_model_output_is_the_first_tensor_of_whatever_the_model_returns():
+    from edgetorch.devtools.quant_debug.capture import model_output
+
+    modeling = pytest.importorskip("transformers.modeling_outputs")
+
+    class Returns(nn.Module):
+        def __init__(self, make):
+            super().__init__()
+            self.make = make
+
+        def forward(self, x):
+            return self.make(x)
+
+    x = torch.arange(6.0).reshape(2, 3)
+    for make in (lambda x: x * 2, lambda x: (x * 2, x), lambda x: [(x * 2,)],
+                 lambda x: modeling.BaseModelOutput(last_hidden_state=x * 2)):
+        torch.testing.assert_close(model_output(Returns(make), (x,)), x * 2)
+    with pytest.raises(QuantDebugError, match="holds no tensor"):
+        model_output(Returns(lambda x: modeling.BaseModelOutput()), (x,))

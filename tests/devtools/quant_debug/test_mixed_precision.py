@@ -33,7 +33,9 @@ def test_keeps_only_the_planted_layer_float(result):
     first = result.trials[0]
     assert first.float_modules == () and not first.met and first.value < result.float_value - 20
     assert result.trials[-1].where == "runtime" and result.trials[-1].met
-    assert "keep float conv2" in str(result) and "meets the target" in str(result)
+    text = str(result).splitlines()
+    assert "keep float conv2" in text[0] and "meets the target" in text[0]
+    assert text[1].split()[:3] == ["fake_quant", "float:", "-"] and text[1].endswith("(misses)")
 
 
 def test_the_answer_holds_in_torch(result):

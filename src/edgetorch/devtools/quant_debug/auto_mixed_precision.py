@@ -59,9 +59,12 @@ class MixedPrecisionResult:
         name = resolve_metric(self.target.metric)[0]
         kept = ", ".join(self.float_modules) or "none"
         state = "meets" if self.met else "does NOT meet"
-        return (f"mixed precision for {self.target}: keep float {kept}; {name} "
-                f"{self.value:.4g} (float {self.float_value:.4g}) {state} the target in "
-                f"edgetorch's runtime after {len(self.trials)} trials.\nQuantizer:\n{self.code}")
+        trials = [f"  {t.where:<10} float: {', '.join(t.float_modules) or '-':<24} {name} "
+                  f"{t.value:.4g} ({'meets' if t.met else 'misses'})" for t in self.trials]
+        return "\n".join([f"mixed precision for {self.target}: keep float {kept}; {name} "
+                          f"{self.value:.4g} (float {self.float_value:.4g}) {state} the target "
+                          f"in edgetorch's runtime after {len(self.trials)} trials:", *trials,
+                          "Quantizer:", self.code])
 
 
 class _Evaluator:

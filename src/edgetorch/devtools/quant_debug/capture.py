@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ...errors import QuantDebugError
 from ..inspector._debug_handles import DEBUG_HANDLE
 
 
@@ -72,6 +73,11 @@ def model_output(gm: torch.fx.GraphModule | torch.nn.Module,
         out = gm(*inputs)
     while isinstance(out, (tuple, list)):
         out = out[0]
-    if not isinstance(out, torch.Tensor):
-        out = getattr(out, "last_hidden_state", None) or next(iter(vars(out).values()))
+    if not isinstance(out, torch.Tensor):  # a ModelOutput: its first tensor field
+        hidden = getattr(out, "last_hidden_state", None)
+        out = hidden if isinstance(hidden, torch.Tensor) else next(
+            (v for v in vars(out).values() if isinstance(v, torch.Tensor)), None)
+        if out is None:
+            raise QuantDebugError("the model's output holds no tensor; return a tensor (or a "
+                                  "tuple whose first item is one)")
     return out.detach()

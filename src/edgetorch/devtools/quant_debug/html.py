@@ -26,6 +26,9 @@ tr.entry td.l{background:#fdecea}
 """
 
 
+MARK_MIN_DROP_DB = 0.5
+
+
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
@@ -114,8 +117,13 @@ class DebugPage:
         worst = {}
         for stage in r.stages:
             ranked = r.ranking(stage)
-            if stage != "float" and not ranked.empty:
-                worst[stage] = ranked.iloc[0].layer
+            if stage == "float" or ranked.empty:
+                continue
+            top = ranked.iloc[0]
+            # after fake_quant a stage is ranked by the SQNR it loses: one losing (almost)
+            # nothing has no worst layer to mark
+            if stage == "fake_quant" or top.local_drop_db > MARK_MIN_DROP_DB:
+                worst[stage] = top.layer
         t = r.table
         stages = list(r.stages)
         head = ("<tr><th>#</th><th>layer</th><th>module</th><th>op</th><th>source</th>"
