@@ -94,7 +94,7 @@ test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino
 
 ## The long quantization checks (marked slow): the standard recipe grid swept in local processes
-## and on a local 2-CPU Ray instance, MiniLM and SmolLM2 per-layer tables.
+## and on a local 2-CPU Ray instance, the CLI debug run, all-MiniLM-L6-v2 per layer.
 test-quant-slow: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[ray]' torch==2.13.0
 	$(PY) -m pytest -q -p no:cacheprovider -m slow tests/devtools/quant_debug
