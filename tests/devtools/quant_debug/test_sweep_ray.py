@@ -27,8 +27,6 @@ SAMPLES = 64
 def local_ray():
     # the workers import this tree's edgetorch and the test's digits module
     paths = [str(Path(__file__).parent), str(Path(edgetorch.__file__).parents[1])]
-    # Ray gives its raylet 30 s to register; a loaded 2-core machine can need more
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
     yield
