@@ -13,7 +13,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser demo test test-fast test-notorch test-arm ref-arm test-openvino fuzz-short fuzz-long lint bench setup ref clean
+.PHONY: et-suite browser demo test test-fast test-quant-slow test-notorch test-arm ref-arm test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,12 @@ test-arm: $(ARM)/.installed $(REF_ARM)/.installed
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino
+
+## The long quantization checks (marked slow): the standard recipe grid swept in local processes
+## and on a local 2-CPU Ray instance, the CLI debug run, all-MiniLM-L6-v2 per layer.
+test-quant-slow: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[ray]' torch==2.13.0
+	$(PY) -m pytest -q -p no:cacheprovider -m slow tests/devtools/quant_debug
 
 ## Runtime, format and kernel tests in an environment where torch is not installed.
 test-notorch: $(NOTORCH)/.installed

@@ -438,6 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_parser(sub)
 
+    from .devtools.quant_debug.cli import add_quant_parser  # no torch import until it runs
+
+    add_quant_parser(sub)
+
     d = sub.add_parser("demo", help="export a built-in model, run it, compare with eager")
     d.add_argument("model", nargs="?", default="mobilenet_v2")
     d.add_argument("-o", "--output", default=None)

@@ -253,6 +253,13 @@ class FeatureNotAvailableError(ExportError, NotImplementedError):
     code = ErrorCode.NotImplemented
 
 
+class QuantDebugError(EdgeTorchError, ValueError):
+    """Quantization debugging, mixed precision or a recipe sweep cannot use what it was given
+    (data that does not fit the model, an unknown recipe or metric, a target no layer set meets)."""
+
+    code = ErrorCode.InvalidArgument
+
+
 def near_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
     """Names close to ``name`` among ``candidates``, for 'did you mean' hints."""
     return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)

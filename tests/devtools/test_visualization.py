@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import struct
-import subprocess
 
 import pytest
 import torch
+from headless_chromium import rendered_dom, screenshot  # tests/support
 from torch.export import export
 
 from edgetorch.cli import main as cli_main
@@ -78,34 +75,14 @@ def test_cli_writes_the_page(tmp_path, capsys):
     assert "aten.convolution.out" in out.read_text()
 
 
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed (make test installs Debian's chromium)")
-        pytest.skip("chromium not installed (apt-get install chromium)")
-    return path
-
-
 def test_headless_chromium_renders_and_screenshots(tmp_path):
-    chromium = _chromium()
     page = tmp_path / "cnn.html"
     model, inputs = load_model_spec("cnn")
     visualize(to_edge(export(model, inputs)), page, title="cnn")
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    dom = rendered_dom(page, tmp_path / "profile")
     # The browser parsed the SVG: every node group is in the rendered DOM.
     assert dom.count('class="node ') == page.read_text().count('class="node ') > 10
-    shot = tmp_path / "cnn.png"
-    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1000,900", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (1000, 900)
+    data = screenshot(page, tmp_path / "cnn.png", (1000, 900), tmp_path / "profile")
     assert len(data) > 20_000  # a blank page compresses to a few KB
 
 

@@ -86,6 +86,10 @@ class EventTracer:
     """
 
     log_intermediate_outputs: bool = False
+    # Ask delegates that can (XNNPACK: each node's output, raw: int8 and channels-last as the
+    # node computed it) for their intermediate values too. Off by default: ExecuTorch's
+    # delegates log none, and the Inspector's numeric gap reads delegate calls as ExecuTorch's.
+    delegate_intermediate_outputs: bool = False
 
     def __init__(self) -> None:
         self.chain_index = UNSET_CHAIN_ID
@@ -120,12 +124,16 @@ class RecordingEventTracer(EventTracer):
     """Keeps every event in :attr:`run_blocks`. ``debug_buffer_size`` > 0 captures values
     (ExecuTorch's intermediate-output level) up to that many bytes, each tensor counted at a
     64-byte boundary as ExecuTorch's debug buffer stores it; past that, values are dropped
-    and :attr:`debug_buffer_overflowed` is set (ExecuTorch logs "Ran out of space")."""
+    and :attr:`debug_buffer_overflowed` is set (ExecuTorch logs "Ran out of space").
+    ``delegate_intermediate_outputs=True`` (with a debug buffer) also keeps the values
+    delegates compute inside themselves (see :class:`EventTracer`)."""
 
-    def __init__(self, debug_buffer_size: int = 0) -> None:
+    def __init__(self, debug_buffer_size: int = 0,
+                 delegate_intermediate_outputs: bool = False) -> None:
         super().__init__()
         self.debug_buffer_size = int(debug_buffer_size)
         self.log_intermediate_outputs = self.debug_buffer_size > 0
+        self.delegate_intermediate_outputs = bool(delegate_intermediate_outputs)
         self.debug_buffer_used = 0
         self.debug_buffer_overflowed = False
         self.run_blocks: list[RunBlock] = []

@@ -357,11 +357,14 @@ def run_steps(g: CompiledGraph, values: list[Any], args: Sequence[int],
             for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
                 step()
         else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
+            log_values = tracer.log_intermediate_outputs and tracer.delegate_intermediate_outputs
             for k, step in enumerate(g.steps):  # noqa: B007
                 name, handle = g.node_ids[k]
                 start = now_ns()
                 step()
                 tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
+                if log_values:  # the node's output as computed (int8 values, physical layout)
+                    tracer.log_intermediate_output_delegate(None, name, env[g.nodes[k].out])
     except EdgeTorchError:
         raise
     except Exception as e:

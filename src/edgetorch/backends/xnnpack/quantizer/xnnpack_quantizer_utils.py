@@ -11,6 +11,7 @@ graphs are the same; what each pattern needs is said next to it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable
 
@@ -276,19 +277,29 @@ def _conv_bn_pattern(conv_fn: Callable, has_relu: bool, inplace: bool) -> Wrappe
     return WrapperModule(pattern)
 
 
+@functools.cache
+def _conv_bn_pattern_graph(conv_fn, rank: int, has_relu: bool, inplace: bool):
+    """The exported conv-bn(-relu) pattern: the same every time, and each export costs about
+    a second, twelve per prepare_pt2e (read only by the matcher, so built once per process)."""
+    x_shape, w_shape = _BN_EXAMPLES[rank]
+    example = (torch.randn(x_shape), torch.randn(w_shape), *(torch.randn(1) for _ in range(5)))
+    pattern = _get_aten_graph_module_for_pattern(
+        _conv_bn_pattern(conv_fn, has_relu, inplace), example)
+    pattern.graph.eliminate_dead_code()
+    pattern.recompile()
+    return pattern
+
+
 def _do_annotate_conv_bn(gm, cfg, filter_fn, has_relu: bool, transposed: bool = False):
+    if not any("batch_norm" in str(n.target) for n in gm.graph.nodes):
+        return []  # nothing to match: skip building the patterns
     gm.graph.eliminate_dead_code()  # unused batch-norm outputs would defeat the matcher
     gm.recompile()
     fns = ((F.conv_transpose1d, 1), (F.conv_transpose2d, 2)) if transposed else \
         ((F.conv1d, 1), (F.conv2d, 2))
     matches = []
     for (conv_fn, rank), inplace in itertools.product(fns, (True, False) if has_relu else (False,)):
-        x_shape, w_shape = _BN_EXAMPLES[rank]
-        example = (torch.randn(x_shape), torch.randn(w_shape), *(torch.randn(1) for _ in range(5)))
-        pattern = _get_aten_graph_module_for_pattern(
-            _conv_bn_pattern(conv_fn, has_relu, inplace), example)
-        pattern.graph.eliminate_dead_code()
-        pattern.recompile()
+        pattern = _conv_bn_pattern_graph(conv_fn, rank, has_relu, inplace)
         matches.extend(SubgraphMatcherWithNameNodeMap(pattern, ignore_literals=True)
                        .match(gm.graph))
     partitions = []
