@@ -64,8 +64,15 @@ def dim_order_of(t: torch.Tensor) -> tuple[int, ...]:
     meta functions give ``permute_copy`` permuted strides, for instance) are planned as
     contiguous, which is what the ``_copy`` kernels write.
     """
-    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
-        return (0, 2, 3, 1)
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        if not t.is_contiguous():
+            return (0, 2, 3, 1)
+        # Both layouts at once (size-1 dims): ExecuTorch sorts the strides (a stable sort,
+        # largest first), so channels-last strides such as (8, 1, 8, 8) of a [1, 8, 1, 1]
+        # tensor give (0, 2, 3, 1).
+        by_stride = tuple(sorted(range(4), key=lambda d: t.stride(d), reverse=True))
+        if by_stride == (0, 2, 3, 1):
+            return by_stride
     return tuple(range(t.dim()))
 
 

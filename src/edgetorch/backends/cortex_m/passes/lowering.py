@@ -378,7 +378,7 @@ def _softmax(node: Node, p: AtenToCortexMPass):
 
 
 def _int_pair(value, default):
-    return tuple(value) if value is not None else default
+    return value if value is not None else default  # a list stays a list, as in ExecuTorch
 
 
 @rule(aten.max_pool2d.default)

@@ -11,8 +11,18 @@ from torch.export import ExportedProgram
 
 from ....errors import InvalidArgumentError
 from ....exir.pass_base import run_passes
+from ....exir.passes.lift_constants import lift_constant_tensor_pass
+from ...transforms.replace_scalar_with_tensor import ReplaceScalarWithTensorArgPass
 from ..target_config import CortexM, CortexMTargetConfig
 from .activation import ActivationFusionPass, QuantizedClampActivationPass
+from .annotation import (
+    ClampHardswishPass,
+    DecomposeMeanPass,
+    DeduplicateGetAttrPass,
+    MatmulToBmmPass,
+    ScalarsToAttributePass,
+)
+from .decompose_hardswish import DecomposeHardswishPass
 from .lowering import AtenToCortexMPass
 from .qparams import FoldAndAnnotateQParamsPass
 from .remove_getitem import RemoveGetItemPass
@@ -23,12 +33,21 @@ class CortexMPassManager:
     pass_list: list[type] = [
         RemoveGetItemPass,  # before folding: qparams attach to max_pool2d, not its getitem
         FoldAndAnnotateQParamsPass,
+        ReplaceScalarWithTensorArgPass,
         ReplaceQuantNodesPass,
         ActivationFusionPass,
         QuantizedClampActivationPass,
+        DecomposeHardswishPass,
         AtenToCortexMPass,
     ]
-    pass_list_transform_for_annotation: list[type] = []
+    pass_list_transform_for_annotation: list[type] = [
+        ScalarsToAttributePass,
+        ReplaceScalarWithTensorArgPass,
+        ClampHardswishPass,
+        DecomposeMeanPass,
+        MatmulToBmmPass,
+        DeduplicateGetAttrPass,
+    ]
 
     def __init__(self, exported_program: ExportedProgram | None,
                  passes: list[type] | None = None,
@@ -64,4 +83,5 @@ class CortexMPassManager:
             if "target_config" in params:
                 kwargs["target_config"] = self.target_config
             run_passes(ep, [cls(**kwargs)])
-        return ep
+        # the passes may have added constants (LUTs, clamp bounds): lift them as buffers
+        return lift_constant_tensor_pass(ep)
