@@ -8,3 +8,40 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+REF_TOOL = HERE / "ref_cortex_m.py"
+REF_ARM_PYTHON = Path(os.environ.get("EDGETORCH_REF_ARM_PYTHON",
+                                     "/work/main/.venv-ref-arm/bin/python"))
+
+
+@pytest.fixture(scope="session")
+def ref_cortex_m(tmp_path_factory):
+    """``get(model, target)``: the folder ``ref_cortex_m.py`` wrote with ExecuTorch 1.5.1
+    (``executorch[ethos-u]``, ``$EDGETORCH_REF_ARM_PYTHON``); ``$EDGETORCH_CORTEX_M_REF_CACHE``
+    keeps the folders between runs (a lowering takes a minute or more)."""
+    cache = os.environ.get("EDGETORCH_CORTEX_M_REF_CACHE")
+    root = Path(cache) if cache else tmp_path_factory.mktemp("cortex_m_ref")
+    made: dict[tuple[str, str], Path] = {}
+
+    def get(model: str, target: str) -> Path:
+        if (model, target) not in made:
+            out = root / f"{model}_{target}"
+            if not (out / "values.npz").exists():
+                if not REF_ARM_PYTHON.exists():
+                    pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is "
+                                "missing; run `make ref-arm` or set EDGETORCH_REF_ARM_PYTHON")
+                proc = subprocess.run([str(REF_ARM_PYTHON), str(REF_TOOL), model, target,
+                                       str(out)], capture_output=True, text=True, timeout=1800)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"ref_cortex_m.py {model} {target} failed:\n"
+                                       f"{proc.stderr[-4000:]}")
+            made[(model, target)] = out
+        return made[(model, target)]
+
+    return get

@@ -60,6 +60,7 @@ def to_edge_cortex_m(model: torch.nn.Module, example_inputs: tuple, target: str,
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from ....exir import to_edge_transform_and_lower
+    from ....exir.torch_export import export_program
     from ...cortex_m.edge_compile_config import cortex_m_edge_compile_config
     from ...cortex_m.passes import CortexMPassManager
     from ...cortex_m.quantizer import CortexMQuantizer
@@ -72,17 +73,17 @@ def to_edge_cortex_m(model: torch.nn.Module, example_inputs: tuple, target: str,
     if not quantize:
         logger.warning("Quantization is DISABLED. Cortex-M typically requires quantization.")
         if exported is None:
-            exported = torch.export.export(model, example_inputs, strict=strict)
+            exported = export_program(model, example_inputs, strict=strict)
     else:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         example_inputs = channels_last(tuple(example_inputs))
         # re-export so the fake inputs the quantizer sees are channels-last too
-        model = torch.export.export(model, example_inputs, strict=strict).module()
+        model = export_program(model, example_inputs, strict=strict).module()
         prepared = prepare_pt2e(model, CortexMQuantizer())
         for sample in samples or [example_inputs]:
             prepared(*channels_last(tuple(sample)))
         quantized = convert_pt2e(prepared)
-        exported = torch.export.export(quantized, example_inputs, strict=strict)
+        exported = export_program(quantized, example_inputs, strict=strict)
     edge = to_edge_transform_and_lower(exported, compile_config=cortex_m_edge_compile_config())
     manager = CortexMPassManager(edge.exported_program(), target_config=config)
     edge._edge_programs["forward"] = manager.transform()
