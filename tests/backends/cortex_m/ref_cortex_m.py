@@ -93,6 +93,9 @@ def main() -> None:
     dump_nodes(edge.exported_program(), inputs_cl, out)
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
     (out / "model.pte").write_bytes(program.buffer)
+    import flatbuffers  # the serializer's layout depends on its release
+
+    (out / "env.json").write_text(json.dumps({"flatbuffers": flatbuffers.__version__}))
     result = result if isinstance(result, (tuple, list)) else (result,)
     np.savez(out / "inputs.npz", *[t.numpy() for t in inputs])
     np.savez(out / "edge.npz", *[t.contiguous().numpy() for t in result])

@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import flatbuffers
 import numpy as np
 import pytest
 import torch
@@ -24,6 +26,7 @@ from edgetorch.backends.arm.scripts.cortex_m import to_edge_cortex_m
 from edgetorch.exir import ExecutorchBackendConfig
 from edgetorch.kernels import KERNELS
 from edgetorch.runtime import Runtime
+from edgetorch.schema.pte import PteFile
 from edgetorch.schema.scalar_type import ScalarType
 
 pytestmark = pytest.mark.compat
@@ -54,12 +57,22 @@ def ours_pte(model: str, target: str) -> bytes:
 
 @pytest.mark.parametrize(("model", "target"), CASES, ids=IDS)
 def test_pte_byte_identical(ref_cortex_m, model, target):
-    ref = (ref_cortex_m(model, target) / "model.pte").read_bytes()
-    assert ours_pte(model, target) == ref
+    folder = ref_cortex_m(model, target)
+    ours, ref = ours_pte(model, target), (folder / "model.pte").read_bytes()
+    # flatbuffers' Builder lays tables out differently from one release to the next, and both
+    # ExecuTorch's serializer and ours drive it: bytes are comparable with the same release
+    theirs_version = json.loads((folder / "env.json").read_text())["flatbuffers"]
+    if theirs_version != flatbuffers.__version__:
+        assert PteFile.parse(ours).program == PteFile.parse(ref).program
+        pytest.skip(f"same program; the bytes need flatbuffers {theirs_version} (ExecuTorch's "
+                    f"environment), this one has {flatbuffers.__version__} (make test-arm)")
+    assert ours == ref
 
 
 def _with_layout(value: np.ndarray, dim_order: list[int]) -> np.ndarray:
     """``value`` (logical) stored in ``dim_order``: a strided view, as the runtime gives it."""
+    if list(dim_order) == sorted(dim_order):
+        return np.ascontiguousarray(value)
     physical = np.ascontiguousarray(value.transpose(dim_order))
     return physical.transpose(np.argsort(dim_order))
 
@@ -84,10 +97,16 @@ class _Graph:
         return arg
 
 
+def _op(node: dict) -> str | None:
+    """The ``cortex_m`` operator a recorded node calls (``str`` of an Edge operator)."""
+    found = re.search(r"\bcortex_m\.(\w+)\.default\b", node["target"])
+    return found.group(1) if found else None
+
+
 def _cortex_m_nodes(graph: _Graph):
     for node in graph.nodes:
-        if node["target"].startswith("cortex_m."):
-            yield node, node["target"].split(".")[1]
+        if _op(node) is not None:
+            yield node, _op(node)
 
 
 @pytest.mark.parametrize(("model", "target"), CASES, ids=IDS)
@@ -112,15 +131,14 @@ def test_kernels_match_reference_ops(ref_cortex_m, model, target):
 
 def _output_scales(graph: _Graph) -> list[float]:
     """The scale of each program output (outputs are cortex_m dequantize calls)."""
-    by_name = {n["name"]: n for n in graph.nodes}
-    last = [n for n in graph.nodes if n["target"].endswith("dequantize_per_tensor.default")]
-    return [by_name[n["name"]]["args"][1] for n in last[-1:]]
+    last = [n for n in graph.nodes if _op(n) == "dequantize_per_tensor"]
+    return [n["args"][1] for n in last[-1:]]
 
 
 @pytest.mark.parametrize(("model", "target"), CASES, ids=IDS)
 def test_executorch_pte_runs(ref_cortex_m, model, target):
     folder = ref_cortex_m(model, target)
-    method = Runtime.get().load_program(folder / "model.pte").load_method("forward")
+    method = Runtime.get().load_program(str(folder / "model.pte")).load_method("forward")
     outputs = method.execute(_npz(folder / "inputs.npz"))
     wanted = _npz(folder / "edge.npz")
     assert len(outputs) == len(wanted)
