@@ -103,3 +103,16 @@ def test_pte_equals_executorch(converter, ref_vgf, tmp_path, model):
     mine = Runtime.get().load_program(pte).load_method("forward")
     feeds = [x.numpy() for x in inputs]
     np.testing.assert_array_equal(theirs.execute(feeds)[0], mine.execute(feeds)[0])
+
+
+def test_arm_run_vgf(converter, tmp_path, monkeypatch, capsys):
+    """``edgetorch arm run`` / ``aot_arm_compiler --target=vgf``: ExecuTorch's file name, the
+    delegate simulated here, compared with the quantized eager model."""
+    from edgetorch.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["arm", "run", "--aot_arm_compiler_flags=--delegate --quantize",
+                     "--target=vgf", "--model_name=add", "--output=out"]) == 0
+    text = capsys.readouterr().out
+    assert (tmp_path / "out" / "add_arm_delegate_vgf.pte").exists()
+    assert "VGF simulated from TOSA" in text and "quantization steps max" in text

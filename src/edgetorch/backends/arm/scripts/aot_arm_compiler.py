@@ -1,4 +1,4 @@
-"""Export a model for Arm Ethos-U, Cortex-M or plain TOSA: ExecuTorch's ``aot_arm_compiler``.
+"""Export a model for Arm Ethos-U, VGF, Cortex-M or plain TOSA: ExecuTorch's ``aot_arm_compiler``.
 
     python -m edgetorch.backends.arm.scripts.aot_arm_compiler --model_name=mv2 --delegate \\
         --quantize --intermediates mv2_u85/ --target=ethos-u85-128 --output=mv2_u85 --evaluate
@@ -114,10 +114,13 @@ def get_compile_spec(args: argparse.Namespace) -> Any:
         spec = EthosUCompileSpec(args.target, system_config=args.system_config,
                                  memory_mode=args.memory_mode, extra_flags=extra,
                                  config_ini=args.config)
+    elif args.target == "vgf":
+        from ..vgf.compile_spec import VgfCompileSpec
+
+        # ExecuTorch's choice: INT when quantizing, else FP (edgetorch lowers INT graphs only)
+        spec = VgfCompileSpec("TOSA-1.0+INT" if args.quantize else "TOSA-1.0+FP")
     else:
-        raise FeatureNotAvailableError(
-            f"target {args.target!r} (VGF) needs the ML SDK model converter, which edgetorch "
-            "does not drive; use an ethos-u* or TOSA-1.0+* target")
+        raise FeatureNotAvailableError(f"unknown target {args.target!r}")
     if args.intermediates is not None:
         spec.dump_intermediate_artifacts_to(args.intermediates)
     if args.enable_debug_mode is not None:
@@ -126,9 +129,15 @@ def get_compile_spec(args: argparse.Namespace) -> Any:
 
 
 def _quantizer(spec: Any) -> Any:
-    from ..quantizer import EthosUQuantizer, TOSAQuantizer, get_symmetric_quantization_config
+    from ..quantizer import (
+        EthosUQuantizer,
+        TOSAQuantizer,
+        VgfQuantizer,
+        get_symmetric_quantization_config,
+    )
 
-    q = EthosUQuantizer(spec) if type(spec).__name__ == "EthosUCompileSpec" else TOSAQuantizer(spec)
+    q = {"EthosUCompileSpec": EthosUQuantizer, "VgfCompileSpec": VgfQuantizer}.get(
+        type(spec).__name__, TOSAQuantizer)(spec)
     q.set_global(get_symmetric_quantization_config(is_per_channel=True))
     return q
 
@@ -138,6 +147,10 @@ def _partitioner(spec: Any) -> Any:
         from ..ethosu.partitioner import EthosUPartitioner
 
         return EthosUPartitioner(spec)
+    if type(spec).__name__ == "VgfCompileSpec":
+        from ..vgf.partitioner import VgfPartitioner
+
+        return VgfPartitioner(spec)
     from ..tosa.partitioner import TOSAPartitioner
 
     return TOSAPartitioner(spec)

@@ -4,12 +4,13 @@
         --debug --evaluate" --output=mv2_u85 --target=ethos-u85-128 --model_name=mv2
 
     edgetorch arm run --aot_arm_compiler_flags="--quantize" --target=cortex-m55 --model_name=mv2
+    edgetorch arm run --aot_arm_compiler_flags="--delegate --quantize" --target=vgf --model_name=mv2
 
 run.sh compiles with ``aot_arm_compiler``, builds the bare-metal runner and runs it on a
 Corstone FVP. Here the same compile step runs (``edgetorch.backends.arm.scripts.aot_arm_compiler``
 with the given flags, ``--model_name``, ``--target``, ``--output``, ``--system_config``,
-``--memory_mode``, ``--config``), then the program runs in edgetorch's runtime -- Ethos-U
-delegates simulated from their TOSA graphs, a ``cortex-m*`` target's ``cortex_m::`` operators
+``--memory_mode``, ``--config``), then the program runs in edgetorch's runtime -- Ethos-U and
+VGF delegates simulated from their TOSA graphs, a ``cortex-m*`` target's ``cortex_m::`` operators
 with CMSIS-NN's integer arithmetic: it prints the outputs, the comparison with the quantized
 eager model, Vela's estimates (Ethos-U) and the delegation summary. run.sh's build options
 (``--et_build_root``, ``--build_only``, ``--scratch-dir``, ...) are accepted and ignored.
@@ -76,7 +77,8 @@ def main_from_args(args: argparse.Namespace) -> int:
     result: Any = aot_main(aot_argv(args))
     if result.evaluation is not None:
         how = ("cortex_m:: operators with CMSIS-NN's arithmetic" if args.target.startswith(
-            "cortex-m") else "Ethos-U simulated from TOSA")
+            "cortex-m") else "VGF simulated from TOSA" if args.target == "vgf"
+            else "Ethos-U simulated from TOSA")
         print(f"Outputs (edgetorch runtime, {how}):")
         for k, out in enumerate(result.evaluation["outputs"]):
             print(f"  output {k} {_preview(out)}")
