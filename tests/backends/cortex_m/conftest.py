@@ -6,18 +6,18 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for _dir in (HERE, HERE.parent / "arm"):
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
 
 
 import os  # noqa: E402
 import subprocess  # noqa: E402
 
 import pytest  # noqa: E402
+from arm_env import ref_arm_python  # noqa: E402
 
 REF_TOOL = HERE / "ref_cortex_m.py"
-REF_ARM_PYTHON = Path(os.environ.get("EDGETORCH_REF_ARM_PYTHON",
-                                     "/work/main/.venv-ref-arm/bin/python"))
 
 
 @pytest.fixture(scope="session")
@@ -33,10 +33,11 @@ def ref_cortex_m(tmp_path_factory):
         if (model, target) not in made:
             out = root / f"{model}_{target}"
             if not (out / "values.npz").exists():
-                if not REF_ARM_PYTHON.exists():
-                    pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is "
-                                "missing; run `make ref-arm` or set EDGETORCH_REF_ARM_PYTHON")
-                proc = subprocess.run([str(REF_ARM_PYTHON), str(REF_TOOL), model, target,
+                python = ref_arm_python()
+                if python is None:
+                    pytest.skip("reference ExecuTorch (ethos-u) python not found; run "
+                                "`make ref-arm` or set EDGETORCH_REF_ARM_PYTHON")
+                proc = subprocess.run([str(python), str(REF_TOOL), model, target,
                                        str(out)], capture_output=True, text=True, timeout=1800)
                 if proc.returncode != 0:
                     raise RuntimeError(f"ref_cortex_m.py {model} {target} failed:\n"
