@@ -18,7 +18,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser demo test test-fast test-quant-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
+.PHONY: et-suite browser vulkan demo test test-fast test-quant-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,13 @@ browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+## A CPU Vulkan (Mesa's lavapipe) and the Vulkan loader: the VGF tests run .vgf files on Arm's ML
+## SDK scenario-runner over them (the ML SDK itself comes from the `vgf` extra).
+vulkan:
+	@test -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json -a -n "$$(ldconfig -p | grep libvulkan.so.1)" \
+		|| (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		mesa-vulkan-drivers libvulkan1 >/dev/null)
+
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
 ## The suite runs on both cores (pytest-xdist; a file's tests stay together, in order).
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
@@ -100,7 +107,7 @@ test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 ## The Arm (TOSA / Ethos-U / Cortex-M / VGF) tests, in the venv with tosa-tools and the ML SDK
 ## model converter, checked against executorch[ethos-u] (same flatbuffers release, so .pte
 ## bytes compare), executorch[vgf] and CMSIS-NN (gcc).
-test-arm: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed
+test-arm: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed vulkan
 	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
 		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
 		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm \

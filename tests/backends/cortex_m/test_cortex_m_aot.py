@@ -200,7 +200,8 @@ def test_explicit_layout_is_refused_clearly():
         CortexMPassManager(None, use_explicit_layout=True)
 
 
-@pytest.mark.parametrize("name", ["small_cnn", "mlp", "inverted_residual"])
+@pytest.mark.parametrize("name", ["small_cnn", "mlp", pytest.param(
+    "inverted_residual", marks=pytest.mark.slow)])
 def test_program_runs_like_the_quantized_model(name):
     """Our .pte in our runtime vs the quantized (fake-quant) eager model: CMSIS-NN's integer
     pipeline rounds differently from float fake quantization, a few output steps at most."""

@@ -47,6 +47,21 @@ def converter():
 
 
 @pytest.fixture(scope="session")
+def ml_sdk():
+    """Arm's ML SDK for Vulkan as the runtime finds it (scenario-runner, emulation layer,
+    lavapipe); missing: a skip, a failure under CI."""
+    from edgetorch.backends.arm.runtime.vgf_scenario import find_ml_sdk
+
+    sdk, why = find_ml_sdk()
+    if sdk is None:
+        why = f"the ML SDK scenario-runner cannot run here: {why} (make test-arm sets it up)"
+        if in_ci():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return sdk
+
+
+@pytest.fixture(scope="session")
 def ref_vgf(tmp_path_factory):
     """``get(model, tosa_spec)``: the folder ``ref_vgf.py`` wrote with ExecuTorch 1.5.1."""
     root = tmp_path_factory.mktemp("vgf_ref")
@@ -59,8 +74,11 @@ def ref_vgf(tmp_path_factory):
                 pytest.skip("reference ExecuTorch (vgf) environment not found; run `make "
                             "ref-vgf` or set EDGETORCH_REF_VGF_PYTHON")
             out = root / f"ref_{model}_{spec.replace('+', '_')}"
+            # ExecuTorch looks for model-converter on PATH: the reference venv's bin first
+            env = {**os.environ, "PATH": os.pathsep.join([str(python.parent),
+                                                          os.environ.get("PATH", "")])}
             proc = subprocess.run([str(python), str(REF_TOOL), model, spec, str(out)],
-                                  capture_output=True, text=True, timeout=1800)
+                                  capture_output=True, text=True, timeout=1800, env=env)
             if proc.returncode != 0:
                 raise RuntimeError(f"ref_vgf.py failed:\n{proc.stderr[-4000:]}")
             made[(model, spec)] = out

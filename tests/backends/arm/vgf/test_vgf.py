@@ -8,11 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from arm_models import mv2
 from ethosu_models import MODELS
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from edgetorch.backends.arm.quantizer import VgfQuantizer, get_symmetric_quantization_config
 from edgetorch.backends.arm.runtime.tosa_sim import run_tosa
+from edgetorch.backends.arm.runtime.vgf import SIMULATION_ENV_VAR, simulation
 from edgetorch.backends.arm.vgf import VgfCompileSpec, VgfPartitioner
 from edgetorch.errors import BackendNotFoundError, InvalidArgumentError, UnsafeFileError
 from edgetorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
@@ -34,7 +36,7 @@ def test_compile_spec_as_executorch_writes_it():
 
 
 def compile_vgf(model_name: str, spec_name: str, inter=None):
-    model, inputs = MODELS[model_name]()
+    model, inputs = {**MODELS, "mv2": mv2}[model_name]()
     spec = VgfCompileSpec(spec_name)
     if inter is not None:
         spec.dump_intermediate_artifacts_to(str(inter))
@@ -52,7 +54,8 @@ def compile_vgf(model_name: str, spec_name: str, inter=None):
     return program.buffer, quantized, inputs
 
 
-def test_vgf_delegate_runs_from_its_tosa(converter, tmp_path):
+def test_vgf_delegate_runs_from_its_tosa(converter, tmp_path, monkeypatch):
+    monkeypatch.setenv(SIMULATION_ENV_VAR, "tosa")  # the scenario-runner needs no TOSA graph
     pte, quantized, inputs = compile_vgf("convnet", INT, tmp_path / "inter")
     program = Runtime.get().load_program(pte)
     (delegate,) = program.program.execution_plan[0].delegates
@@ -82,7 +85,7 @@ def test_vgf_delegate_runs_from_its_tosa(converter, tmp_path):
             Runtime.get().load_program(bare).load_method("forward")
         with pytest.raises(InvalidArgumentError, match="scenario-runner"):
             Runtime.get().load_program(pte, backend_options={"VgfBackend": {
-                "simulation": "scenario-runner"}}).load_method("forward")
+                "simulation": "fvp"}}).load_method("forward")
     finally:
         COMPILED.update(saved)
     assert vgf.read_bytes()[:4] == b"VGF1" and run_tosa  # the files the runtime used exist
@@ -91,9 +94,10 @@ def test_vgf_delegate_runs_from_its_tosa(converter, tmp_path):
 
 @pytest.mark.compat
 @pytest.mark.parametrize("model", ["add", "convnet"])
-def test_pte_equals_executorch(converter, ref_vgf, tmp_path, model):
+def test_pte_equals_executorch(converter, ref_vgf, tmp_path, monkeypatch, model):
     """Same model, same converter: ExecuTorch's .pte and ours are the same bytes (the stored
     intermediates path is a same-length sibling), and ExecuTorch's runs here."""
+    monkeypatch.setenv(SIMULATION_ENV_VAR, "tosa")  # test_scenario_runner runs the device path
     ref = ref_vgf(model, INT)
     ours_inter = ref.parent / ("our" + ref.name[3:]) / "inter"
     pte, _, inputs = compile_vgf(model, INT, ours_inter)
@@ -111,8 +115,27 @@ def test_arm_run_vgf(converter, tmp_path, monkeypatch, capsys):
     from edgetorch.cli import main as cli_main
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(SIMULATION_ENV_VAR, "tosa")
     assert cli_main(["arm", "run", "--aot_arm_compiler_flags=--delegate --quantize",
                      "--target=vgf", "--model_name=add", "--output=out"]) == 0
     text = capsys.readouterr().out
     assert (tmp_path / "out" / "add_arm_delegate_vgf.pte").exists()
     assert "VGF simulated from TOSA" in text and "quantization steps max" in text
+
+
+@pytest.mark.parametrize("model", [
+    "convnet", pytest.param("mv2", marks=pytest.mark.slow)])
+def test_scenario_runner(converter, ml_sdk, tmp_path, model):
+    """The .vgf itself on Arm's ML SDK (scenario-runner, ML emulation layer, lavapipe):
+    bit-exact with tosa-tools' reference model running the TOSA graph it was converted from
+    (simulation='compare' raises on any difference), and within a step of the quantized model."""
+    pte, quantized, inputs = compile_vgf(model, INT, tmp_path / "inter")
+    options = {"VgfBackend": {"simulation": "compare", "intermediates": str(tmp_path / "inter")}}
+    method = Runtime.get().load_program(pte, backend_options=options).load_method("forward")
+    (got,) = method.execute([x.numpy() for x in inputs])
+    with torch.no_grad():
+        want = quantized(*inputs).numpy()
+    assert np.abs(np.asarray(got) - want).max() < 1 / 16
+    assert simulation({}) == "scenario-runner"  # the default where the ML SDK is installed
+    auto = Runtime.get().load_program(pte).load_method("forward")  # no TOSA graph needed
+    np.testing.assert_array_equal(auto.execute([x.numpy() for x in inputs])[0], got)

@@ -70,6 +70,14 @@ def _preview(array: np.ndarray, n: int = 8) -> str:
     return f"{list(np.shape(array))} {flat.dtype}: {text}{' ...' if flat.size > n else ''}{top}"
 
 
+def _vgf_how() -> str:
+    from ..runtime.vgf import simulation
+
+    return {"scenario-runner": "VGF on the ML SDK scenario-runner (lavapipe)",
+            "tosa": "VGF simulated from TOSA",
+            "compare": "VGF on the scenario-runner, equal to its TOSA simulation"}[simulation({})]
+
+
 def main_from_args(args: argparse.Namespace) -> int:
     from .aot_arm_compiler import main as aot_main
 
@@ -77,8 +85,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     result: Any = aot_main(aot_argv(args))
     if result.evaluation is not None:
         how = ("cortex_m:: operators with CMSIS-NN's arithmetic" if args.target.startswith(
-            "cortex-m") else "VGF simulated from TOSA" if args.target == "vgf"
-            else "Ethos-U simulated from TOSA")
+            "cortex-m") else _vgf_how() if args.target == "vgf" else "Ethos-U simulated from TOSA")
         print(f"Outputs (edgetorch runtime, {how}):")
         for k, out in enumerate(result.evaluation["outputs"]):
             print(f"  output {k} {_preview(out)}")
