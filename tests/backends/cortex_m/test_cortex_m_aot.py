@@ -25,7 +25,7 @@ from edgetorch.backends.cortex_m.target_config import TARGETS, CortexM, CortexMT
 from edgetorch.backends.transforms.replace_scalar_with_tensor import (
     ReplaceScalarWithTensorArgPass,
 )
-from edgetorch.errors import FeatureNotAvailableError, InvalidArgumentError
+from edgetorch.errors import CompileSpecError, FeatureNotAvailableError, InvalidArgumentError
 from edgetorch.exir import ExecutorchBackendConfig
 from edgetorch.exir.passes.lift_constants import lift_constant_tensor_pass
 from edgetorch.exir.tensor import dim_order_of
@@ -55,12 +55,13 @@ def test_backend_follows_the_cpu(target, backend):
 
 
 def test_bad_targets_are_refused():
-    with pytest.raises(InvalidArgumentError, match="must start with 'cortex-m'"):
+    with pytest.raises(CompileSpecError, match="must start with 'cortex-m'"):
         CortexMTargetConfig.from_target_string("ethos-u55-128")
-    with pytest.raises(InvalidArgumentError, match="Supported"):
+    with pytest.raises(CompileSpecError, match="Supported"):
         CortexMTargetConfig.from_target_string("cortex-m99")
-    with pytest.raises(InvalidArgumentError, match="not supported on M0"):
+    with pytest.raises(CompileSpecError, match="not supported on M0"):
         CortexMTargetConfig(cpu=CortexM.M0, isa=Backend.MVE)
+    assert issubclass(CompileSpecError, ValueError)  # ExecuTorch's tests catch ValueError
 
 
 # ---- the passes the quantizer runs first ------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from ...errors import InvalidArgumentError
+from ...errors import CompileSpecError
 from .library import cmsis_nn
 
 CortexM = Enum("CortexM", [m.name for m in cmsis_nn.CortexM])  # M0 ... M85, ExecuTorch's names
@@ -27,7 +27,7 @@ class CortexMTargetConfig:
 
     def __post_init__(self) -> None:
         if self.isa is not None and self.isa.name not in _ISAS[self.cpu.name]:
-            raise InvalidArgumentError(
+            raise CompileSpecError(
                 f"Backend {self.isa.name} is not supported on {self.cpu.name}; supported: "
                 f"{sorted(_ISAS[self.cpu.name])}")
 
@@ -42,10 +42,10 @@ class CortexMTargetConfig:
     @classmethod
     def from_target_string(cls, target: str) -> CortexMTargetConfig:
         if not target.startswith("cortex-m"):
-            raise InvalidArgumentError(
+            raise CompileSpecError(
                 f"Cortex-M target string must start with 'cortex-m', got: {target!r}")
         name = "M" + target[len("cortex-m"):].upper()
         if name not in CortexM.__members__:
-            raise InvalidArgumentError(
+            raise CompileSpecError(
                 f"Unsupported Cortex-M target string: {target!r}. Supported: {sorted(TARGETS)}")
         return cls(cpu=CortexM[name])
