@@ -93,7 +93,7 @@ def test_vgf_delegate_runs_from_its_tosa(converter, tmp_path, monkeypatch):
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("model", ["add", "convnet"])
+@pytest.mark.parametrize("model", [pytest.param("add", marks=pytest.mark.slow), "convnet"])
 def test_pte_equals_executorch(converter, ref_vgf, tmp_path, monkeypatch, model):
     """Same model, same converter: ExecuTorch's .pte and ours are the same bytes (the stored
     intermediates path is a same-length sibling), and ExecuTorch's runs here."""
