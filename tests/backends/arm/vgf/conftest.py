@@ -17,7 +17,7 @@ for extra in (HERE, HERE.parent, HERE.parent / "ethosu"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from arm_env import in_ci, require_tosa_tools  # noqa: E402
+from arm_env import require_tosa_tools, skip_or_fail  # noqa: E402
 
 require_tosa_tools()
 
@@ -40,9 +40,7 @@ def converter():
     if binary is None:
         why = ("the ML SDK model converter is not installed: pip install 'edgetorch[vgf]' "
                "(ai-ml-sdk-model-converter==0.11.0; make test-arm installs it)")
-        if in_ci():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+        skip_or_fail(why)
     return binary
 
 
@@ -55,9 +53,7 @@ def ml_sdk():
     sdk, why = find_ml_sdk()
     if sdk is None:
         why = f"the ML SDK scenario-runner cannot run here: {why} (make test-arm sets it up)"
-        if in_ci():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+        skip_or_fail(why)
     return sdk
 
 
