@@ -6,6 +6,11 @@ REF     := .venv-ref
 NOTORCH := .venv-notorch
 ARM     := .venv-arm
 REF_ARM := .venv-ref-arm
+# Arm VGF reference: executorch[vgf]==1.5.1 pins ML SDK 0.10.0, whose binaries need glibc 2.38;
+# the 0.11.0 wheels run here and pass ExecuTorch's version check (installed over them).
+REF_VGF := .venv-ref-vgf
+ML_SDK_PIN := ai-ml-sdk-model-converter==0.11.0 ai-ml-sdk-vgf-library==0.11.0 \
+	ai-ml-sdk-scenario-runner==0.11.0 ai-ml-emulation-layer-for-vulkan==0.11.0
 # OpenVINO (kept apart: numpy<2.4, openvino, NNCF): ours and the reference with ExecuTorch's extra.
 OV      := .venv-ov
 REF_OV  := .venv-ref-ov
@@ -13,7 +18,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser demo test test-fast test-quant-slow test-notorch test-arm ref-arm test-openvino fuzz-short fuzz-long lint bench setup ref clean
+.PHONY: et-suite browser vulkan demo test test-fast test-quant-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +43,17 @@ $(NOTORCH)/.installed: pyproject.toml
 $(ARM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ARM)
 	$(ARM)/bin/pip install -q --upgrade pip
-	$(ARM)/bin/pip install -q -e '.[compiler,arm]' torch==2.13.0 pytest pytest-xdist
+	$(ARM)/bin/pip install -q -e '.[compiler,arm,vgf]' torch==2.13.0 pytest pytest-xdist
 	touch $@
 
 $(REF_ARM)/.installed:
 	REF_VENV=$(REF_ARM) REF_EXTRA=ethos-u REF_PINS="tosa-tools==2026.5.0 ethos-u-vela==5.1.0" \
 		bash scripts/setup_ref_env.sh
+	touch $@
+
+$(REF_VGF)/.installed:
+	REF_VENV=$(REF_VGF) REF_EXTRA=vgf REF_PINS="tosa-tools==2026.5.0" bash scripts/setup_ref_env.sh
+	$(REF_VGF)/bin/pip install -q --no-deps torch==2.13.0 $(ML_SDK_PIN)
 	touch $@
 
 $(OV)/.installed: pyproject.toml
@@ -65,6 +75,8 @@ ref: $(REF)/.installed
 
 ref-arm: $(REF_ARM)/.installed
 
+ref-vgf: $(REF_VGF)/.installed
+
 ## The main job: export MobileNetV2, run it in the runtime, compare with eager PyTorch.
 demo: $(VENV)/.installed
 	$(VENV)/bin/edgetorch demo mobilenet_v2
@@ -74,21 +86,32 @@ browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+## A CPU Vulkan (Mesa's lavapipe) and the Vulkan loader: the VGF tests run .vgf files on Arm's ML
+## SDK scenario-runner over them (the ML SDK itself comes from the `vgf` extra).
+vulkan:
+	@test -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json -a -n "$$(ldconfig -p | grep libvulkan.so.1)" \
+		|| (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		mesa-vulkan-drivers libvulkan1 >/dev/null)
+
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
 ## The suite runs on both cores (pytest-xdist; a file's tests stay together, in order).
 test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
 		$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" \
-		--ignore=tests/backends/arm --ignore=tests/backends/openvino
+		--ignore=tests/backends/arm --ignore=tests/backends/cortex_m --ignore=tests/backends/openvino
 	$(MAKE) test-notorch
 	$(MAKE) test-arm
 	$(MAKE) test-openvino
 
-## The Arm (TOSA / Ethos-U) tests, in the venv with tosa-tools, checked against executorch[ethos-u].
-test-arm: $(ARM)/.installed $(REF_ARM)/.installed
+## The Arm (TOSA / Ethos-U / Cortex-M / VGF) tests, in the venv with tosa-tools and the ML SDK
+## model converter, checked against executorch[ethos-u] (same flatbuffers release, so .pte
+## bytes compare), executorch[vgf] and CMSIS-NN (gcc).
+test-arm: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed vulkan
 	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
-		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm
+		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
+		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm \
+		tests/backends/cortex_m
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not compat" --ignore=tests/backends/openvino

@@ -431,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .backends.arm.scripts import run as arm_run  # no torch import until it runs
 
-    arm = sub.add_parser("arm", help="Arm Ethos-U: 'arm run' compiles and simulates (run.sh)")
+    arm = sub.add_parser("arm", help="Arm Ethos-U, Cortex-M: 'arm run' compiles and runs (run.sh)")
     arm_run.add_arguments(arm)
 
     from .extension.llm.cli import add_llm_parser  # imports nothing heavy until it runs

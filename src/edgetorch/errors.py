@@ -247,6 +247,13 @@ class MemoryPlanningError(ExportError):
     code = ErrorCode.MemoryAllocationFailed
 
 
+class CompileSpecError(ExportError, ValueError):
+    """A target or compile-spec value a backend does not accept (a ValueError, as ExecuTorch's
+    backends raise for these)."""
+
+    code = ErrorCode.InvalidArgument
+
+
 class FeatureNotAvailableError(ExportError, NotImplementedError):
     """A requested compiler feature (ETRecord, a quantized recipe...) is not built yet."""
 

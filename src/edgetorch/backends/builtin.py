@@ -8,8 +8,8 @@ from . import (
     xnnpack,  # noqa: F401  (registers "XnnpackBackend")
 )
 
-# The Arm runtimes: "TOSABackend" and "EthosUBackend" (a simulation from the delegate's TOSA
-# graph; the cortex_m Q/DQ kernels of its aot_arm_compiler are in edgetorch.kernels); tosa-tools
+# The Arm runtimes: "TOSABackend", "VgfBackend" and "EthosUBackend" (simulations from the
+# delegate's TOSA graph; the cortex_m kernels are in edgetorch.kernels); tosa-tools
 # (edgetorch[arm]) is imported only when a delegate is loaded.
 from .arm import runtime as _arm_runtime  # noqa: E402, F401
 from .arm.runtime import ethosu as _ethosu  # noqa: E402, F401

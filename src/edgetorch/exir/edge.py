@@ -89,13 +89,33 @@ def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
     return changed
 
 
+def _dim_order_kwarg(node: torch.fx.Node, memory_format: object) -> list[int] | None:
+    """ExecuTorch's MemoryFormatOpsPass: an explicit format's dim order (channels-last is
+    [0, 2, 3, 1] whatever the sizes), or for ``preserve_format`` the input's own
+    (``Tensor.dim_order()``); always a list, [] for a 0-d tensor."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return None
+    if memory_format is torch.channels_last and val.dim() == 4:
+        return [0, 2, 3, 1]
+    if memory_format is torch.contiguous_format:
+        return list(range(val.dim()))
+    src = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) \
+        else None
+    if memory_format in (None, torch.preserve_format) and isinstance(src, torch.Tensor):
+        try:
+            order = [int(d) for d in src.dim_order()]
+        except RuntimeError:  # strides torch cannot order (overlapping)
+            order = []
+        # the two layouts the runtime plans (other orders: the output's, as planned)
+        if order in (list(range(val.dim())), [0, 2, 3, 1]):
+            return order
+    return list(dim_order_of(val))
+
+
 def _to_dim_order_op(node: torch.fx.Node) -> bool:
     kwargs = dict(node.kwargs)
-    kwargs.pop("memory_format", None)
-    val = node.meta.get("val")
-    # The output's layout (what memory_format asked for, or what it preserved).
-    # ExecuTorch's MemoryFormatOpsPass always writes a list: [] for a 0-d tensor.
-    kwargs["dim_order"] = list(dim_order_of(val)) if isinstance(val, torch.Tensor) else None
+    kwargs["dim_order"] = _dim_order_kwarg(node, kwargs.pop("memory_format", None))
     node.target = _DIM_ORDER_OPS[node.target]
     node.kwargs = kwargs
     return True

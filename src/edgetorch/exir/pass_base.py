@@ -26,6 +26,7 @@ from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..errors import EdgeTorchError, PassError
+from . import memory
 from .backend.lowered_backend_module import LoweredBackendModule
 from .pass_infra import (  # noqa: F401  (ExecuTorch's import path)
     ExportedProgramPassBase,
@@ -63,6 +64,14 @@ class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
             if target == "_guards_fn":
                 return None
             return super().call_module(target, args, kwargs)
+
+        def call_function(self, target, args, kwargs):  # type: ignore[no-untyped-def]
+            # A buffer a pass planned itself (a kernel's scratch) is kept, as ExecuTorch's
+            # ExportPass keeps ``memory.alloc`` calls.
+            if target is memory.alloc:
+                meta = NodeMetadata(self.node.meta)
+                return self.callback._fx("call_function", target, args, kwargs, meta)
+            return super().call_function(target, args, kwargs)
 
     ExportTracer = _Tracer
 

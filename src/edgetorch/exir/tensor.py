@@ -58,14 +58,17 @@ def memory_format_enum(fmt: torch.memory_format) -> int:
 
 
 def dim_order_of(t: torch.Tensor) -> tuple[int, ...]:
-    """The dim order of ``t``: contiguous, or channels-last for a 4-D channels-last tensor.
+    """The dim order of ``t``: contiguous, or, for a 4-D channels-last tensor, its strides
+    sorted largest first (a stable sort, as ExecuTorch's ``dim_order_from_stride``).
 
-    Those are the two layouts ExecuTorch's runtime supports. Other stride patterns (torch's
-    meta functions give ``permute_copy`` permuted strides, for instance) are planned as
-    contiguous, which is what the ``_copy`` kernels write.
+    The sort gives (0, 2, 3, 1) for channels-last strides; when size-1 dims make strides tie it
+    gives what ExecuTorch writes: (0, 2, 3, 1) for a [1, 8, 1, 1] tensor, (0, 2, 1, 3) for a
+    single-channel [1, 1, 20, 12] one (strides (240, 1, 12, 1)), (0, 1, 2, 3) for a contiguous
+    one. Other stride patterns (torch's meta functions give ``permute_copy`` permuted strides,
+    for instance) are planned as contiguous, which is what the ``_copy`` kernels write.
     """
-    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
-        return (0, 2, 3, 1)
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return tuple(sorted(range(4), key=lambda d: t.stride(d), reverse=True))
     return tuple(range(t.dim()))
 
 

@@ -33,7 +33,12 @@ def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> t
 
 
 def _is_contiguous(val: object) -> bool:
-    return isinstance(val, torch.Tensor) and list(dim_order_of(val)) == list(range(val.dim()))
+    """Whether ``val``'s bytes are in row-major order: its dim order, size-1 dims left out,
+    is increasing (a [1, 8, 1, 1] channels-last tensor is laid out as a contiguous one)."""
+    if not isinstance(val, torch.Tensor):
+        return False
+    order = [d for d in dim_order_of(val) if val.shape[d] != 1]
+    return order == sorted(order)
 
 
 def _as_view(node: torch.fx.Node) -> bool:

@@ -7,6 +7,7 @@ import shlex
 
 import numpy as np
 import pytest
+import torch
 from ethosu_util import structure
 
 from conftest import HERE, ref_check
@@ -103,6 +104,29 @@ def test_executorch_aot_pte_runs_here(ref_aot):
     out = Runtime.get().load_program(ref / "aot_models_arm_delegate_ethos-u85-128.pte") \
         .load_method("forward").execute([x.numpy(), y.numpy()])
     assert np.abs(out[0] - (x + y).numpy()).max() < 0.05  # int8 quantization of x + y
+
+
+@pytest.mark.compat
+def test_executorch_aot_partial_runs_here(ref_aot):
+    """Ethos-U delegates and Cortex-M CPU operators in one program: ExecuTorch's aot output for
+    a model U55 takes only in part (its gt/where stays on the CPU between ``cortex_m::``
+    quantize/dequantize) runs end to end here -- two delegates simulated, the CPU part on
+    the Cortex-M kernels and portable ones."""
+    import sys
+    sys.path.insert(0, str(HERE))
+    from ethosu_models import partial
+
+    model, (x,) = partial()
+    ref = ref_aot("partial", "ethos-u55-128")
+    program = Runtime.get().load_program(ref / "aot_models_arm_delegate_ethos-u55-128.pte")
+    plan = program.program.execution_plan[0]
+    ops = {op.name for op in plan.operators}
+    assert {"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"} <= ops
+    assert len(plan.delegates) == 2
+    (out,) = program.load_method("forward").execute([x.numpy()])
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(out - want).max() < 0.1 * np.abs(want).max()  # int8 through three layers
 
 
 def test_arm_run_add(tmp_path, monkeypatch, capsys):

@@ -30,7 +30,8 @@ from .annotator import (
 )
 from .quantization_config import get_symmetric_quantization_config
 
-__all__ = ["EthosUQuantizer", "TOSAQuantizer", "get_symmetric_quantization_config"]
+__all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
+           "get_symmetric_quantization_config"]
 
 
 def _stack_entries(node: Node) -> list[tuple[str, Any]]:
@@ -123,3 +124,9 @@ class TOSAQuantizer(Quantizer):
 
 class EthosUQuantizer(TOSAQuantizer):
     """Quantizer for ``EthosUBackend``: ``EthosUQuantizer(EthosUCompileSpec(...))``."""
+
+
+class VgfQuantizer(TOSAQuantizer):
+    """Quantizer for ``VgfBackend``: ``VgfQuantizer(VgfCompileSpec(...))``. ExecuTorch's VGF
+    config differs from the TOSA one only for the grid-sampler custom lowering, which edgetorch
+    does not implement, so the annotation is the TOSA quantizer's."""

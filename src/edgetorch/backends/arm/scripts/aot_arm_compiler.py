@@ -1,7 +1,9 @@
-"""Export a model for Arm Ethos-U (or plain TOSA): ExecuTorch's ``aot_arm_compiler``.
+"""Export a model for Arm Ethos-U, VGF, Cortex-M or plain TOSA: ExecuTorch's ``aot_arm_compiler``.
 
     python -m edgetorch.backends.arm.scripts.aot_arm_compiler --model_name=mv2 --delegate \\
         --quantize --intermediates mv2_u85/ --target=ethos-u85-128 --output=mv2_u85 --evaluate
+    python -m edgetorch.backends.arm.scripts.aot_arm_compiler --model_name=mv2 --quantize \\
+        --target=cortex-m55 --output=mv2_m55.pte --evaluate
 
 Same flags and file names as ExecuTorch 1.5.1's script (``<model>_arm_delegate_<target>.pte``,
 ``<model>_exported_program.pt2`` and ``delegation_info.txt`` in the intermediates folder),
@@ -9,7 +11,10 @@ on edgetorch's compiler. One difference that helps: ``--evaluate`` (a no-op in E
 needs an FVP to run anything) runs the ``.pte`` in edgetorch's runtime -- the Ethos-U delegate
 simulated from its TOSA graph -- compares it with the quantized eager model and prints Vela's
 estimates. As in ExecuTorch, the CPU-side int8 quantize/dequantize become ``cortex_m::`` ops
-(CMSIS-NN on the device; edgetorch's runtime has kernels for them).
+(CMSIS-NN on the device; edgetorch's runtime has kernels for them). A ``cortex-m*`` target
+delegates nothing: the model is quantized with ``CortexMQuantizer`` (channels-last inputs)
+and lowered to ``cortex_m::`` operators, which edgetorch's runtime runs with CMSIS-NN's
+arithmetic.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from typing import Any
 from ....errors import FeatureNotAvailableError, InvalidArgumentError
 from ....exir.torch_export import export_program
 from ....util import progress
+from ...cortex_m.target_config import TARGETS as CORTEX_M_TARGETS
 from ..ethosu.compile_spec import TARGETS as ETHOSU_TARGETS
 
 logger = logging.getLogger(__name__)
 FORMAT = "[%(levelname)s %(asctime)s %(filename)s:%(lineno)s] %(message)s"
 TOSA_TARGETS = ["TOSA-1.0+INT", "TOSA-1.0+FP", "TOSA-1.0+INT+int16"]
-TARGETS = [*ETHOSU_TARGETS, "vgf", *TOSA_TARGETS]
+TARGETS = [*ETHOSU_TARGETS, "vgf", *TOSA_TARGETS, *CORTEX_M_TARGETS]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bundleio", action="store_true",
                    help="write a BundledProgram (.bpte) with the example inputs and outputs")
     p.add_argument("--etrecord", action="store_true", help="also write an ETRecord")
-    p.add_argument("-t", "--target", default="ethos-u55-128", choices=TARGETS)
+    p.add_argument("-t", "--target", default="ethos-u55-128", choices=TARGETS,
+                   help="Ethos-U/VGF/TOSA targets delegate; cortex-m<variant> lowers to "
+                        "CMSIS-NN operators without a delegate")
+    p.add_argument("--cortex-m-explicit-layout", action="store_true",
+                   help="ExecuTorch's experimental explicit-layout Cortex-M pipeline (not "
+                        "implemented in edgetorch)")
     p.add_argument("-e", "--evaluate", nargs="?", const="generic",
                    choices=["generic", "mv2", "deit_tiny", "resnet18"],
                    help="simulate the .pte, compare with the quantized eager model, print "
@@ -103,10 +114,13 @@ def get_compile_spec(args: argparse.Namespace) -> Any:
         spec = EthosUCompileSpec(args.target, system_config=args.system_config,
                                  memory_mode=args.memory_mode, extra_flags=extra,
                                  config_ini=args.config)
+    elif args.target == "vgf":
+        from ..vgf.compile_spec import VgfCompileSpec
+
+        # ExecuTorch's choice: INT when quantizing, else FP (edgetorch lowers INT graphs only)
+        spec = VgfCompileSpec("TOSA-1.0+INT" if args.quantize else "TOSA-1.0+FP")
     else:
-        raise FeatureNotAvailableError(
-            f"target {args.target!r} (VGF) needs the ML SDK model converter, which edgetorch "
-            "does not drive; use an ethos-u* or TOSA-1.0+* target")
+        raise FeatureNotAvailableError(f"unknown target {args.target!r}")
     if args.intermediates is not None:
         spec.dump_intermediate_artifacts_to(args.intermediates)
     if args.enable_debug_mode is not None:
@@ -115,9 +129,15 @@ def get_compile_spec(args: argparse.Namespace) -> Any:
 
 
 def _quantizer(spec: Any) -> Any:
-    from ..quantizer import EthosUQuantizer, TOSAQuantizer, get_symmetric_quantization_config
+    from ..quantizer import (
+        EthosUQuantizer,
+        TOSAQuantizer,
+        VgfQuantizer,
+        get_symmetric_quantization_config,
+    )
 
-    q = EthosUQuantizer(spec) if type(spec).__name__ == "EthosUCompileSpec" else TOSAQuantizer(spec)
+    q = {"EthosUCompileSpec": EthosUQuantizer, "VgfCompileSpec": VgfQuantizer}.get(
+        type(spec).__name__, TOSAQuantizer)(spec)
     q.set_global(get_symmetric_quantization_config(is_per_channel=True))
     return q
 
@@ -127,6 +147,10 @@ def _partitioner(spec: Any) -> Any:
         from ..ethosu.partitioner import EthosUPartitioner
 
         return EthosUPartitioner(spec)
+    if type(spec).__name__ == "VgfCompileSpec":
+        from ..vgf.partitioner import VgfPartitioner
+
+        return VgfPartitioner(spec)
     from ..tosa.partitioner import TOSAPartitioner
 
     return TOSAPartitioner(spec)
@@ -145,6 +169,26 @@ def quantize(model: Any, spec: Any, example_inputs: tuple, samples: list[tuple] 
                 f"{len(example_inputs)}; give samples shaped like the example inputs")
         prepared(*sample)
     return convert_pt2e(prepared)
+
+
+def _cortex_m(args: argparse.Namespace, exported: Any, example_inputs: tuple,
+              samples: list[tuple] | None) -> tuple[Any, Any, tuple]:
+    """The ``cortex-m*`` path: no delegate, CMSIS-NN operators (ExecuTorch's
+    ``_to_edge_cortex_m``)."""
+    from .cortex_m import to_edge_cortex_m
+
+    if args.cortex_m_explicit_layout:
+        raise FeatureNotAvailableError(
+            "--cortex-m-explicit-layout (ExecuTorch's experimental explicit NCHW/NHWC permute "
+            "pipeline) is not implemented in edgetorch; leave it out for the default "
+            "channels-last (dim-order) lowering")
+    if args.delegate:
+        logger.warning("--delegate is ignored for target %r (this target does not use "
+                       "delegated ops).", args.target)
+        args.delegate = False
+    return to_edge_cortex_m(exported.module(), tuple(example_inputs), args.target,
+                            quantize=args.quantize, samples=samples,
+                            strict=args.strict_export, exported=exported)
 
 
 def output_file_name(args: argparse.Namespace, model_name: str) -> str:
@@ -207,21 +251,29 @@ def _compile(args: argparse.Namespace, step: progress.Steps) -> CompileResult:
         torch.export.save(exported, f"{args.intermediates}/{model_name}_exported_program.pt2",
                           pickle_protocol=5)
 
-    spec = get_compile_spec(args)
-    quantized = None
-    if args.quantize:
+    if args.target.startswith("cortex-m"):
+        spec = None
+        if args.quantize:
+            step.next()
+        quantized, edge, example_inputs = _cortex_m(args, exported, example_inputs, samples)
         step.next()
-        quantized = quantize(exported.module(), spec, example_inputs, samples)
-        exported = export_program(quantized, example_inputs, strict=args.strict_export)
-    # after quantizing: the partitioner stores the spec as it is now (see EthosUPartitioner)
-    partitioners = [_partitioner(spec)] if args.delegate else []
-    step.next()
-    edge = to_edge_transform_and_lower(exported, partitioner=partitioners,
-                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    if args.target != "vgf" and not args.direct_drive:
-        from .cortex_m import replace_quant_nodes
+    else:
+        spec = get_compile_spec(args)
+        quantized = None
+        if args.quantize:
+            step.next()
+            quantized = quantize(exported.module(), spec, example_inputs, samples)
+            exported = export_program(quantized, example_inputs, strict=args.strict_export)
+        # after quantizing: the partitioner stores the spec as it is now (see EthosUPartitioner)
+        partitioners = [_partitioner(spec)] if args.delegate else []
+        step.next()
+        edge = to_edge_transform_and_lower(
+            exported, partitioner=partitioners,
+            compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        if args.target != "vgf" and not args.direct_drive:
+            from .cortex_m import replace_quant_nodes
 
-        edge = edge.transform([replace_quant_nodes])
+            edge = edge.transform([replace_quant_nodes])
     dump_delegation_info(edge, args.intermediates)
     step.next()
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))

@@ -1,6 +1,7 @@
 """``--evaluate``: run the freshly written program in edgetorch's runtime (Ethos-U delegates
-simulated from their TOSA graphs), compare it with the quantized eager model, print Vela's
-estimates. ExecuTorch's script needs an FVP for any of this."""
+simulated from their TOSA graphs, ``cortex_m::`` operators with CMSIS-NN's arithmetic),
+compare it with the quantized eager model, print Vela's estimates (Ethos-U). ExecuTorch's
+script needs an FVP for any of this."""
 
 from __future__ import annotations
 
@@ -48,10 +49,13 @@ def evaluate(result: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     import torch
 
     from ....runtime import Runtime
-    from ..ethosu.backend import tosa_graphs
-    from ..ethosu.estimates import format_estimates, vela_estimates
 
-    options = {"EthosUBackend": {"tosa_graphs": tosa_graphs(result.edge)}}
+    ethos_u = "ethos-u" in str(getattr(result.compile_spec, "target", ""))
+    options = {}
+    if ethos_u:
+        from ..ethosu.backend import tosa_graphs
+
+        options = {"EthosUBackend": {"tosa_graphs": tosa_graphs(result.edge)}}
     program = Runtime.get().load_program(result.program.buffer, backend_options=options)
     outputs = program.load_method("forward").execute(
         [t.detach().numpy() for t in result.example_inputs])
@@ -68,8 +72,11 @@ def evaluate(result: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                  if "max_steps" in r else "")
         print(f"  output {r['output']} {r['shape']}: max |diff| {r['max_abs']:.6g}, mean "
               f"{r['mean_abs']:.6g}{steps}")
-    estimates = vela_estimates(result.edge) if "ethos-u" in str(
-        getattr(result.compile_spec, "target", "")) else []
+    estimates = []
+    if ethos_u:
+        from ..ethosu.estimates import format_estimates, vela_estimates
+
+        estimates = vela_estimates(result.edge)
     if estimates:
         print("Vela estimates:")
         print(format_estimates(estimates))

@@ -3,12 +3,16 @@
     edgetorch arm run --aot_arm_compiler_flags="--delegate --quantize --intermediates mv2_u85/ \\
         --debug --evaluate" --output=mv2_u85 --target=ethos-u85-128 --model_name=mv2
 
+    edgetorch arm run --aot_arm_compiler_flags="--quantize" --target=cortex-m55 --model_name=mv2
+    edgetorch arm run --aot_arm_compiler_flags="--delegate --quantize" --target=vgf --model_name=mv2
+
 run.sh compiles with ``aot_arm_compiler``, builds the bare-metal runner and runs it on a
 Corstone FVP. Here the same compile step runs (``edgetorch.backends.arm.scripts.aot_arm_compiler``
 with the given flags, ``--model_name``, ``--target``, ``--output``, ``--system_config``,
-``--memory_mode``, ``--config``), then the program runs in edgetorch's runtime with the Ethos-U
-delegates simulated from their TOSA graphs: it prints the outputs, the comparison with the
-quantized eager model, Vela's estimates and the delegation summary. run.sh's build options
+``--memory_mode``, ``--config``), then the program runs in edgetorch's runtime -- Ethos-U and
+VGF delegates simulated from their TOSA graphs, a ``cortex-m*`` target's ``cortex_m::`` operators
+with CMSIS-NN's integer arithmetic: it prints the outputs, the comparison with the quantized
+eager model, Vela's estimates (Ethos-U) and the delegation summary. run.sh's build options
 (``--et_build_root``, ``--build_only``, ``--scratch-dir``, ...) are accepted and ignored.
 """
 
@@ -27,7 +31,8 @@ IGNORED = ("--et_build_root", "--scratch-dir", "--ethos_u_scratch_dir", "--toolc
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="arm_command", required=True)
-    r = sub.add_parser("run", help="compile for Ethos-U and simulate it (ExecuTorch's run.sh)",
+    r = sub.add_parser("run", help="compile for Ethos-U or Cortex-M and run it here "
+                                   "(ExecuTorch's run.sh)",
                        description=__doc__.splitlines()[0].replace("``", ""))
     r.add_argument("--aot_arm_compiler_flags", default="--delegate --quantize",
                    help="flags for aot_arm_compiler (run.sh's default: --delegate --quantize)")
@@ -65,13 +70,23 @@ def _preview(array: np.ndarray, n: int = 8) -> str:
     return f"{list(np.shape(array))} {flat.dtype}: {text}{' ...' if flat.size > n else ''}{top}"
 
 
+def _vgf_how() -> str:
+    from ..runtime.vgf import simulation
+
+    return {"scenario-runner": "VGF on the ML SDK scenario-runner (lavapipe)",
+            "tosa": "VGF simulated from TOSA",
+            "compare": "VGF on the scenario-runner, equal to its TOSA simulation"}[simulation({})]
+
+
 def main_from_args(args: argparse.Namespace) -> int:
     from .aot_arm_compiler import main as aot_main
 
     # aot_arm_compiler prints the delegation summary, the comparison and Vela's estimates
     result: Any = aot_main(aot_argv(args))
     if result.evaluation is not None:
-        print("Outputs (edgetorch runtime, Ethos-U simulated from TOSA):")
+        how = ("cortex_m:: operators with CMSIS-NN's arithmetic" if args.target.startswith(
+            "cortex-m") else _vgf_how() if args.target == "vgf" else "Ethos-U simulated from TOSA")
+        print(f"Outputs (edgetorch runtime, {how}):")
         for k, out in enumerate(result.evaluation["outputs"]):
             print(f"  output {k} {_preview(out)}")
     return 0

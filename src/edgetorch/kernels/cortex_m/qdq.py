@@ -3,13 +3,15 @@
 ExecuTorch's ``aot_arm_compiler`` rewrites the CPU-side quantize/dequantize around an Ethos-U
 delegate into these CMSIS-NN ops (``ReplaceQuantNodesPass``); registering them lets its ``.pte``
 files run here. Same schemas and semantics as the ``quantized_decomposed`` ops (dequantize has
-no ``out_dtype``: float32 out).
+no ``out_dtype``: float32 out); ExecuTorch's scalar loops compute exactly that
+(``zp + nearbyint(x * (1.0f / scale))`` in float32, and ``(q - zp) * (float)scale``), only
+int8 and int16.
 """
 
 from __future__ import annotations
 
-from .quantized import qdq
-from .registry import kernel
+from ..quantized import qdq
+from ..registry import kernel
 
 
 @kernel("cortex_m::quantize_per_tensor.out")

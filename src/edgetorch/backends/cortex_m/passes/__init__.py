@@ -1,0 +1,12 @@
+"""The Cortex-M passes (ExecuTorch's ``backends/cortex_m/passes`` names)."""
+
+from .activation import ActivationFusionPass, QuantizedClampActivationPass
+from .lowering import AtenToCortexMPass
+from .pass_manager import CortexMPassManager
+from .qparams import FoldAndAnnotateQParamsPass
+from .remove_getitem import RemoveGetItemPass
+from .replace_quant_nodes import ReplaceQuantNodesPass
+
+__all__ = ["ActivationFusionPass", "AtenToCortexMPass", "CortexMPassManager",
+           "FoldAndAnnotateQParamsPass", "QuantizedClampActivationPass", "RemoveGetItemPass",
+           "ReplaceQuantNodesPass"]

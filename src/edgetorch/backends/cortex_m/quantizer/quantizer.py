@@ -1,0 +1,182 @@
+"""``CortexMQuantizer``: PT2E annotation for CMSIS-NN's int8 kernels.
+
+Three annotators run in order, as in ExecuTorch: convolutions with the per-channel config,
+then every other supported op chain with the per-tensor config, then ops that only move
+values (views, clamps, cat, ...) sharing their neighbours' qparams. An op chain (``conv ->
+relu``, ``add -> clamp``) is annotated as one unit: the longest pattern of ``PATTERNS``
+that starts at a node and runs down single-user edges, if it passes its checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e.quantizer import (
+    ComposableQuantizer,
+    QuantizationAnnotation,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+
+from ..passes.qparams import QUANTIZED_KEY
+from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
+from .patterns import CONV_TARGETS, PATTERNS
+from .shared import SharedQspecQuantizer, has_float_output, mark_quantized
+
+MATCHED_KEY = "quantizer_matched"
+MAX_PATTERN = max(len(p) for p in PATTERNS)
+HISTC_UPPER_BOUND = 3.4028235e15  # torch.histc (HistogramObserver) works up to this value
+PARAMETER_TARGETS = {torch.ops.aten.linear.default, torch.ops.aten.convolution.default,
+                     torch.ops.aten.conv1d.default, torch.ops.aten.conv1d.padding,
+                     torch.ops.aten.conv2d.default, torch.ops.aten.conv2d.padding,
+                     torch.ops.aten.conv3d.default, torch.ops.aten.conv3d.padding,
+                     torch.ops.aten.conv_transpose2d.input}
+UNOBSERVED = {torch.ops.aten.batch_norm.default: (1, 2, 3, 4)}
+
+
+def _large_scalar(node: Node, gm: GraphModule) -> bool:
+    if node.op == "get_attr" and isinstance(node.target, str):
+        t = gm
+        for part in node.target.split("."):
+            t = getattr(t, part)
+        return t.numel() == 1 and abs(t.item()) > HISTC_UPPER_BOUND
+    if node.op == "call_function" and node.target in (torch.ops.aten.full.default,
+                                                      torch.ops.aten.fill_.Scalar):
+        return abs(float(node.args[1])) > HISTC_UPPER_BOUND
+    return False
+
+
+def _accept(match: list[Node], cfg) -> bool:
+    if any(n.meta.get(MATCHED_KEY, False) for n in match):
+        return False
+    gm = match[0].graph.owning_module
+    if gm is not None and any(_large_scalar(n, gm) for n in match):
+        return False
+    if all(n.op in ("placeholder", "output") for n in match):
+        for n in match:
+            n.meta[MATCHED_KEY] = True
+        return True
+    check = PATTERNS.get(tuple(n.target for n in match))
+    if check is not None and not (check.pattern(match) and check.config(match, cfg)):
+        return False
+    for n in match:
+        n.meta[MATCHED_KEY] = True
+    return True
+
+
+def _longest(queue: list[Node]) -> list[Node]:
+    if queue[0].op in ("placeholder", "output"):
+        return [queue[0]]
+    key = tuple(n.target for n in queue)
+    while key:
+        if key in PATTERNS:
+            return queue[:len(key)]
+        key = key[:-1]
+    return []
+
+
+def _dequeue(queue: list[Node], cfg) -> list[list[Node]]:
+    """Pop the longest accepted match at the queue's head (or one node); return accepted."""
+    if cfg is None:
+        node = queue.pop(0)
+        if node.meta.get(MATCHED_KEY, False):
+            return []
+        node.meta[MATCHED_KEY] = True
+        return [[node]]
+    limit = len(queue)
+    while limit > 0:
+        match = _longest(queue[:limit])
+        limit = len(match) - 1
+        if match and _accept(match, cfg):
+            del queue[:len(match)]
+            return [match]
+    queue.pop(0)
+    return []
+
+
+def find_matches(nodes: Iterator[Node], cfg) -> Iterator[list[Node]]:
+    """Accepted chains over ``nodes`` (in graph order), each node in at most one chain."""
+    node = next(nodes, None)
+    queue: list[Node] = []
+    while node is not None:
+        queue.append(node)
+        nxt = next(nodes, None)
+        users = list(node.users)
+        if len(users) != 1 or users[0] is not nxt:  # a fork or a gap ends the chain
+            while queue:
+                yield from _dequeue(queue, cfg)
+        elif len(queue) >= MAX_PATTERN:
+            yield from _dequeue(queue, cfg)
+        node = nxt
+
+
+class PatternQuantizer(Quantizer):
+    def __init__(self, config, targets: set | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.targets = targets
+
+    @staticmethod
+    def _role(node: Node, index: int) -> bool:
+        """Whether ``node`` is argument ``index`` of every user, all parameter-taking ops."""
+        return node.op == "get_attr" and all(
+            u.target in PARAMETER_TARGETS and len(u.args) > index and u.args[index] is node
+            for u in node.users)
+
+    def annotate_match(self, match: list[Node]) -> None:
+        cfg = self.config
+        for node in match:
+            inputs: dict[Node, object] = {}
+            for x in node.all_input_nodes:
+                if not has_float_output(x) or any(
+                        i < len(node.args) and node.args[i] is x
+                        for i in UNOBSERVED.get(node.target, ())):
+                    continue
+                if self._role(x, 1):
+                    inputs[x] = cfg.get_weight_qspec(node) if cfg else None
+                elif self._role(x, 2):
+                    inputs[x] = cfg.get_bias_qspec(node) if cfg else None
+                elif x not in match:
+                    inputs[x] = cfg.get_input_act_qspec(node, x) if cfg else None
+            output = None
+            if all(u not in match for u in node.users) and has_float_output(node):
+                output = cfg.get_output_act_qspec(node) if cfg else None
+            mark_quantized(node, inputs, output, cfg is not None)
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        nodes = (n for n in model.graph.nodes if self.targets is None or n.target in self.targets)
+        for match in find_matches(nodes, self.config):
+            self.annotate_match(match)
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        return None
+
+
+class CortexMQuantizer(ComposableQuantizer):
+    def __init__(self, per_tensor_config=None, use_explicit_layout: bool = False) -> None:
+        if use_explicit_layout:
+            from ....errors import InvalidArgumentError
+
+            raise InvalidArgumentError("the explicit-layout Cortex-M quantizer is not "
+                                       "implemented in edgetorch")
+        super().__init__([
+            PatternQuantizer(INT8_PER_CHANNEL_CONFIG, CONV_TARGETS),
+            PatternQuantizer(per_tensor_config or INT8_PER_TENSOR_CONFIG),
+            SharedQspecQuantizer(),
+        ])
+
+    def validate(self, model: GraphModule) -> None:
+        return None
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        from ..passes.pass_manager import CortexMPassManager
+
+        return CortexMPassManager(None).transform_for_annotation(model)
+
+
+__all__ = ["CortexMQuantizer", "PatternQuantizer", "Q_ANNOTATION_KEY", "QUANTIZED_KEY",
+           "QuantizationAnnotation", "SharedQuantizationSpec"]
