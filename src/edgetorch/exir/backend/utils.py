@@ -37,6 +37,22 @@ def tag_constant_data(edge_program: ExportedProgram) -> None:
                         sorted(t for t in tags if t is not None))
 
 
+def tag_mutated_buffer(edge_program: ExportedProgram) -> None:
+    """Tag each mutated buffer placeholder with a tag of the partitions that use it (the
+    smallest, so a buffer shared by several partitions lands in the same one every run).
+    Call after tagging the operators."""
+    sig = edge_program.graph_signature
+    mutated = set(sig.buffers_to_mutate.values())
+    for node in edge_program.graph.nodes:
+        if node.op != "placeholder" or sig.inputs_to_buffers.get(node.name) not in mutated:
+            continue
+        tags = {u.meta[TAG] for u in node.users if u.meta.get(TAG) is not None}
+        if len(tags) > 1:
+            logger.info("mutable buffer %s is used by partitions %s", node.name, sorted(tags))
+        if tags:
+            node.meta[TAG] = min(tags)
+
+
 def is_delegate_call(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target is executorch_call_delegate
 

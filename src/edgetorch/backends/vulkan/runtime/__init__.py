@@ -1,0 +1,3 @@
+"""The runtime half of the Vulkan backend (see ``interpreter``)."""
+
+BACKEND_ID = "VulkanBackend"
