@@ -26,7 +26,15 @@ from torch.export.graph_signature import (
     SymIntArgument,
     TensorArgument,
 )
-from torch.fx.passes.utils.fuser_utils import erase_nodes, fuse_as_graphmodule, validate_partition
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx.passes.tools_common import legalize_graph
+from torch.fx.passes.utils.fuser_utils import (
+    erase_nodes,
+    fuse_as_graphmodule,
+    insert_subgm,
+    topo_sort,
+    validate_partition,
+)
 from torch.utils import _pytree as pytree
 
 from ...errors import ExportError
@@ -103,35 +111,6 @@ def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
     return nodes
 
 
-def _stable_topological_sort(graph: torch.fx.Graph) -> None:
-    """Reorder ``graph`` so every node follows its inputs, moving as few nodes as possible."""
-    placed: set[torch.fx.Node] = set()
-    waiting: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-    order: list[torch.fx.Node] = []
-
-    def try_place(start: torch.fx.Node) -> None:
-        stack = [start]
-        while stack:
-            node = stack.pop()
-            if node in placed:
-                continue
-            missing = next((a for a in node.all_input_nodes if a not in placed), None)
-            if missing is not None:
-                waiting.setdefault(missing, []).append(node)
-                continue
-            placed.add(node)
-            order.append(node)
-            stack.extend(reversed(waiting.pop(node, [])))
-
-    for node in list(graph.nodes):
-        try_place(node)
-    if len(order) != len(graph.nodes):
-        raise ExportError("the graph has a cycle after delegation; please report this bug")
-    for prev, node in zip(order, order[1:]):
-        if prev.next is not node:
-            prev.append(node)
-
-
 def _arg_of(node: torch.fx.Node):
     if isinstance(node.meta.get("val"), torch.SymInt):
         return SymIntArgument(name=node.name)
@@ -143,7 +122,10 @@ def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
     """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs."""
     graph = sub_gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    weights = [n for n in placeholders if n.name in consumed]
+    # parameters, then buffers, then constants, each in graph order (ExecuTorch's order)
+    kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    weights = [n for kind in kinds for n in placeholders
+               if n.name in consumed and consumed[n.name].kind == kind]
     users = [n for n in placeholders if n.name not in consumed]
     anchor = placeholders[0]
     for node in weights + users:  # weights first, as ExportedProgram requires
@@ -171,10 +153,26 @@ def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
         constants=constants, verifiers=[owner.ep.verifier])
 
 
+def _fixup_output_node(sub_gm: torch.fx.GraphModule) -> None:
+    """The subgraph returns a flat list (a list-valued node opened into its items)."""
+    out = sub_gm.graph.output_node()
+    result = out.args[0]
+    if isinstance(result, torch.fx.Node) and isinstance(result.meta.get("val"), list):
+        with sub_gm.graph.inserting_before(out):
+            result = [torch.fx.Proxy(result)[i].node for i in range(len(result.meta["val"]))]
+    out.args = (pytree.tree_flatten(result)[0],)
+
+
 def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> bool:
-    """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none."""
+    """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none.
+
+    The graph edits are ExecuTorch's, in its order (a ``call_module`` after the last node
+    whose value leaves the partition, ``getitem``s, erasure, then torch's ``legalize_graph``
+    re-sorting the whole graph breadth first, then the module call becoming
+    ``get_attr`` + ``executorch_call_delegate``), so the program's node order, hence the
+    ``.pte``, is ExecuTorch's when several partitions are lowered."""
     gm = owner.gm
-    nodes = _partition_nodes(owner, tag)
+    nodes = topo_sort(_partition_nodes(owner, tag))
     if not any(n.op != "placeholder" for n in nodes):
         logger.debug("no nodes to delegate for tag %r", tag)
         return False
@@ -183,45 +181,47 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
             f"the nodes tagged {tag!r} do not form one self-contained subgraph: some "
             "untagged node both depends on a tagged node and feeds another one. Give the two "
             "sides different tags (or tag the node in between too).")
-    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}",
-                                                  always_return_tuple=True)
+    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}")
     if not outputs:
         logger.info("tag %r computes nothing the program uses; left undelegated", tag)
         return False
+    _fixup_output_node(sub_gm)
+    last = nodes[-1]
+    insert_subgm(gm, sub_gm, inputs, outputs)
+    module_node = next(n for n in gm.graph.nodes
+                       if n.op == "call_module" and n.target == f"fused_{tag}")
+    if len(outputs) == 1 and isinstance(outputs[0].meta.get("val"), FakeTensor):
+        with gm.graph.inserting_after(module_node):
+            item = torch.fx.Proxy(module_node)[0].node
+            module_node.replace_all_uses_with(item, propagate_meta=True)
+            item.args = (module_node, 0)
+    for item in module_node.users:  # outputs keep their source's metadata, not its module
+        item.meta.pop("nn_module_stack", None)
+        item.meta.pop("source_fn_stack", None)
+    erase_nodes(gm, nodes)
+    legalize_graph(gm)
+    module_node = next(n for n in gm.graph.nodes
+                       if n.op == "call_module" and n.target == f"fused_{tag}")
+
     consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
     sub_ep = _sub_program(owner, sub_gm, consumed)
     lowered = lower(spec.backend_id, sub_ep, list(spec.compile_specs))
 
-    position = _position(gm)
-    last = max(nodes, key=position.__getitem__)
-    with gm.graph.inserting_after(last):
+    with gm.graph.inserting_before(module_node):
         attr = gm.graph.get_attr(get_lowered_module_name(gm, lowered))
-    with gm.graph.inserting_after(attr):
-        call = gm.graph.call_function(executorch_call_delegate, (attr, *inputs))
+        call = gm.graph.call_function(executorch_call_delegate, (attr, *module_node.args))
     call.meta["val"] = [o.meta["val"] for o in outputs]
     copy_provenance(last, call)
-    anchor = call
-    for i, out in enumerate(outputs):
-        with gm.graph.inserting_after(anchor):
-            item = gm.graph.call_function(operator.getitem, (call, i))
-        item.meta["val"] = out.meta["val"]
-        copy_provenance(out, item)  # a delegate output keeps its source node's provenance
-        out.replace_all_uses_with(item)
-        anchor = item
+    module_node.replace_all_uses_with(call)
+    gm.graph.erase_node(module_node)
+    gm.delete_submodule(f"fused_{tag}")
     # The call's handle is one past those left in the graph, as ExecuTorch numbers it.
-    taken = set(nodes)
-    call.meta["debug_handle"] = next_debug_handle(n for n in gm.graph.nodes if n not in taken)
-    erase_nodes(gm, nodes)
+    call.meta["debug_handle"] = next_debug_handle(n for n in gm.graph.nodes if n is not call)
     for name in consumed:
         del owner.input_specs[name]
-    _stable_topological_sort(gm.graph)
     gm.graph.lint()
     gm.recompile()
     return True
-
-
-def _position(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
-    return {n: i for i, n in enumerate(gm.graph.nodes)}
 
 
 def rebuild(owner: Owner) -> ExportedProgram:
