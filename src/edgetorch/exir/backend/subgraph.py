@@ -120,18 +120,20 @@ def _arg_of(node: torch.fx.Node):
 def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
                  consumed: dict[str, InputSpec]) -> ExportedProgram:
     """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs."""
-    graph = sub_gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    # parameters, then buffers, then constants, each in graph order (ExecuTorch's order)
+    placeholders = [n for n in sub_gm.graph.nodes if n.op == "placeholder"]
+    # Parameters, buffers, constants, then user inputs, each in graph order, all before the
+    # first operator: the graph is rebuilt in that order, as ExecuTorch rebuilds it.
     kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
     weights = [n for kind in kinds for n in placeholders
                if n.name in consumed and consumed[n.name].kind == kind]
     users = [n for n in placeholders if n.name not in consumed]
-    anchor = placeholders[0]
-    for node in weights + users:  # weights first, as ExportedProgram requires
-        if node is not anchor:
-            anchor.append(node)
-            anchor = node
+    graph = torch.fx.Graph()
+    copies: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in weights + users + [n for n in sub_gm.graph.nodes if n.op != "placeholder"]:
+        copies[node] = graph.node_copy(node, lambda x: copies[x])
+    graph._codegen = sub_gm.graph._codegen
+    sub_gm.graph = graph
+    weights, users = [copies[n] for n in weights], [copies[n] for n in users]
     input_specs = [consumed[n.name] for n in weights] + [
         InputSpec(InputKind.USER_INPUT, _arg_of(n), None) for n in users]
     outputs = list(graph.output_node().args[0])

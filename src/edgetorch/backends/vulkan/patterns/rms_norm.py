@@ -8,9 +8,11 @@ multiplication by the weight."""
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
 
 from ....exir.dialects._ops import ops as exir_ops
+from ...transforms.utils import get_param_tensor, is_param_node
 from .pattern_registry import PatternMatch, register_pattern_detector, register_pattern_replacement
 
 _A = exir_ops.edge.aten
@@ -121,11 +123,15 @@ def find_rms_norm_patterns(node: torch.fx.Node) -> RmsNormMatch | None:
     return match if match.match_found else None
 
 
-def _eps_value(eps: object) -> float:
+def _eps_value(ep: ExportedProgram, eps: object) -> float:
+    """The epsilon: a literal, a lifted constant's data, or a node's known value."""
     if isinstance(eps, (int, float)):
         return float(eps)
+    if isinstance(eps, torch.fx.Node) and is_param_node(ep, eps):
+        return float(get_param_tensor(ep, eps).item())
     if isinstance(eps, torch.fx.Node) and "val" in eps.meta:
         val = eps.meta["val"]
+        val = getattr(val, "constant", None) if isinstance(val, FakeTensor) else val
         if isinstance(val, torch.Tensor):
             return float(val.item())
         if isinstance(val, (int, float)):
@@ -136,7 +142,7 @@ def _eps_value(eps: object) -> float:
 @register_pattern_replacement("rms_norm")
 def replace_rms_norm_with_fused_op(ep: ExportedProgram, graph_module: torch.fx.GraphModule,
                                    match: RmsNormMatch) -> None:
-    eps = _eps_value(match.eps_node)
+    eps = _eps_value(ep, match.eps_node)
     with graph_module.graph.inserting_before(match.anchor_node):
         fused = graph_module.graph.create_node(
             "call_function", exir_ops.edge.et_vk.rms_norm.default,
