@@ -5,6 +5,7 @@ are registered by importing their package."""
 
 from . import (
     openvino,  # noqa: F401  (registers "OpenvinoBackend"; usable with the extra)
+    vulkan,  # noqa: F401  (registers "VulkanBackend": a NumPy interpreter of its graphs)
     xnnpack,  # noqa: F401  (registers "XnnpackBackend")
 )
 
