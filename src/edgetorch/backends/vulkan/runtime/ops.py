@@ -19,6 +19,7 @@ import numpy as np
 
 from ....errors import OperatorMissingError, near_matches
 from ....kernels import KERNELS
+from ....schema.scalar_type import from_numpy_dtype
 
 Handler = Callable[..., Any]  # (*arguments, *outs) -> result or tuple of results
 
@@ -67,6 +68,22 @@ def out_variant(name: str) -> str | None:
     return next((c for c in candidates if c in KERNELS), None)
 
 
+# The graph stores a ScalarType argument as Null: Q/DQ ops take the quantized dtype from the
+# tensor that has it (a dequantize's input, a quantize's output).
+_QDQ_DTYPE_ARG = {"dequantize_per_tensor": (5, "in"), "dequantize_per_channel": (6, "in"),
+                  "dequantize_per_token": (5, "in"), "quantize_per_tensor": (5, "out"),
+                  "quantize_per_channel": (6, "out"), "quantize_per_token": (5, "out")}
+
+
+def _with_qdq_dtype(fn: Handler, index: int, side: str) -> Handler:
+    def run(*args):
+        if args[index] is None:
+            src = args[0] if side == "in" else args[-1]
+            args = (*args[:index], int(from_numpy_dtype(src.dtype)), *args[index + 1:])
+        return fn(*args)
+    return run
+
+
 def resolve(name: str) -> Handler:
     """The handler of operator ``name``; an operator with none is refused, by name."""
     if name in VK_OPS:
@@ -74,6 +91,9 @@ def resolve(name: str) -> Handler:
     kernel_name = out_variant(name)
     if kernel_name is not None:
         fn = KERNELS[kernel_name].fn
+        parts = name.split(".")
+        if parts[0] == "quantized_decomposed" and parts[1] in _QDQ_DTYPE_ARG:
+            return _with_qdq_dtype(fn, *_QDQ_DTYPE_ARG[parts[1]])
         keep = _KEEP.get(name)
         if keep is None:
             return fn

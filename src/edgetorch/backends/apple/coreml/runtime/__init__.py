@@ -1,0 +1,1 @@
+BACKEND_ID = "CoreMLBackend"
