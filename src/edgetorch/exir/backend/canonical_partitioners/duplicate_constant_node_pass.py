@@ -73,6 +73,8 @@ def maybe_duplicate_constant_nodes(ep: ExportedProgram, tag: str) -> None:
     for node in ep.graph.nodes:
         if node.op != "placeholder" or node.meta.get("delegation_tag", "") != tag:
             continue
+        if _weight(ep, node) is None:
+            continue  # a tagged user input: to_backend refuses it with a typed error
         for user in node.users:
             other = user.meta.get("delegation_tag")
             if other != tag:
