@@ -21,10 +21,12 @@ import uuid
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import coremltools as ct
 import coremltools.optimize as cto
+from torch._export.verifier import Verifier
 from torch.export import ExportedProgram
 
 from .....exir.backend import BackendDetails, CompileSpec, PreprocessResult
@@ -322,12 +324,47 @@ class CoreMLBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram,
                    compile_specs: list[CompileSpec]) -> PreprocessResult:
+        _rename_as_executorch(edge_program)
+        # coremltools picks its ExecuTorch frontend (``source_dialect`` TorchExport::EDGE)
+        # from the program's dialect, as it does for ExecuTorch's Edge programs.
+        edge_program._verifiers = [_EdgeDialect()]
         model_type = CoreMLBackend.model_type_from_compile_specs(compile_specs)
         # A compiled model needs the model loaded (macOS only); an mlpackage does not.
         mlmodel = CoreMLBackend._convert_to_mlmodel(
             edge_program, compile_specs,
             skip_model_load=model_type != CoreMLBackend.MODEL_TYPE.COMPILED_MODEL)
         return CoreMLBackend.preprocess_model(mlmodel, model_type=model_type)
+
+
+class _EdgeDialect(Verifier):
+    """Says "EDGE" (and checks nothing beyond torch's structural checks): the program is
+    Edge dialect, as the partitioner and the verifier of ``to_edge`` made sure."""
+
+    dialect = "EDGE"
+
+    def allowed_op_types(self):
+        return (Callable,)
+
+
+def _rename_as_executorch(ep: ExportedProgram) -> None:
+    """Operator nodes take the names ExecuTorch's Edge graph gives them (recorded by the
+    partitioner), which Core ML uses for its values and the delegate's output names."""
+    from ..partition.coreml_partitioner import NAME_KEY
+
+    nodes = [n for n in ep.graph.nodes if n.op not in ("placeholder", "output")
+             and NAME_KEY in n.meta and n.meta[NAME_KEY] != n.name]
+    if not nodes:
+        return
+    old = {n: n.name for n in nodes}
+    for i, n in enumerate(nodes):  # two steps: a new name may be another node's old one
+        n._rename(f"_edgetorch_renaming_{i}")
+    for n in nodes:
+        n._rename(n.meta[NAME_KEY])
+    renamed = {old[n]: n.name for n in nodes}
+    for spec in ep.graph_signature.output_specs:
+        if hasattr(spec.arg, "name") and spec.arg.name in renamed:
+            spec.arg.name = renamed[spec.arg.name]
+    ep.graph_module.recompile()
 
 
 def _read_directory(path: Path) -> inmemoryfs.Directory:

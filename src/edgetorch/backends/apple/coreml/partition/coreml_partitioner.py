@@ -113,6 +113,27 @@ class _OperatorsSupportedForCoreMLBackend(OperatorSupportBase):
         return ok
 
 
+NAME_KEY = "coreml_executorch_name"
+
+
+def record_executorch_names(graph: torch.fx.Graph) -> None:
+    """Give each node, in ``meta[NAME_KEY]``, the name ExecuTorch's Edge graph has for it.
+
+    Core ML names its values after the graph's nodes (a delegate's output names too), and
+    ExecuTorch's Edge graphs are re-traced: every operator node is named after its target
+    (``aten_add_tensor``, ``aten_add_tensor_1``...) in graph order, as torch.fx names new
+    nodes. Creating the same nodes in a scratch graph gives exactly those names; the
+    preprocess renames its subgraph with them.
+    """
+    scratch = torch.fx.Graph()
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output"):
+            name = scratch.create_node(node.op, node.target, name=node.name).name
+        else:
+            name = scratch.create_node(node.op, node.target).name
+        node.meta[NAME_KEY] = name
+
+
 class CoreMLPartitioner(Partitioner):
     def __init__(self, *, skip_ops_for_coreml_delegation: list[str] | None = None,
                  compile_specs: list[CompileSpec] | None = None,
@@ -138,6 +159,7 @@ class CoreMLPartitioner(Partitioner):
                 "When lower_full_graph=True, you must set take_over_mutable_buffer=True"
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        record_executorch_names(exported_program.graph)
         support = _OperatorsSupportedForCoreMLBackend(self.skip_ops_for_coreml_delegation,
                                                       self.lower_full_graph, log=True)
         partitions = CapabilityBasedPartitioner(
