@@ -91,7 +91,12 @@ def flatten(root: Directory, alignment: int = 1) -> bytes:
 
 
 def _index_text(blob: memoryview) -> bytes:
-    """The reversed JSON index at the end of ``blob`` (after any zero padding)."""
+    """The JSON index at the end of ``blob`` (written reversed, maybe zero padded)."""
+    return _index(blob)[0]
+
+
+def _index(blob: memoryview) -> tuple[bytes, int]:
+    """(the JSON index, where its bytes start in ``blob``)."""
     end = len(blob)
     while end > 0 and blob[end - 1] == 0:
         end -= 1
@@ -107,7 +112,7 @@ def _index_text(blob: memoryview) -> bytes:
         elif not in_string and c == ord("}"):
             depth -= 1
             if depth == 0:
-                return bytes(blob[i:end])[::-1]
+                return bytes(blob[i:end])[::-1], i
         i -= 1
     raise FormatError(f"the Core ML delegate's JSON index is not closed. {_HINT}")
 
@@ -115,8 +120,9 @@ def _index_text(blob: memoryview) -> bytes:
 def unflatten(blob: bytes | bytearray | memoryview) -> Directory:
     """The directory a blob holds; files are zero-copy views of ``blob``."""
     view = memoryview(blob).cast("B")
+    text, data_end = _index(view)
     try:
-        index = json.loads(_index_text(view))
+        index = json.loads(text)
         nodes = index["nodes"]
     except (ValueError, KeyError, TypeError) as e:
         raise FormatError(f"the Core ML delegate's JSON index is malformed ({e}). {_HINT}") \
@@ -129,9 +135,9 @@ def unflatten(blob: bytes | bytearray | memoryview) -> Directory:
             name, kind = str(node["name"]), int(node["kind"])
             if kind == FILE:
                 offset, size = int(node["dataRegion"]["offset"]), int(node["dataRegion"]["size"])
-                if not (0 <= offset and 0 <= size and offset + size <= len(view)):
+                if not (0 <= offset and 0 <= size and offset + size <= data_end):
                     raise FormatError(f"file {name!r} lies at [{offset}, +{size}), outside the "
-                                      f"blob's {len(view)} bytes. {_HINT}")
+                                      f"blob's {data_end} bytes of file data. {_HINT}")
                 built.append(view[offset:offset + size])
             elif kind == DIRECTORY:
                 d = Directory(name)
