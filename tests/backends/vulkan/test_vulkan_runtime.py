@@ -63,7 +63,7 @@ def test_an_unknown_operator_is_refused_by_name_at_load():
     graph = vk.VkGraph(chain=[vk.OperatorCall(0, "aten.frobnicate.default", [0, 1])],
                        values=[vk.VkValue(t), vk.VkValue(t)], input_ids=[0], output_ids=[1])
     with pytest.raises(OperatorMissingError, match="aten.frobnicate.default"):
-        VulkanBackend().init(memoryview(serialize_vulkan_graph(graph)), {})
+        VulkanBackend().init(memoryview(serialize_vulkan_graph(graph, [], [])), {})
 
 
 def test_the_report_names_what_ran():

@@ -13,13 +13,13 @@ from edgetorch.backends.vulkan.serialization.vulkan_graph_serialize import (
     VulkanDelegateHeader,
     deserialize_vulkan_graph,
     serialize_vulkan_graph,
-    vkgraph_from_flatbuffer,
-    vkgraph_to_flatbuffer,
+    flatbuffer_to_vk_graph,
+    convert_to_flatbuffer,
 )
 from edgetorch.errors import FormatError
 
 
-def _graph() -> vk.VkGraph:
+def _graph(constants: bool = True) -> vk.VkGraph:
     t = vk.VkTensor(vk.VkDataType.FLOAT32, [1, 3, 4], -1, 0, vk.VkStorageType.TEXTURE_3D,
                     vk.VkMemoryLayout.TENSOR_CHANNELS_PACKED, vk.VkDataType.FLOAT32)
     w = vk.VkTensor(vk.VkDataType.FLOAT16, [4], 0, -1)
@@ -30,25 +30,31 @@ def _graph() -> vk.VkGraph:
     return vk.VkGraph(
         chain=[vk.OperatorCall(0, "aten.add.Tensor", [0, 1, 2, 12])], values=values,
         input_ids=[0], output_ids=[12],
-        constants=[vk.VkBytes(vk.NAMED_DATA_OFFSET, 8, "a" * 64), vk.VkBytes(0, 0)])
+        constants=[vk.VkBytes(vk.NAMED_DATA_OFFSET, 8, "a" * 64), vk.VkBytes(0, 0)]
+        if constants else [])
 
 
 def test_graph_round_trips_through_the_flatbuffer():
     g = _graph()
-    fb = vkgraph_to_flatbuffer(g)
+    fb = convert_to_flatbuffer(g)
     assert fb[4:8] == b"VK00"
-    assert vkgraph_from_flatbuffer(fb) == g
+    assert flatbuffer_to_vk_graph(fb) == g
 
 
 def test_blob_layout_is_executorchs():
-    blob = serialize_vulkan_graph(_graph(), b"\x01\x02\x03")
+    blob = serialize_vulkan_graph(_graph(False), [("a" * 64, 8), None,
+                                                  np.frombuffer(b"\x01\x02\x03", np.uint8)])
     h = VulkanDelegateHeader.parse(blob)
     assert blob[:4] == b"\0\0\0\0" and blob[4:8] == b"VH00"
     assert struct.unpack_from("<H", blob, 8)[0] == 30 and h.flatbuffer_offset == 32
-    assert h.bytes_offset == 32 + -(-h.flatbuffer_size // 16) * 16 and h.bytes_size == 3
+    # a kept tensor is padded to 16 inside the raw bytes, as ExecuTorch pads it
+    assert h.bytes_offset == 32 + -(-h.flatbuffer_size // 16) * 16 and h.bytes_size == 16
     assert len(blob) % 16 == 0
     parsed = deserialize_vulkan_graph(blob)
-    assert parsed.graph == _graph() and bytes(parsed.raw_bytes) == b"\x01\x02\x03"
+    assert parsed.graph.constants == [vk.VkBytes(vk.NAMED_DATA_OFFSET, 8, "a" * 64),
+                                      vk.VkBytes(0, 0), vk.VkBytes(0, 3)]
+    assert parsed.graph.values == _graph().values
+    assert bytes(parsed.raw_bytes) == b"\x01\x02\x03" + b"\0" * 13
 
 
 def _corrupt(blob: bytes, offset: int, fmt: str, value: int) -> bytes:
@@ -67,13 +73,13 @@ def _corrupt(blob: bytes, offset: int, fmt: str, value: int) -> bytes:
     (lambda b: b[:60], "past the blob|outside"),
 ])
 def test_corrupt_headers_are_refused(make, match):
-    blob = serialize_vulkan_graph(_graph())
+    blob = serialize_vulkan_graph(_graph(False))
     with pytest.raises(FormatError, match=match):
         deserialize_vulkan_graph(make(blob))
 
 
 def test_random_bytes_never_crash_the_reader():
-    blob = bytearray(serialize_vulkan_graph(_graph()))
+    blob = bytearray(serialize_vulkan_graph(_graph(False)))
     rng = np.random.default_rng(0)
     for _ in range(300):
         b = bytearray(blob)

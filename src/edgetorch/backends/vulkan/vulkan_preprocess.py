@@ -157,17 +157,8 @@ class VulkanBackend(BackendDetails):
         cap = options.get("external_constants_max_data_bytes")
         if cap is not None:  # only the constants the builder added are in pte_data
             builder.named_data_store.externalize_pte_data(cap, "vulkan_constants")
-        graph.constants = [_constant_bytes(c) for c in builder.const_tensors]
         return PreprocessResult(
-            processed_bytes=serialize_vulkan_graph(graph),
+            processed_bytes=serialize_vulkan_graph(graph, builder.const_tensors, []),
             debug_handle_map=builder.delegate_mapping_builder.get_delegate_mapping(),
             data_store_output=builder.named_data_store.get_named_data_store_output())
 
-
-def _constant_bytes(entry: tuple[str, int] | None):
-    from .serialization.vulkan_graph_schema import NAMED_DATA_OFFSET, VkBytes
-
-    if entry is None:  # an empty tensor
-        return VkBytes(0, 0)
-    key, size = entry
-    return VkBytes(NAMED_DATA_OFFSET, size, key)

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import ClassVar
 
-from ....errors import FormatError
+import numpy as np
+
+from ....errors import InvalidHeaderError
 from ....schema.fbs import (
     BOOL,
     BYTE,
@@ -91,59 +94,92 @@ VULKAN_SCHEMA = Schema(
 )
 
 
-def vkgraph_to_flatbuffer(graph: vk.VkGraph) -> bytes:
-    """The flatbuffer bytes ExecuTorch's ``convert_to_flatbuffer`` makes for ``graph``."""
-    return VULKAN_SCHEMA.write(graph, identifier=vk.FILE_IDENTIFIER)
+def convert_to_flatbuffer(vk_graph: vk.VkGraph) -> bytes:
+    """The flatbuffer bytes ExecuTorch's ``convert_to_flatbuffer`` (flatc) makes."""
+    return VULKAN_SCHEMA.write(vk_graph, identifier=vk.FILE_IDENTIFIER)
 
 
-def vkgraph_from_flatbuffer(data: bytes | bytearray | memoryview) -> vk.VkGraph:
+def flatbuffer_to_vk_graph(flatbuffers: bytes | bytearray | memoryview) -> vk.VkGraph:
     """Parse a ``VkGraph`` flatbuffer (identifier ``VK00``), checking every offset."""
-    return VULKAN_SCHEMA.read(data, vk.VkGraph, identifiers=(vk.FILE_IDENTIFIER,),
+    return VULKAN_SCHEMA.read(flatbuffers, vk.VkGraph, identifiers=(vk.FILE_IDENTIFIER,),
                               what="Vulkan graph flatbuffer", hint=_HINT)
 
 
-@dataclass(frozen=True)
+@dataclass
 class VulkanDelegateHeader:
-    """The 30-byte ``VH00`` header at the start of a Vulkan delegate blob."""
+    """The 30-byte ``VH00`` header at the start of a Vulkan delegate blob (ExecuTorch's
+    class: ``from_bytes``/``to_bytes`` raise ``InvalidHeaderError``, a ``ValueError``)."""
+
+    MAGIC_IX: ClassVar[slice] = slice(4, 8)
+    HEADER_SIZE_IX: ClassVar[slice] = slice(8, 10)
+    FLATBUFFER_OFFSET_IX: ClassVar[slice] = slice(10, 14)
+    FLATBUFFER_SIZE_IX: ClassVar[slice] = slice(14, 18)
+    BYTES_OFFSET_IX: ClassVar[slice] = slice(18, 22)
+    BYTES_SIZE_IX: ClassVar[slice] = slice(22, 30)
+    EXPECTED_MAGIC: ClassVar[bytes] = b"VH00"
+    EXPECTED_LENGTH: ClassVar[int] = 30
 
     flatbuffer_offset: int
     flatbuffer_size: int
     bytes_offset: int
     bytes_size: int
 
-    MAGIC = b"VH00"
-    LENGTH = 30
-    _LAYOUT = struct.Struct("<4s4sHIIIQ")  # zeros, magic, length, fb off/size, bytes off/size
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> VulkanDelegateHeader:
+        """The header in ``data`` (exactly the header's bytes, or fewer)."""
+        data = bytes(data)
+        if len(data) > VulkanDelegateHeader.EXPECTED_LENGTH:
+            raise InvalidHeaderError(f"Expected header to be {VulkanDelegateHeader.EXPECTED_LENGTH}"
+                                     f" bytes, but got {len(data)} bytes.")
+        if len(data) < VulkanDelegateHeader.EXPECTED_LENGTH:
+            raise InvalidHeaderError(f"Vulkan delegate blob is {len(data)} bytes, shorter than "
+                                     f"its 30-byte header. {_HINT}")
+        magic = data[VulkanDelegateHeader.MAGIC_IX]
+        if magic != VulkanDelegateHeader.EXPECTED_MAGIC:
+            raise InvalidHeaderError(f"Expected magic bytes to be "
+                                     f"{VulkanDelegateHeader.EXPECTED_MAGIC!r}, but got {magic!r}.")
+        length = int.from_bytes(data[VulkanDelegateHeader.HEADER_SIZE_IX], "little")
+        if length != VulkanDelegateHeader.EXPECTED_LENGTH:
+            raise InvalidHeaderError(f"Expected header to be {VulkanDelegateHeader.EXPECTED_LENGTH}"
+                                     f" bytes, but got {length} bytes.")
+        return VulkanDelegateHeader(
+            *(int.from_bytes(data[ix], "little") for ix in (
+                VulkanDelegateHeader.FLATBUFFER_OFFSET_IX, VulkanDelegateHeader.FLATBUFFER_SIZE_IX,
+                VulkanDelegateHeader.BYTES_OFFSET_IX, VulkanDelegateHeader.BYTES_SIZE_IX)))
+
+    def is_valid(self) -> bool:
+        """A non-empty flatbuffer, raw bytes after it."""
+        return (self.flatbuffer_size > 0 and self.bytes_size >= 0
+                and self.bytes_offset >= self.flatbuffer_offset + self.flatbuffer_size)
 
     def to_bytes(self) -> bytes:
-        if self.flatbuffer_size <= 0 or self.bytes_offset < self.flatbuffer_offset \
-                + self.flatbuffer_size:
-            raise FormatError(f"invalid Vulkan delegate header {self}: the flatbuffer must be "
-                              "non-empty and the raw bytes must follow it")
+        if not self.is_valid():
+            raise InvalidHeaderError(f"VulkanDelegateHeader instance contains invalid values: "
+                                     f"{self}")
         try:
-            return self._LAYOUT.pack(b"\0\0\0\0", self.MAGIC, self.LENGTH,
-                                     self.flatbuffer_offset, self.flatbuffer_size,
-                                     self.bytes_offset, self.bytes_size)
+            return _LAYOUT.pack(b"\0\0\0\0", self.EXPECTED_MAGIC, self.EXPECTED_LENGTH,
+                                self.flatbuffer_offset, self.flatbuffer_size, self.bytes_offset,
+                                self.bytes_size)
         except struct.error as e:
-            raise FormatError(f"invalid Vulkan delegate header {self}: {e}") from None
+            raise InvalidHeaderError(f"invalid Vulkan delegate header {self}: {e}") from None
 
     @classmethod
     def parse(cls, blob: bytes | bytearray | memoryview) -> VulkanDelegateHeader:
-        """The header of ``blob``, checked as ExecuTorch's runtime checks it (header length
-        at least 30, flatbuffer after the header and non-empty, raw bytes after it), plus:
-        both regions lie inside the blob."""
+        """The header of a whole blob, checked as ExecuTorch's runtime checks it (header
+        length at least 30, flatbuffer after the header and non-empty, raw bytes after it),
+        and both regions inside the blob."""
         view = as_byte_view(blob, "Vulkan delegate blob")
-        if len(view) < cls.LENGTH:
-            raise FormatError(f"Vulkan delegate blob is {len(view)} bytes, shorter than its "
-                              f"{cls.LENGTH}-byte header. {_HINT}")
-        if bytes(view[4:8]) != cls.MAGIC:
-            raise FormatError(f"Vulkan delegate blob has magic {bytes(view[4:8])!r} where "
-                              f"{cls.MAGIC!r} belongs. {_HINT}")
-        _, _, length, fb_off, fb_size, b_off, b_size = cls._LAYOUT.unpack_from(view, 0)
+        if len(view) < cls.EXPECTED_LENGTH:
+            raise InvalidHeaderError(f"Vulkan delegate blob is {len(view)} bytes, shorter than "
+                                     f"its {cls.EXPECTED_LENGTH}-byte header. {_HINT}")
+        if bytes(view[cls.MAGIC_IX]) != cls.EXPECTED_MAGIC:
+            raise InvalidHeaderError(f"Vulkan delegate blob has magic {bytes(view[cls.MAGIC_IX])!r}"
+                                     f" where {cls.EXPECTED_MAGIC!r} belongs. {_HINT}")
+        _, _, length, fb_off, fb_size, b_off, b_size = _LAYOUT.unpack_from(view, 0)
         header = cls(fb_off, fb_size, b_off, b_size)
         problem = None
-        if length < cls.LENGTH:
-            problem = f"header length {length} < {cls.LENGTH}"
+        if length < cls.EXPECTED_LENGTH:
+            problem = f"header length {length} < {cls.EXPECTED_LENGTH}"
         elif fb_off < length or fb_size == 0:
             problem = "the flatbuffer region is empty or overlaps the header"
         elif b_off < fb_off + fb_size:
@@ -151,8 +187,17 @@ class VulkanDelegateHeader:
         elif fb_off + fb_size > len(view) or b_off + b_size > len(view):
             problem = f"a region ends past the blob's {len(view)} bytes"
         if problem:
-            raise FormatError(f"invalid Vulkan delegate header {header}: {problem}. {_HINT}")
+            raise InvalidHeaderError(f"invalid Vulkan delegate header {header}: {problem}. "
+                                     f"{_HINT}")
         return header
+
+
+_LAYOUT = struct.Struct("<4s4sHIIIQ")  # zeros, magic, length, fb off/size, bytes off/size
+
+
+def extract_vk_flatbuffer(data: bytes | bytearray | memoryview) -> bytes:
+    h = VulkanDelegateHeader.from_bytes(bytes(data[:VulkanDelegateHeader.EXPECTED_LENGTH]))
+    return bytes(data[h.flatbuffer_offset:h.flatbuffer_offset + h.flatbuffer_size])
 
 
 @dataclass
@@ -164,24 +209,65 @@ class VulkanBlob:
     raw_bytes: memoryview
 
 
-def _pad(data: bytes, size: int) -> bytes:
-    return data + b"\0" * (size - len(data))
+def padding_required(data_len: int, alignment: int = ALIGNMENT) -> int:
+    return -data_len % alignment
 
 
-def serialize_vulkan_graph(graph: vk.VkGraph, raw_bytes: bytes = b"") -> bytes:
-    """Header + flatbuffer + ``raw_bytes`` (constants kept in the blob), each padded to 16."""
-    fb = vkgraph_to_flatbuffer(graph)
-    header_len = aligned(VulkanDelegateHeader.LENGTH, ALIGNMENT)
-    fb_len = aligned(len(fb), ALIGNMENT)
-    header = VulkanDelegateHeader(header_len, len(fb), header_len + fb_len, len(raw_bytes))
-    return b"".join([_pad(header.to_bytes(), header_len), _pad(fb, fb_len),
-                     _pad(bytes(raw_bytes), aligned(len(raw_bytes), ALIGNMENT))])
+def aligned_size(data_len: int, alignment: int = ALIGNMENT) -> int:
+    return aligned(data_len, alignment)
+
+
+def pad_to(data: bytes, size: int) -> bytes:
+    return data + b"\0" * (size - len(data)) if size > len(data) else data
+
+
+def serialize_constant_tensors(vk_graph: vk.VkGraph, const_tensors: list,
+                               raw_bytes: bytearray) -> None:
+    """Fill ``vk_graph.constants``: ``(named key, size)`` entries refer to the named data;
+    ``None`` or an empty tensor is empty; a tensor (anything NumPy can view) is appended to
+    ``raw_bytes``, padded to 16."""
+    assert not vk_graph.constants, "the graph already has constants"
+    offset = len(raw_bytes)
+    for t in const_tensors:
+        if isinstance(t, tuple):
+            key, size = t
+            vk_graph.constants.append(vk.VkBytes(vk.NAMED_DATA_OFFSET, size, key))
+            continue
+        data = b"" if t is None else np.ascontiguousarray(np.asarray(t)).tobytes()
+        if not data:
+            vk_graph.constants.append(vk.VkBytes(offset, 0))
+            continue
+        raw_bytes += data + b"\0" * padding_required(len(data))
+        vk_graph.constants.append(vk.VkBytes(offset, len(data)))
+        offset += aligned_size(len(data))
+
+
+def serialize_custom_shaders(vk_graph: vk.VkGraph, custom_shaders: list,
+                             raw_bytes: bytearray) -> bytes:
+    assert not vk_graph.shaders, "the graph already has shaders"
+    if custom_shaders:
+        raise NotImplementedError("Serializing Custom shaders are not yet supported")
+    return b""
+
+
+def serialize_vulkan_graph(vk_graph: vk.VkGraph, const_tensors: list = (),
+                           custom_shaders: list = ()) -> bytes:
+    """Header + flatbuffer + raw bytes (constants kept in the blob), each padded to 16."""
+    raw = bytearray()
+    serialize_constant_tensors(vk_graph, list(const_tensors), raw)
+    serialize_custom_shaders(vk_graph, list(custom_shaders), raw)
+    fb = convert_to_flatbuffer(vk_graph)
+    header_len = aligned_size(VulkanDelegateHeader.EXPECTED_LENGTH)
+    fb_len = aligned_size(len(fb))
+    header = VulkanDelegateHeader(header_len, len(fb), header_len + fb_len, len(raw))
+    return b"".join([pad_to(header.to_bytes(), header_len), pad_to(fb, fb_len),
+                     pad_to(bytes(raw), aligned_size(len(raw)))])
 
 
 def deserialize_vulkan_graph(blob: bytes | bytearray | memoryview) -> VulkanBlob:
     """Parse a Vulkan delegate blob; corruption raises ``FormatError``."""
     view = as_byte_view(blob, "Vulkan delegate blob")
     h = VulkanDelegateHeader.parse(view)
-    graph = vkgraph_from_flatbuffer(view[h.flatbuffer_offset:h.flatbuffer_offset
-                                         + h.flatbuffer_size])
+    graph = flatbuffer_to_vk_graph(view[h.flatbuffer_offset:h.flatbuffer_offset
+                                        + h.flatbuffer_size])
     return VulkanBlob(h, graph, view[h.bytes_offset:h.bytes_offset + h.bytes_size])
