@@ -11,10 +11,10 @@ import pytest
 from edgetorch.backends.vulkan.serialization import vulkan_graph_schema as vk
 from edgetorch.backends.vulkan.serialization.vulkan_graph_serialize import (
     VulkanDelegateHeader,
-    deserialize_vulkan_graph,
-    serialize_vulkan_graph,
-    flatbuffer_to_vk_graph,
     convert_to_flatbuffer,
+    deserialize_vulkan_graph,
+    flatbuffer_to_vk_graph,
+    serialize_vulkan_graph,
 )
 from edgetorch.errors import FormatError
 

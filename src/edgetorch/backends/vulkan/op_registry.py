@@ -13,7 +13,6 @@ ExecuTorch, where ``scalar_tensor`` traced as ``torch.ops.aten`` stays on the CP
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 

@@ -11,9 +11,8 @@ so the sets here are built with the same operations in the same order.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import torch
 from torch._export.utils import is_buffer, is_lifted_tensor_constant, is_param
@@ -645,7 +644,7 @@ def get_node_repr(node: torch.fx.Node) -> Any:
 
 # ---- small helpers ------------------------------------------------------------------------
 
-def normalize_dims(dims: Union[int, list[int]], ndim: int) -> Union[int, list[int]]:
+def normalize_dims(dims: int | list[int], ndim: int) -> int | list[int]:
     if isinstance(dims, int):
         return dims + ndim if dims < 0 else dims
     return [d + ndim if d < 0 else d for d in dims]
@@ -689,4 +688,3 @@ def node_io_str(node: torch.fx.Node) -> str:
     return f"{get_node_val_str(node)} = {name}({args} ...)"
 
 
-from .repsets import OpRepSets  # noqa: E402  (ExecuTorch's utils.OpRepSets)

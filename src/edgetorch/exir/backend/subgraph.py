@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 import logging
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 from torch.export.graph_signature import (
@@ -26,7 +26,6 @@ from torch.export.graph_signature import (
     SymIntArgument,
     TensorArgument,
 )
-from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.passes.tools_common import legalize_graph
 from torch.fx.passes.utils.fuser_utils import (
     erase_nodes,

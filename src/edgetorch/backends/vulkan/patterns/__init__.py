@@ -7,6 +7,9 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 
+# Registration order is detection order (ExecuTorch's): quantized binary, convolution,
+# embedding, linear, pixel shuffle, unary, then RMSNorm, RoPE, HF RoPE, SDPA, select.
+from . import rms_norm  # noqa: E402, F401
 from .pattern_registry import (
     CreateReplacementFn,
     DetectorFn,
@@ -18,10 +21,6 @@ from .pattern_registry import (
     register_pattern_graph,
     register_pattern_replacement,
 )
-
-# Registration order is detection order (ExecuTorch's): quantized binary, convolution,
-# embedding, linear, pixel shuffle, unary, then RMSNorm, RoPE, HF RoPE, SDPA, select.
-from . import rms_norm  # noqa: E402, F401
 
 __all__ = ["CreateReplacementFn", "DetectorFn", "GetGraphFn", "PatternMatch",
            "fusable_patterns", "get_all_fusable_subgraphs", "register_pattern_detector",

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import operator
 from types import NoneType
-from typing import Any, Union
+from typing import Any
 
 import torch
 from torch._export.utils import get_buffer, get_param, is_buffer, is_param
@@ -30,7 +30,7 @@ from . import vulkan_graph_schema as vk
 
 logger = logging.getLogger(__name__)
 
-_Scalar = Union[bool, int, float]
+_Scalar = bool | int | float
 
 
 def _tensor_bytes(t: torch.Tensor) -> bytes:

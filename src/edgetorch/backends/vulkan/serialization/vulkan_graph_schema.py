@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Union
 
 FILE_IDENTIFIER = b"VK00"
 NAMED_DATA_OFFSET = 0xFFFFFFFFFFFFFFFF  # VkBytes.offset of a constant kept in named data
@@ -128,8 +127,8 @@ class SymInt:
     value: int
 
 
-GraphTypes = Union[Null, Int, Double, Bool, VkTensor, IntList, DoubleList, BoolList, ValueList,
-                   String, SymInt]
+GraphTypes = (Null | Int | Double | Bool | VkTensor | IntList | DoubleList | BoolList | ValueList
+              | String | SymInt)
 GRAPH_TYPES: tuple[type, ...] = (Null, Int, Double, Bool, VkTensor, IntList, DoubleList,
                                  BoolList, ValueList, String, SymInt)
 

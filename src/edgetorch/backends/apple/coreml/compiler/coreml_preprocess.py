@@ -18,10 +18,10 @@ import logging
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import coremltools as ct
