@@ -688,3 +688,6 @@ def node_io_str(node: torch.fx.Node) -> str:
     return f"{get_node_val_str(node)} = {name}({args} ...)"
 
 
+
+
+from .repsets import OpRepSets as OpRepSets  # noqa: E402  (ExecuTorch's utils.OpRepSets; repsets imports this module)
