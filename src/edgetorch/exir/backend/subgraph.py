@@ -62,11 +62,15 @@ class Owner:
     input_specs: dict[str, InputSpec] = field(default_factory=dict)
     state_dict: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
+    # one per argument of the output node, in order (buffer mutations a delegate takes over
+    # leave both)
+    output_specs: list[OutputSpec] = field(default_factory=list)
 
     @classmethod
     def of(cls, ep: ExportedProgram) -> Owner:
         specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
-        return cls(ep, specs, dict(ep.state_dict), dict(ep.constants))
+        return cls(ep, specs, dict(ep.state_dict), dict(ep.constants),
+                   list(ep.graph_signature.output_specs))
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -78,14 +82,29 @@ class Owner:
         return self.constants[spec.target]
 
 
-def _mutated_buffers(ep: ExportedProgram) -> set[str]:
-    return set(ep.graph_signature.buffers_to_mutate.values())
+def _mutations(owner: Owner) -> dict[str, torch.fx.Node]:
+    """Mutated buffer (its target) -> the node whose value the program writes back to it."""
+    out = owner.gm.graph.output_node().args[0]
+    return {spec.target: node for spec, node in zip(owner.output_specs, out)
+            if spec.kind == OutputKind.BUFFER_MUTATION and isinstance(node, torch.fx.Node)}
+
+
+def _owns_mutation(node: torch.fx.Node | None, tag: str) -> bool:
+    """The new value of a mutated buffer is computed in partition ``tag`` and used nowhere
+    else but once as the write-back, so the delegate can keep the buffer (ExecuTorch's
+    ``take_over_mutable_buffer``)."""
+    if node is None or node.meta.get(TAG) != tag:
+        return False
+    returned = sum(a is node for a in node.graph.output_node().args[0])
+    return returned == 1 and all(u.op == "output" or u.meta.get(TAG) == tag
+                                 for u in node.users)
 
 
 def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
     """The nodes tagged ``tag``, minus weights that other code needs too (those stay in the
-    program and reach the delegate as inputs)."""
-    mutated = _mutated_buffers(owner.ep)
+    program and reach the delegate as inputs). A tagged mutable buffer goes into the delegate
+    with its write-back when the partition computes it; otherwise it stays in the program."""
+    mutations = _mutations(owner)
     nodes = []
     for node in owner.gm.graph.nodes:
         if node.meta.get(TAG) != tag:
@@ -101,8 +120,11 @@ def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
                     "weights, buffers and constants may be tagged (a delegate receives user "
                     "inputs as arguments). Remove the tag from this placeholder.")
             shared = [u.name for u in node.users if u.meta.get(TAG) != tag]
-            if shared or spec.target in mutated:
-                why = f"also used by {shared}" if shared else "a mutable buffer"
+            foreign = (spec.target in owner.ep.graph_signature.buffers_to_mutate.values()
+                       and not _owns_mutation(mutations.get(spec.target), tag))
+            if shared or foreign:
+                why = (f"also used by {shared}" if shared
+                       else "a mutable buffer written back outside the partition")
                 logger.info("%s stays in the program (%s); the delegate %r gets it as an input",
                             node.name, why, tag)
                 continue
@@ -116,9 +138,10 @@ def _arg_of(node: torch.fx.Node):
     return TensorArgument(name=node.name)
 
 
-def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
-                 consumed: dict[str, InputSpec]) -> ExportedProgram:
-    """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs."""
+def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule, consumed: dict[str, InputSpec],
+                 written_back: dict[int, str]) -> ExportedProgram:
+    """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs;
+    outputs ``written_back`` (index -> buffer) are its buffer mutations."""
     placeholders = [n for n in sub_gm.graph.nodes if n.op == "placeholder"]
     # Parameters, buffers, constants, then user inputs, each in graph order, all before the
     # first operator: the graph is rebuilt in that order, as ExecuTorch rebuilds it.
@@ -136,7 +159,10 @@ def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
     input_specs = [consumed[n.name] for n in weights] + [
         InputSpec(InputKind.USER_INPUT, _arg_of(n), None) for n in users]
     outputs = list(graph.output_node().args[0])
-    output_specs = [OutputSpec(OutputKind.USER_OUTPUT, _arg_of(n), None) for n in outputs]
+    output_specs = [
+        OutputSpec(OutputKind.BUFFER_MUTATION, _arg_of(n), written_back[i]) if i in written_back
+        else OutputSpec(OutputKind.USER_OUTPUT, _arg_of(n), None)
+        for i, n in enumerate(outputs)]
     state_dict = {s.target: owner.weight(s) for s in consumed.values()
                   if s.target in owner.state_dict}
     constants = {s.target: owner.weight(s) for s in consumed.values()
@@ -205,13 +231,16 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
                        if n.op == "call_module" and n.target == f"fused_{tag}")
 
     consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
-    sub_ep = _sub_program(owner, sub_gm, consumed)
+    written_back = _take_over_mutations(owner, module_node, consumed)
+    sub_ep = _sub_program(owner, sub_gm, consumed, written_back)
     lowered = lower(spec.backend_id, sub_ep, list(spec.compile_specs))
 
     with gm.graph.inserting_before(module_node):
         attr = gm.graph.get_attr(get_lowered_module_name(gm, lowered))
         call = gm.graph.call_function(executorch_call_delegate, (attr, *module_node.args))
-    call.meta["val"] = [o.meta["val"] for o in outputs]
+    # A write-back the delegate keeps is not one of its results (ExecuTorch's spec
+    # propagation runs the sub-program, whose buffer mutations happen in place).
+    call.meta["val"] = [o.meta["val"] for i, o in enumerate(outputs) if i not in written_back]
     copy_provenance(last, call)
     module_node.replace_all_uses_with(call)
     gm.graph.erase_node(module_node)
@@ -225,6 +254,36 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     return True
 
 
+def _take_over_mutations(owner: Owner, module_node: torch.fx.Node,
+                         consumed: dict[str, InputSpec]) -> dict[int, str]:
+    """Write-backs of buffers the delegate took: dropped from the program's outputs (with
+    their ``getitem``, later ones renumbered) and returned as delegate output index ->
+    buffer, ExecuTorch's ``_unsafe_adjust_original_program``."""
+    owned = {s.target for s in consumed.values() if s.kind == InputKind.BUFFER}
+    out_node = owner.gm.graph.output_node()
+    args, specs, taken = list(out_node.args[0]), [], {}
+    kept = []
+    for arg, spec in zip(args, owner.output_specs):
+        if (spec.kind == OutputKind.BUFFER_MUTATION and spec.target in owned
+                and isinstance(arg, torch.fx.Node) and arg.op == "call_function"
+                and arg.args and arg.args[0] is module_node):
+            taken[arg.args[1]] = spec.target
+            continue
+        kept.append(arg)
+        specs.append(spec)
+    if not taken:
+        return {}
+    out_node.args = (tuple(kept),)
+    owner.output_specs = specs
+    for item in list(module_node.users):
+        if item.args[1] in taken:
+            owner.gm.graph.erase_node(item)
+    for item in list(module_node.users):
+        index = item.args[1]
+        item.args = (module_node, index - sum(1 for i in taken if i < index))
+    return taken
+
+
 def rebuild(owner: Owner) -> ExportedProgram:
     """A new ExportedProgram around the partitioned graph and its updated signature."""
     ep, gm = owner.ep, owner.gm
@@ -232,7 +291,7 @@ def rebuild(owner: Owner) -> ExportedProgram:
     input_specs = [owner.input_specs[name] for name in placeholders]
     outputs = list(gm.graph.output_node().args[0])
     output_specs = []
-    for old, arg in zip(ep.graph_signature.output_specs, outputs):
+    for old, arg in zip(owner.output_specs, outputs):
         if isinstance(arg, torch.fx.Node) and isinstance(old.arg, (TensorArgument, SymIntArgument)):
             old = OutputSpec(old.kind, type(old.arg)(name=arg.name), old.target)
         output_specs.append(old)
