@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from vk_cases import eager, fp16_tolerance, lower, run
+from vk_models import build
 
 from edgetorch.backends.vulkan.serialization.vulkan_graph_schema import VkStorageType
+from edgetorch.errors import InvalidArgumentError
 from edgetorch.examples import EXAMPLES
 
 pytestmark = [pytest.mark.compat, pytest.mark.torch]
@@ -24,6 +26,8 @@ CASES = [
     ("mlp", {}, "w8"),
     ("mlp", {}, "w4"),
     ("mlp", {}, "dyn8"),
+    ("accumulator", {}, None),  # a mutable buffer the delegate takes over
+    ("accumulator", {"alias_buffer_mutations": True}, None),
 ]
 IDS = [f"{m}-{'-'.join(map(str, o.items())) or 'default'}-{q or 'fp'}" for m, o, q in CASES]
 
@@ -44,7 +48,7 @@ def submitted(vulkan_ref):
 
 @pytest.mark.parametrize("model, options, quant", CASES, ids=IDS)
 def test_pte_bytes_equal_executorch(model, options, quant, submitted):
-    m, inputs = EXAMPLES[model].build()
+    m, inputs = build(model)
     ours = lower(m, inputs, _options(options), quant)
     theirs = submitted.get(model, options, quant).read_bytes()
     assert len(ours) == len(theirs)
@@ -66,3 +70,12 @@ def test_executorch_fp16_vulkan_pte_runs_in_edgetorch(submitted):
     (want,) = eager(m, inputs)
     assert handle.fp16
     assert np.abs(outs[0] - want).max() <= fp16_tolerance(want, len(handle.calls) + 1)
+
+
+def test_executorch_refuses_its_own_buffer_mutation_output_and_so_do_we(submitted):
+    """Without ``alias_buffer_mutations`` ExecuTorch 1.5.1 serializes the buffer's new value
+    as a graph output that the delegate call has no argument for; its Vulkan runtime
+    refuses that count mismatch (``VulkanBackend::execute``), and so does edgetorch's."""
+    m, inputs = build("accumulator")
+    with pytest.raises(InvalidArgumentError, match="1 inputs and 2 outputs"):
+        run(submitted.get("accumulator").read_bytes(), inputs)

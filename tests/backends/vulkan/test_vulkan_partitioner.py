@@ -83,3 +83,24 @@ def test_operator_blocklist_keeps_an_operator_out():
     lowered = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(
         operator_blocklist=[exir_ops.edge.aten.mul.Tensor])])
     assert "aten.mul.Tensor" in _delegated_ops(lowered.exported_program())
+
+
+def test_a_mutable_buffer_computed_in_the_delegate_is_taken_over():
+    """ExecuTorch's ``take_over_mutable_buffer``: the buffer and its write-back move into the
+    delegate; the program keeps neither, and the call returns only the user output."""
+    from torch.export.graph_signature import OutputKind
+    from vk_models import build
+
+    from edgetorch.exir.delegate import executorch_call_delegate
+
+    model, inputs = build("accumulator")
+    edge = to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                       partitioner=[VulkanPartitioner()])
+    ep = edge.exported_program()
+    assert [s.kind for s in ep.graph_signature.output_specs] == [OutputKind.USER_OUTPUT]
+    assert "acc" not in ep.state_dict and not ep.graph_signature.buffers_to_mutate
+    (call,) = [n for n in ep.graph.nodes if n.target is executorch_call_delegate]
+    assert len(call.meta["val"]) == 1
+    lowered = getattr(ep.graph_module, call.args[0].target)
+    sig = lowered.original_module.graph_signature
+    assert list(sig.buffers_to_mutate.values()) == ["acc"]

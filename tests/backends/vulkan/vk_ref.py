@@ -2,7 +2,8 @@
 
     python vk_ref.py export MODEL OUT.pte [--options JSON] [--quant MODE]
 
-lowers a built-in example (``edgetorch.examples``, the only edgetorch import) with
+lowers a built-in example (``edgetorch.examples``, the only edgetorch import, or one of
+``vk_models.MODELS``) with
 ExecuTorch's ``VulkanPartitioner(options)`` and writes OUT.pte. ``--options`` is the
 partitioner's compile options as JSON (``storage_type_override`` / ``memory_layout_override``
 as ints, ``texture_limits`` as a list); ``--quant`` quantizes the linears first with
@@ -20,8 +21,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from edgetorch.examples import EXAMPLES  # noqa: E402
+from vk_models import MODELS, build  # noqa: E402
 
 QUANT = {"w8": (False, 8), "w4": (False, 4), "dyn8": (True, 8), "dyn4": (True, 4)}
 
@@ -46,7 +49,7 @@ def export(args: argparse.Namespace) -> None:
     from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
-    model, inputs = EXAMPLES[args.model].build()
+    model, inputs = build(args.model)
     exported = torch.export.export(model, inputs)
     if args.quant:
         from executorch.backends.vulkan.quantizer.vulkan_quantizer import (
@@ -70,7 +73,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("export")
-    p.add_argument("model", choices=sorted(EXAMPLES))
+    p.add_argument("model", choices=sorted(EXAMPLES) + sorted(MODELS))
     p.add_argument("out")
     p.add_argument("--options", default="{}")
     p.add_argument("--quant", choices=sorted(QUANT))
