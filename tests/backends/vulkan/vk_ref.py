@@ -23,8 +23,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from edgetorch.examples import EXAMPLES  # noqa: E402
 from vk_models import MODELS, build  # noqa: E402
+
+from edgetorch.examples import EXAMPLES  # noqa: E402
 
 QUANT = {"w8": (False, 8), "w4": (False, 4), "dyn8": (True, 8), "dyn4": (True, 4)}
 
