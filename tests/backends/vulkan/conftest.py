@@ -1,59 +1,25 @@
-"""Fixtures of the Vulkan backend tests: ExecuTorch's own Vulkan exports (made once per session
-by the reference venv, in parallel) and edgetorch's of the same models."""
+"""Fixtures of the Vulkan backend tests: ExecuTorch's own Vulkan exports of the same models
+(made once per session by the reference venv, two at a time)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from delegate_checks import RefExports  # tests/support
+from refenv import ref_available  # tests/compat
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "compat"))  # refenv (tests/ has no __init__.py)
 sys.path.insert(0, str(HERE))
-
-from refenv import _clean_env, ref_available, ref_python  # noqa: E402
-
-REF_SCRIPT = HERE / "vk_ref.py"
-
-
-class RefExports:
-    """``get(model, options, quant)``: the path of ExecuTorch's .pte, exported on first use
-    (two at a time) into a session directory."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.pool = ThreadPoolExecutor(max_workers=2)
-        self.futures: dict = {}
-
-    def submit(self, model: str, options: dict | None = None, quant: str | None = None):
-        key = (model, json.dumps(options or {}, sort_keys=True), quant)
-        if key not in self.futures:
-            out = self.root / f"{model}-{len(self.futures)}.pte"
-            cmd = [str(ref_python()), str(REF_SCRIPT), "export", model, str(out),
-                   "--options", key[1]] + (["--quant", quant] if quant else [])
-            self.futures[key] = self.pool.submit(self._run, cmd, out)
-        return self.futures[key]
-
-    @staticmethod
-    def _run(cmd: list[str], out: Path) -> Path:
-        r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=3600)
-        if r.returncode != 0:
-            raise RuntimeError(f"ExecuTorch's Vulkan export failed: {' '.join(cmd)}\n"
-                               f"{r.stderr[-3000:]}")
-        return out
-
-    def get(self, model: str, options: dict | None = None, quant: str | None = None) -> Path:
-        return self.submit(model, options, quant).result()
 
 
 @pytest.fixture(scope="session")
 def vulkan_ref(tmp_path_factory):
+    """``get(model, options, quant)``: ExecuTorch's ``.pte`` (``vk_ref.py``)."""
     if not ref_available():
         pytest.skip("reference ExecuTorch env not available")
-    exports = RefExports(tmp_path_factory.mktemp("vulkan-ref"))
+    exports = RefExports(tmp_path_factory.mktemp("vulkan-ref"), HERE / "vk_ref.py",
+                         ("--options", "--quant"))
     yield exports
     exports.pool.shutdown(wait=True)

@@ -104,3 +104,15 @@ def test_a_mutable_buffer_computed_in_the_delegate_is_taken_over():
     lowered = getattr(ep.graph_module, call.args[0].target)
     sig = lowered.original_module.graph_signature
     assert list(sig.buffers_to_mutate.values()) == ["acc"]
+
+
+def test_cli_export_lowers_to_vulkan(tmp_path, capsys):
+    from edgetorch.cli import main
+    from edgetorch.schema.pte import PteFile
+
+    out = tmp_path / "mlp_vk.pte"
+    assert main(["export", "mlp", "--delegate", "vulkan", "-o", str(out)]) == 0
+    (delegate,) = PteFile.parse(out.read_bytes()).program.execution_plan[0].delegates
+    assert delegate.id == "VulkanBackend"
+    assert main(["run", str(out)]) == 0
+    assert "VulkanBackend (NumPy interpreter" in capsys.readouterr().out

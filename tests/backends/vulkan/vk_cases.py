@@ -3,15 +3,13 @@ and the tolerances they compare with."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
+from delegate_checks import eager, fp16_tolerance, run  # noqa: F401 (tests/support)
 
 from edgetorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from edgetorch.exir import to_edge_transform_and_lower
-from edgetorch.runtime import Runtime
 
 QUANT = {"w8": (False, 8), "w4": (False, 4), "dyn8": (True, 8)}
-FP16_UNIT_ROUNDOFF = 2.0 ** -11
 
 
 def quantize(model: torch.nn.Module, inputs: tuple, mode: str) -> torch.export.ExportedProgram:
@@ -36,23 +34,3 @@ def lower(model: torch.nn.Module, inputs: tuple, options: dict | None = None,
     ep = quantize(model, inputs, quant) if quant else torch.export.export(model, inputs)
     return to_edge_transform_and_lower(
         ep, partitioner=[VulkanPartitioner(options)]).to_executorch().buffer
-
-
-def run(pte: bytes, inputs: tuple) -> tuple[list[np.ndarray], list]:
-    """Outputs of ``forward`` in edgetorch's runtime, and the delegates' handles."""
-    method = Runtime.get().load_program(pte).load_method("forward")
-    outs = method.execute([t.numpy() for t in inputs])
-    return list(outs), [h for _, h in method._delegate_handles]
-
-
-def eager(model: torch.nn.Module, inputs: tuple) -> list[np.ndarray]:
-    with torch.no_grad():
-        out = model(*inputs)
-    return [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
-
-
-def fp16_tolerance(reference: np.ndarray, rounding_ops: int) -> float:
-    """fp16 storage rounds every operator's result (relative error <= 2**-11); through
-    ``rounding_ops`` operators whose gains stay near one that bounds the output's error by
-    ``rounding_ops * 2**-11 * max|output|``."""
-    return rounding_ops * FP16_UNIT_ROUNDOFF * float(np.abs(reference).max())

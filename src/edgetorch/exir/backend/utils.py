@@ -11,9 +11,27 @@ from torch.export.graph_signature import InputKind
 
 from ...errors import ExportError
 from .lowered_backend_module import executorch_call_delegate
-from .partitioner import TAG
+from .partitioner import TAG, DelegationSpec
 
 logger = logging.getLogger(__name__)
+
+
+def tag_capability_partitions(graph_module: torch.fx.GraphModule, support,
+                              spec: DelegationSpec) -> dict[str, DelegationSpec]:
+    """Tag the partitions torch's ``CapabilityBasedPartitioner`` proposes for ``support``
+    (single nodes too) ``tag<id>``, as ExecuTorch's capability-based partitioners do; the
+    ``partition_tags`` mapping each tag to ``spec``."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    partitions = CapabilityBasedPartitioner(
+        graph_module, support, allows_single_node_partition=True).propose_partitions()
+    tags = {}
+    for partition in partitions:
+        tag = f"tag{partition.id}"
+        for node in partition.nodes:
+            node.meta[TAG] = tag
+        tags[tag] = spec
+    return tags
 
 
 def tag_constant_data(edge_program: ExportedProgram) -> None:

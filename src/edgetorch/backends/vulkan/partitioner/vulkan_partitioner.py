@@ -18,11 +18,14 @@ from typing import Any
 
 import torch
 from torch.export import ExportedProgram
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ....exir.backend import CompileSpec, DelegationSpec, Partitioner, PartitionResult
-from ....exir.backend.utils import tag_constant_data, tag_mutated_buffer
+from ....exir.backend.utils import (
+    tag_capability_partitions,
+    tag_constant_data,
+    tag_mutated_buffer,
+)
 from ....exir.dialects._ops import ops as exir_ops
 from .. import patterns as vk_patterns
 from .. import utils
@@ -235,17 +238,10 @@ class VulkanPartitioner(Partitioner):
                 exported_program.graph_module),
             nn_module_blocklist=self.nn_module_blocklist,
             nn_module_allowlist=self.nn_module_allowlist)
-        partitions = CapabilityBasedPartitioner(
-            exported_program.graph_module, support,
-            allows_single_node_partition=True).propose_partitions()
-        tags = {}
-        for partition in partitions:
-            tag = f"tag{partition.id}"
-            for node in partition.nodes:
-                node.meta["delegation_tag"] = tag
-            tags[tag] = self.delegation_spec
-        if partitions:
-            logger.info(f"Found {len(partitions)} Vulkan subgraphs to be partitioned.")
+        tags = tag_capability_partitions(exported_program.graph_module, support,
+                                         self.delegation_spec)
+        if tags:
+            logger.info(f"Found {len(tags)} Vulkan subgraphs to be partitioned.")
         else:
             logger.warning("No Vulkan subgraphs can be partitioned!")
         tag_constant_data(exported_program)

@@ -19,7 +19,11 @@ from torchao.quantization.pt2e.quantizer import (
     get_output_act_qspec,
     get_weight_qspec,
 )
-from torchao.quantization.pt2e.utils import get_new_attr_name_with_prefix
+
+# ExecuTorch's Vulkan quantizer keeps a copy of XNNPACK's; one serves both here.
+from ...xnnpack.quantizer.xnnpack_quantizer_utils import (
+    convert_scalars_to_attrs as _convert_scalars_to_attrs,
+)
 
 __all__ = ["OP_TO_ANNOTATOR", "_convert_scalars_to_attrs", "bits_to_range",
            "propagate_annotation"]
@@ -103,25 +107,3 @@ def propagate_annotation(model: torch.fx.GraphModule) -> None:
         shared = SharedQuantizationSpec(prev)
         n.meta["quantization_annotation"] = QuantizationAnnotation(
             input_qspec_map={prev: shared}, output_qspec=shared, _annotated=True)
-
-
-def _convert_scalars_to_attrs(model: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """Scalar operands of ``add``/``mul`` become float tensor buffers (observable inputs)."""
-    for n in model.graph.nodes:
-        if n.op != "call_function" or n.target not in (_aten.add.Tensor, _aten.mul.Tensor):
-            continue
-        args = []
-        for a in n.args:
-            if isinstance(a, Node):
-                args.append(a)
-                continue
-            name = get_new_attr_name_with_prefix("_tensor_constant_")(model)
-            value = torch.tensor(float(a))
-            model.register_buffer(name, value)
-            with model.graph.inserting_before(n):
-                attr = model.graph.create_node("get_attr", name, (), {})
-            attr.meta["val"] = n.meta["val"].fake_mode.from_tensor(value, static_shapes=True)
-            args.append(attr)
-        n.args = tuple(args)
-    model.recompile()
-    return model

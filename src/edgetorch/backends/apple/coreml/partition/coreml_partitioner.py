@@ -18,11 +18,14 @@ from collections.abc import Callable
 
 import torch
 from torch.export import ExportedProgram
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .....exir.backend import CompileSpec, DelegationSpec, Partitioner, PartitionResult
-from .....exir.backend.utils import tag_constant_data, tag_mutated_buffer
+from .....exir.backend.utils import (
+    tag_capability_partitions,
+    tag_constant_data,
+    tag_mutated_buffer,
+)
 from ..compiler import CoreMLBackend
 from ..compiler.coreml_preprocess import COMPILE_SPEC_KEYS
 
@@ -162,15 +165,8 @@ class CoreMLPartitioner(Partitioner):
         record_executorch_names(exported_program.graph)
         support = _OperatorsSupportedForCoreMLBackend(self.skip_ops_for_coreml_delegation,
                                                       self.lower_full_graph, log=True)
-        partitions = CapabilityBasedPartitioner(
-            exported_program.graph_module, support,
-            allows_single_node_partition=True).propose_partitions()
-        tags = {}
-        for partition in partitions:
-            tag = f"tag{partition.id}"
-            for node in partition.nodes:
-                node.meta["delegation_tag"] = tag
-            tags[tag] = self.delegation_spec
+        tags = tag_capability_partitions(exported_program.graph_module, support,
+                                         self.delegation_spec)
         if self.take_over_constant_data:
             tag_constant_data(exported_program)
         if self.take_over_mutable_buffer:
