@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 from refenv import _clean_env, ref_python  # tests/compat
 
 FP16_UNIT_ROUNDOFF = 2.0 ** -11
@@ -72,3 +73,14 @@ def fp16_tolerance(reference: np.ndarray, rounding_ops: int) -> float:
     ``rounding_ops`` operators whose gains stay near one that bounds the output's error by
     ``rounding_ops * 2**-11 * max|output|``."""
     return rounding_ops * FP16_UNIT_ROUNDOFF * float(np.abs(reference).max())
+
+
+def params(cases: list, slow: set[str], ids: list[str] | None = None) -> list:
+    """``pytest.param`` per case (a model name, or a tuple starting with one); the models in
+    ``slow`` are marked slow (they run with ``-m slow``, ``make test-vulkan-coreml-slow``)."""
+    out = []
+    for k, case in enumerate(cases):
+        values = case if isinstance(case, tuple) else (case,)
+        out.append(pytest.param(*values, id=ids[k] if ids else None,
+                                marks=[pytest.mark.slow] if values[0] in slow else []))
+    return out

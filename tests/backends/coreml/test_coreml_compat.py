@@ -12,19 +12,22 @@ import numpy as np
 import pytest
 import torch
 from cm_cases import decoded_model, delegates, eager, fp16_tolerance, lower, run
+from delegate_checks import params  # tests/support
 
 from edgetorch.examples import EXAMPLES
 
 pytestmark = [pytest.mark.compat, pytest.mark.torch]
 MODELS = ["mobilenet_v2", "transformer_encoder", "llama_decoder"]
+SLOW = {"transformer_encoder", "llama_decoder"}  # -m slow (make test-vulkan-coreml-slow)
 RANDOM_IDS = {"metadata.json", "model.mlpackage/Manifest.json",
               "model.mlpackage/Data/com.apple.CoreML/model.mlmodel"}
 
 
 @pytest.fixture(scope="module")
 def submitted(coreml_ref):
-    for m in MODELS:
-        coreml_ref.submit(m)
+    for m in MODELS:  # the default run's, two at a time
+        if m not in SLOW:
+            coreml_ref.submit(m)
     return coreml_ref
 
 
@@ -33,7 +36,7 @@ def _manifest_shape(text: bytes) -> list:
     return sorted((e["name"], e["path"], e["author"]) for e in m["itemInfoEntries"].values())
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", params(MODELS, SLOW))
 def test_delegate_decodes_equal_to_executorchs(name, submitted):
     pytest.importorskip("coremltools")
     model, inputs = EXAMPLES[name].build()
@@ -79,7 +82,7 @@ def test_executorch_mobilenet_v2_top1_equals_eager(submitted):
         assert got.argmax() == want.argmax()
 
 
-@pytest.mark.parametrize("name", MODELS[1:])
+@pytest.mark.parametrize("name", params(MODELS[1:], SLOW))
 def test_executorch_coreml_pte_runs_in_edgetorch(name, submitted):
     model, inputs = EXAMPLES[name].build()
     outs, handles = run(submitted.get(name).read_bytes(), inputs)

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from cm_cases import eager, lower, run
+from delegate_checks import params  # tests/support
 
 pytestmark = pytest.mark.torch
 ct = pytest.importorskip("coremltools")
@@ -94,7 +95,8 @@ def _cases():
 CASES = _cases()
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# unary in the default run, the other families with -m slow (each is a coremltools conversion)
+@pytest.mark.parametrize("name", params(sorted(CASES), set(CASES) - {"unary"}))
 def test_fp32_operations_match_eager(name):
     model, inputs, expected_ops = CASES[name]
     outs, handles = run(lower(model, inputs, compute_precision=ct.precision.FLOAT32), inputs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cm_cases import delegates, eager, fp16_tolerance, lower, run
+from delegate_checks import params  # tests/support
 
 from edgetorch.backends.apple.coreml.runtime import CoreMLBackend, mil_ops
 from edgetorch.errors import OperatorMissingError
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.torch
 ct = pytest.importorskip("coremltools")
 
 
-@pytest.mark.parametrize("name", ["cnn", "mlp", "transformer_encoder"])
+@pytest.mark.parametrize("name", params(["cnn", "mlp", "transformer_encoder"],
+                                         {"transformer_encoder"}))
 def test_fp16_program_matches_eager_within_fp16_rounding(name):
     model, inputs = EXAMPLES[name].build()
     outs, handles = run(lower(model, inputs), inputs)

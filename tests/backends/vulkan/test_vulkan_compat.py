@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from delegate_checks import params  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, run
 from vk_models import build
 
@@ -30,6 +31,9 @@ CASES = [
     ("accumulator", {"alias_buffer_mutations": True}, None),
 ]
 IDS = [f"{m}-{'-'.join(map(str, o.items())) or 'default'}-{q or 'fp'}" for m, o, q in CASES]
+# The larger models run with ``-m slow`` (``make test-vulkan-coreml-slow``): each costs ExecuTorch a minute.
+SLOW = {"transformer_encoder", "llama_decoder"}
+
 
 
 def _options(options: dict) -> dict:
@@ -41,12 +45,13 @@ def _options(options: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def submitted(vulkan_ref):
-    for m, o, q in CASES:  # all at once, two at a time
-        vulkan_ref.submit(m, o, q)
+    for m, o, q in CASES:  # the default run's all at once, two at a time
+        if m not in SLOW:
+            vulkan_ref.submit(m, o, q)
     return vulkan_ref
 
 
-@pytest.mark.parametrize("model, options, quant", CASES, ids=IDS)
+@pytest.mark.parametrize("model, options, quant", params(CASES, SLOW, IDS))
 def test_pte_bytes_equal_executorch(model, options, quant, submitted):
     m, inputs = build(model)
     ours = lower(m, inputs, _options(options), quant)
@@ -55,7 +60,8 @@ def test_pte_bytes_equal_executorch(model, options, quant, submitted):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("model", ["mobilenet_v2", "transformer_encoder", "llama_decoder"])
+@pytest.mark.parametrize("model", params(["mobilenet_v2", "transformer_encoder",
+                                           "llama_decoder"], SLOW))
 def test_executorch_vulkan_pte_runs_in_edgetorch(model, submitted):
     m, inputs = EXAMPLES[model].build()
     outs, handles = run(submitted.get(model).read_bytes(), inputs)

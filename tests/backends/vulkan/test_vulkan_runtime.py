@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from delegate_checks import params  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, quantize, run
 
 from edgetorch.backends.vulkan.runtime import VulkanBackend
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.torch
 FP32_MODELS = ["cnn", "mlp", "transformer_encoder", "llama_decoder"]
 
 
-@pytest.mark.parametrize("name", FP32_MODELS)
+@pytest.mark.parametrize("name", params(FP32_MODELS, {"transformer_encoder",
+                                                      "llama_decoder"}))
 def test_fp32_delegate_matches_eager(name):
     model, inputs = EXAMPLES[name].build()
     outs, handles = run(lower(model, inputs), inputs)
@@ -42,7 +44,7 @@ def test_fp16_delegate_rounds_every_result_within_its_bound():
     assert err > 0  # it did round: fp32 arithmetic alone would be within 1e-6
 
 
-@pytest.mark.parametrize("mode", ["w8", "w4", "dyn8"])
+@pytest.mark.parametrize("mode", params(["w8", "w4", "dyn8"], {"w4", "dyn8"}))
 def test_quantized_delegate_matches_the_quantized_model(mode):
     """Against the quantized model. With dynamic activations the Vulkan preprocess folds the
     activations' quantize/dequantize away (FoldQDQPass), as ExecuTorch's does: the delegate
