@@ -149,45 +149,6 @@ class NamedDataStore:
         self.external_data = external
         self.pte_data = {}
 
-    def externalize_pte_data(self, max_data_bytes: int, tag_prefix: str) -> None:
-        """Move every key stored in the ``.pte`` to external files of at most
-        ``max_data_bytes`` each, tagged ``<tag_prefix>_<sha256 of the sorted keys>``. Keys
-        sharing bytes stay together; shards follow the keys' order, so equal stores give
-        equal files."""
-        if isinstance(max_data_bytes, bool) or not isinstance(max_data_bytes, int) \
-                or max_data_bytes <= 0:
-            raise ValueError("external data shard cap must be a positive integer")
-        if not tag_prefix:
-            raise ValueError("external data tag prefix must be nonempty")
-        groups: dict[int, dict[str, DataEntry]] = {}
-        for key, entry in self.pte_data.items():
-            groups.setdefault(entry.buffer_index, {})[key] = entry
-        shards: list[dict[str, DataEntry]] = []
-        shard: dict[str, DataEntry] = {}
-        used = 0
-        for index, entries in sorted(groups.items(), key=lambda g: tuple(sorted(g[1]))):
-            size = len(self.buffers[index])
-            if size > max_data_bytes:
-                raise ValueError(f"buffer {index} has {size} bytes and exceeds external data "
-                                 f"shard cap {max_data_bytes}")
-            if shard and used + size > max_data_bytes:
-                shards.append(shard)
-                shard, used = {}, 0
-            shard.update(entries)
-            used += size
-        if shard:
-            shards.append(shard)
-        external = {tag: dict(entries) for tag, entries in self.external_data.items()}
-        for entries in shards:
-            keys = sorted(entries)
-            tag = f"{tag_prefix}_{hashlib.sha256(chr(0).join(keys).encode()).hexdigest()}"
-            canonical = {k: entries[k] for k in keys}
-            if tag in external and external[tag] != canonical:
-                raise ValueError(f"external data tag collision for {tag}")
-            external[tag] = canonical
-        self.external_data = external
-        self.pte_data = {}
-
     def get_named_data_store_output(self) -> NamedDataStoreOutput:
         self.external_data = {tag: keys for tag, keys in self.external_data.items() if keys}
         return NamedDataStoreOutput(self.buffers, self.pte_data, self.external_data)
