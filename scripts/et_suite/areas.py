@@ -36,6 +36,13 @@ AREAS: tuple[Area, ...] = (
     Area("llm", ("extension/llm",), note="extension/llm/**: export helpers, modules, custom ops"),
     Area("quantized-kernels", ("kernels/quantized/test",)),
     Area("devtools", ("devtools",), note="devtools/** (owned by the devtools surface work)"),
+    Area("vulkan", ("backends/vulkan/test",),
+         skip={"backends/vulkan/test/op_tests": "code generators for the C++ operator tests"},
+         note="Vulkan partitioner, passes, serialization, delegate (ExecuTorch's pip runtime "
+         "has no Vulkan backend; edgetorch's interprets the graph)"),
+    Area("coreml", ("backends/apple/coreml/test",),
+         note="Core ML partitioner, compile specs, torch ops, enumerated shapes (coremltools "
+         "9.0; prediction is macOS-only on both sides)"),
     Area("arm", ("backends/arm/test",), python=".venv-arm/bin/python",
          ref_python=".venv-ref-arm/bin/python", note="TOSA / Ethos-U (tosa-tools venvs)"),
     Area("cortex-m", ("backends/cortex_m/test",), python=".venv-arm/bin/python",

@@ -34,7 +34,8 @@ def export_model(spec: str, out: str, algo: str = "greedy", delegate: str | None
 
     ``delegate="xnnpack"`` lowers to XNNPACK; ``quantize`` (static, dynamic, 8da4w) quantizes
     first, calibrating on the example inputs or the ``.npy`` files in ``calibration``.
-    ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8."""
+    ``delegate="openvino"`` lowers to OpenVINO; with it ``quantize="static"`` is NNCF's int8.
+    ``delegate="vulkan"`` / ``"coreml"`` lower with the partitioner's defaults."""
     from .examples import load_model_spec
     from .exir import ExecutorchBackendConfig, MemoryPlanningPass
     from .exir.foreign_warnings import filtered
@@ -102,6 +103,14 @@ def _lower(ep, delegate: str | None):
         from .backends.openvino import OpenvinoPartitioner
 
         return to_edge_transform_and_lower(ep, partitioner=[OpenvinoPartitioner()])
+    if delegate == "vulkan":
+        from .backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()])
+    if delegate == "coreml":
+        from .backends.apple.coreml.partition import CoreMLPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[CoreMLPartitioner()])
     return to_edge(ep)
 
 
@@ -374,7 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", required=True)
     e.add_argument("--algo", default="greedy", choices=["greedy", "naive"],
                    help="memory planning algorithm")
-    e.add_argument("--delegate", choices=["xnnpack", "openvino"], help="lower to a backend")
+    e.add_argument("--delegate", choices=["xnnpack", "openvino", "vulkan", "coreml"],
+                   help="lower to a backend (coreml needs the coreml extra)")
     e.add_argument("--quantize", choices=["static", "dynamic", "8da4w"], nargs="?",
                    const="static", help="quantize first (needs --delegate; bare --quantize is "
                    "static; openvino takes static only: NNCF int8)")

@@ -66,6 +66,11 @@ class AlignmentError(FormatError, ValueError):
     as ExecuTorch raises)."""
 
 
+class InvalidHeaderError(FormatError, ValueError):
+    """A container header (e.g. a delegate blob's) whose fields are missing or inconsistent;
+    also a ``ValueError``, which ExecuTorch's header classes raise in the same cases."""
+
+
 class ExternalDataError(FormatError):
     """A .ptd (named data) file is missing, malformed or does not match the program."""
 

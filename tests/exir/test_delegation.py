@@ -222,7 +222,9 @@ def test_weights_used_only_by_a_delegate_move_into_it():
     _check(model, inputs, _run(edge.to_executorch(), inputs))
 
 
-def test_a_weight_shared_with_undelegated_code_stays_and_is_passed_in():
+def test_a_weight_shared_with_undelegated_code_is_copied_for_it():
+    """As ExecuTorch's to_backend does: the delegate owns the weight, the code left in the
+    program reads a copy (``p_w_copy_0``), so no weight is passed into the delegate."""
     class Shared(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -236,7 +238,9 @@ def test_a_weight_shared_with_undelegated_code_stays_and_is_passed_in():
     ep = edge.exported_program()
     assert "w" in ep.state_dict
     (call,) = _delegate_calls(ep.graph_module)
-    assert any(a.op == "placeholder" and a.name == "p_w" for a in call.args[1:])
+    assert [a.name for a in call.args[1:]] == ["x"]
+    copy = next(n for n in ep.graph.nodes if n.op == "placeholder" and n.name == "p_w_copy_0")
+    assert [u.target for u in copy.users] == [torch.ops.aten.cumsum.default]
     _check(model, inputs, _run(edge.to_executorch(), inputs))
 
 

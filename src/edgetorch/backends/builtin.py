@@ -5,8 +5,10 @@ are registered by importing their package."""
 
 from . import (
     openvino,  # noqa: F401  (registers "OpenvinoBackend"; usable with the extra)
+    vulkan,  # noqa: F401  (registers "VulkanBackend": a NumPy interpreter of its graphs)
     xnnpack,  # noqa: F401  (registers "XnnpackBackend")
 )
+from .apple import coreml as _coreml  # noqa: E402, F401  (registers "CoreMLBackend")
 
 # The Arm runtimes: "TOSABackend", "VgfBackend" and "EthosUBackend" (simulations from the
 # delegate's TOSA graph; the cortex_m kernels are in edgetorch.kernels); tosa-tools

@@ -61,6 +61,19 @@ def get_param_tensor(exp_prog: ExportedProgram, node: torch.fx.Node | None
                                "get_attr node")
 
 
+def get_tensor_name(ep: ExportedProgram, node: torch.fx.Node | None) -> str:
+    """The state-dict/constants name behind a weight placeholder."""
+    if node is None:
+        return ""
+    sig = ep.graph_signature
+    for table in (sig.inputs_to_parameters, sig.inputs_to_buffers,
+                  sig.inputs_to_lifted_tensor_constants):
+        if node.name in table:
+            return table[node.name]
+    assert isinstance(node.target, str)
+    return node.target
+
+
 def set_param_tensor(exp_prog: ExportedProgram, node: torch.fx.Node,
                      data: torch.Tensor) -> None:
     """Make ``node`` stand for ``data`` (a parameter stays a parameter, keeping

@@ -19,6 +19,7 @@ from torch.export import ExportedProgram
 from ...errors import ExportError
 from ...util import progress
 from .backend_details import PreprocessResult, get_backend_details
+from .canonical_partitioners.duplicate_constant_node_pass import maybe_duplicate_constant_nodes
 from .compile_spec_schema import CompileSpec
 from .copying import copy_graph
 from .lowered_backend_module import LoweredBackendModule
@@ -97,6 +98,8 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgra
     if unknown:
         raise ExportError(f"{type(partitioner).__name__} tagged nodes with {sorted(unknown)} "
                           "but partition_tags has no DelegationSpec for them")
+    for tag in result.partition_tags:
+        maybe_duplicate_constant_nodes(tagged, tag)
     owner = Owner.of(tagged)
     lowered_any = False
     tags = result.partition_tags.items()

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 import logging
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 from torch.export.graph_signature import (
@@ -26,7 +26,14 @@ from torch.export.graph_signature import (
     SymIntArgument,
     TensorArgument,
 )
-from torch.fx.passes.utils.fuser_utils import erase_nodes, fuse_as_graphmodule, validate_partition
+from torch.fx.passes.tools_common import legalize_graph
+from torch.fx.passes.utils.fuser_utils import (
+    erase_nodes,
+    fuse_as_graphmodule,
+    insert_subgm,
+    topo_sort,
+    validate_partition,
+)
 from torch.utils import _pytree as pytree
 
 from ...errors import ExportError
@@ -55,11 +62,15 @@ class Owner:
     input_specs: dict[str, InputSpec] = field(default_factory=dict)
     state_dict: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
+    # one per argument of the output node, in order (buffer mutations a delegate takes over
+    # leave both)
+    output_specs: list[OutputSpec] = field(default_factory=list)
 
     @classmethod
     def of(cls, ep: ExportedProgram) -> Owner:
         specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
-        return cls(ep, specs, dict(ep.state_dict), dict(ep.constants))
+        return cls(ep, specs, dict(ep.state_dict), dict(ep.constants),
+                   list(ep.graph_signature.output_specs))
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -71,14 +82,29 @@ class Owner:
         return self.constants[spec.target]
 
 
-def _mutated_buffers(ep: ExportedProgram) -> set[str]:
-    return set(ep.graph_signature.buffers_to_mutate.values())
+def _mutations(owner: Owner) -> dict[str, torch.fx.Node]:
+    """Mutated buffer (its target) -> the node whose value the program writes back to it."""
+    out = owner.gm.graph.output_node().args[0]
+    return {spec.target: node for spec, node in zip(owner.output_specs, out)
+            if spec.kind == OutputKind.BUFFER_MUTATION and isinstance(node, torch.fx.Node)}
+
+
+def _owns_mutation(node: torch.fx.Node | None, tag: str) -> bool:
+    """The new value of a mutated buffer is computed in partition ``tag`` and used nowhere
+    else but once as the write-back, so the delegate can keep the buffer (ExecuTorch's
+    ``take_over_mutable_buffer``)."""
+    if node is None or node.meta.get(TAG) != tag:
+        return False
+    returned = sum(a is node for a in node.graph.output_node().args[0])
+    return returned == 1 and all(u.op == "output" or u.meta.get(TAG) == tag
+                                 for u in node.users)
 
 
 def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
     """The nodes tagged ``tag``, minus weights that other code needs too (those stay in the
-    program and reach the delegate as inputs)."""
-    mutated = _mutated_buffers(owner.ep)
+    program and reach the delegate as inputs). A tagged mutable buffer goes into the delegate
+    with its write-back when the partition computes it; otherwise it stays in the program."""
+    mutations = _mutations(owner)
     nodes = []
     for node in owner.gm.graph.nodes:
         if node.meta.get(TAG) != tag:
@@ -94,42 +120,16 @@ def _partition_nodes(owner: Owner, tag: str) -> list[torch.fx.Node]:
                     "weights, buffers and constants may be tagged (a delegate receives user "
                     "inputs as arguments). Remove the tag from this placeholder.")
             shared = [u.name for u in node.users if u.meta.get(TAG) != tag]
-            if shared or spec.target in mutated:
-                why = f"also used by {shared}" if shared else "a mutable buffer"
+            foreign = (spec.target in owner.ep.graph_signature.buffers_to_mutate.values()
+                       and not _owns_mutation(mutations.get(spec.target), tag))
+            if shared or foreign:
+                why = (f"also used by {shared}" if shared
+                       else "a mutable buffer written back outside the partition")
                 logger.info("%s stays in the program (%s); the delegate %r gets it as an input",
                             node.name, why, tag)
                 continue
         nodes.append(node)
     return nodes
-
-
-def _stable_topological_sort(graph: torch.fx.Graph) -> None:
-    """Reorder ``graph`` so every node follows its inputs, moving as few nodes as possible."""
-    placed: set[torch.fx.Node] = set()
-    waiting: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-    order: list[torch.fx.Node] = []
-
-    def try_place(start: torch.fx.Node) -> None:
-        stack = [start]
-        while stack:
-            node = stack.pop()
-            if node in placed:
-                continue
-            missing = next((a for a in node.all_input_nodes if a not in placed), None)
-            if missing is not None:
-                waiting.setdefault(missing, []).append(node)
-                continue
-            placed.add(node)
-            order.append(node)
-            stack.extend(reversed(waiting.pop(node, [])))
-
-    for node in list(graph.nodes):
-        try_place(node)
-    if len(order) != len(graph.nodes):
-        raise ExportError("the graph has a cycle after delegation; please report this bug")
-    for prev, node in zip(order, order[1:]):
-        if prev.next is not node:
-            prev.append(node)
 
 
 def _arg_of(node: torch.fx.Node):
@@ -138,22 +138,31 @@ def _arg_of(node: torch.fx.Node):
     return TensorArgument(name=node.name)
 
 
-def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
-                 consumed: dict[str, InputSpec]) -> ExportedProgram:
-    """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs."""
-    graph = sub_gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    weights = [n for n in placeholders if n.name in consumed]
+def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule, consumed: dict[str, InputSpec],
+                 written_back: dict[int, str]) -> ExportedProgram:
+    """The fused subgraph as an ExportedProgram: weights it owns first, then user inputs;
+    outputs ``written_back`` (index -> buffer) are its buffer mutations."""
+    placeholders = [n for n in sub_gm.graph.nodes if n.op == "placeholder"]
+    # Parameters, buffers, constants, then user inputs, each in graph order, all before the
+    # first operator: the graph is rebuilt in that order, as ExecuTorch rebuilds it.
+    kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    weights = [n for kind in kinds for n in placeholders
+               if n.name in consumed and consumed[n.name].kind == kind]
     users = [n for n in placeholders if n.name not in consumed]
-    anchor = placeholders[0]
-    for node in weights + users:  # weights first, as ExportedProgram requires
-        if node is not anchor:
-            anchor.append(node)
-            anchor = node
+    graph = torch.fx.Graph()
+    copies: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in weights + users + [n for n in sub_gm.graph.nodes if n.op != "placeholder"]:
+        copies[node] = graph.node_copy(node, lambda x: copies[x])
+    graph._codegen = sub_gm.graph._codegen
+    sub_gm.graph = graph
+    weights, users = [copies[n] for n in weights], [copies[n] for n in users]
     input_specs = [consumed[n.name] for n in weights] + [
         InputSpec(InputKind.USER_INPUT, _arg_of(n), None) for n in users]
     outputs = list(graph.output_node().args[0])
-    output_specs = [OutputSpec(OutputKind.USER_OUTPUT, _arg_of(n), None) for n in outputs]
+    output_specs = [
+        OutputSpec(OutputKind.BUFFER_MUTATION, _arg_of(n), written_back[i]) if i in written_back
+        else OutputSpec(OutputKind.USER_OUTPUT, _arg_of(n), None)
+        for i, n in enumerate(outputs)]
     state_dict = {s.target: owner.weight(s) for s in consumed.values()
                   if s.target in owner.state_dict}
     constants = {s.target: owner.weight(s) for s in consumed.values()
@@ -171,10 +180,26 @@ def _sub_program(owner: Owner, sub_gm: torch.fx.GraphModule,
         constants=constants, verifiers=[owner.ep.verifier])
 
 
+def _fixup_output_node(sub_gm: torch.fx.GraphModule) -> None:
+    """The subgraph returns a flat list (a list-valued node opened into its items)."""
+    out = sub_gm.graph.output_node()
+    result = out.args[0]
+    if isinstance(result, torch.fx.Node) and isinstance(result.meta.get("val"), list):
+        with sub_gm.graph.inserting_before(out):
+            result = [torch.fx.Proxy(result)[i].node for i in range(len(result.meta["val"]))]
+    out.args = (pytree.tree_flatten(result)[0],)
+
+
 def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> bool:
-    """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none."""
+    """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none.
+
+    The graph edits are ExecuTorch's, in its order (a ``call_module`` after the last node
+    whose value leaves the partition, ``getitem``s, erasure, then torch's ``legalize_graph``
+    re-sorting the whole graph breadth first, then the module call becoming
+    ``get_attr`` + ``executorch_call_delegate``), so the program's node order, hence the
+    ``.pte``, is ExecuTorch's when several partitions are lowered."""
     gm = owner.gm
-    nodes = _partition_nodes(owner, tag)
+    nodes = topo_sort(_partition_nodes(owner, tag))
     if not any(n.op != "placeholder" for n in nodes):
         logger.debug("no nodes to delegate for tag %r", tag)
         return False
@@ -183,45 +208,80 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
             f"the nodes tagged {tag!r} do not form one self-contained subgraph: some "
             "untagged node both depends on a tagged node and feeds another one. Give the two "
             "sides different tags (or tag the node in between too).")
-    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}",
-                                                  always_return_tuple=True)
+    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}")
     if not outputs:
         logger.info("tag %r computes nothing the program uses; left undelegated", tag)
         return False
+    _fixup_output_node(sub_gm)
+    last = nodes[-1]
+    insert_subgm(gm, sub_gm, inputs, outputs)
+    module_node = next(n for n in gm.graph.nodes
+                       if n.op == "call_module" and n.target == f"fused_{tag}")
+    if len(outputs) == 1 and isinstance(outputs[0].meta.get("val"), FakeTensor):
+        with gm.graph.inserting_after(module_node):
+            item = torch.fx.Proxy(module_node)[0].node
+            module_node.replace_all_uses_with(item, propagate_meta=True)
+            item.args = (module_node, 0)
+    for item in module_node.users:  # outputs keep their source's metadata, not its module
+        item.meta.pop("nn_module_stack", None)
+        item.meta.pop("source_fn_stack", None)
+    erase_nodes(gm, nodes)
+    legalize_graph(gm)
+    module_node = next(n for n in gm.graph.nodes
+                       if n.op == "call_module" and n.target == f"fused_{tag}")
+
     consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
-    sub_ep = _sub_program(owner, sub_gm, consumed)
+    written_back = _take_over_mutations(owner, module_node, consumed)
+    sub_ep = _sub_program(owner, sub_gm, consumed, written_back)
     lowered = lower(spec.backend_id, sub_ep, list(spec.compile_specs))
 
-    position = _position(gm)
-    last = max(nodes, key=position.__getitem__)
-    with gm.graph.inserting_after(last):
+    with gm.graph.inserting_before(module_node):
         attr = gm.graph.get_attr(get_lowered_module_name(gm, lowered))
-    with gm.graph.inserting_after(attr):
-        call = gm.graph.call_function(executorch_call_delegate, (attr, *inputs))
-    call.meta["val"] = [o.meta["val"] for o in outputs]
+        call = gm.graph.call_function(executorch_call_delegate, (attr, *module_node.args))
+    # A write-back the delegate keeps is not one of its results (ExecuTorch's spec
+    # propagation runs the sub-program, whose buffer mutations happen in place).
+    call.meta["val"] = [o.meta["val"] for i, o in enumerate(outputs) if i not in written_back]
     copy_provenance(last, call)
-    anchor = call
-    for i, out in enumerate(outputs):
-        with gm.graph.inserting_after(anchor):
-            item = gm.graph.call_function(operator.getitem, (call, i))
-        item.meta["val"] = out.meta["val"]
-        copy_provenance(out, item)  # a delegate output keeps its source node's provenance
-        out.replace_all_uses_with(item)
-        anchor = item
+    module_node.replace_all_uses_with(call)
+    gm.graph.erase_node(module_node)
+    gm.delete_submodule(f"fused_{tag}")
     # The call's handle is one past those left in the graph, as ExecuTorch numbers it.
-    taken = set(nodes)
-    call.meta["debug_handle"] = next_debug_handle(n for n in gm.graph.nodes if n not in taken)
-    erase_nodes(gm, nodes)
+    call.meta["debug_handle"] = next_debug_handle(n for n in gm.graph.nodes if n is not call)
     for name in consumed:
         del owner.input_specs[name]
-    _stable_topological_sort(gm.graph)
     gm.graph.lint()
     gm.recompile()
     return True
 
 
-def _position(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
-    return {n: i for i, n in enumerate(gm.graph.nodes)}
+def _take_over_mutations(owner: Owner, module_node: torch.fx.Node,
+                         consumed: dict[str, InputSpec]) -> dict[int, str]:
+    """Write-backs of buffers the delegate took: dropped from the program's outputs (with
+    their ``getitem``, later ones renumbered) and returned as delegate output index ->
+    buffer, ExecuTorch's ``_unsafe_adjust_original_program``."""
+    owned = {s.target for s in consumed.values() if s.kind == InputKind.BUFFER}
+    out_node = owner.gm.graph.output_node()
+    args, specs, taken = list(out_node.args[0]), [], {}
+    kept = []
+    for arg, spec in zip(args, owner.output_specs):
+        if (spec.kind == OutputKind.BUFFER_MUTATION and spec.target in owned
+                and isinstance(arg, torch.fx.Node) and arg.op == "call_function"
+                and arg.args and arg.args[0] is module_node):
+            taken[arg.args[1]] = spec.target
+            continue
+        kept.append(arg)
+        specs.append(spec)
+    if not taken:
+        return {}
+    out_node.args = (tuple(kept),)
+    owner.output_specs = specs
+    for item in list(module_node.users):
+        if item.args[1] in taken:
+            owner.gm.graph.erase_node(item)
+    for item in list(module_node.users):
+        index = item.args[1]
+        item.args = (module_node, index - sum(1 for i in taken if i < index))
+    return taken
 
 
 def rebuild(owner: Owner) -> ExportedProgram:
@@ -231,7 +291,7 @@ def rebuild(owner: Owner) -> ExportedProgram:
     input_specs = [owner.input_specs[name] for name in placeholders]
     outputs = list(gm.graph.output_node().args[0])
     output_specs = []
-    for old, arg in zip(ep.graph_signature.output_specs, outputs):
+    for old, arg in zip(owner.output_specs, outputs):
         if isinstance(arg, torch.fx.Node) and isinstance(old.arg, (TensorArgument, SymIntArgument)):
             old = OutputSpec(old.kind, type(old.arg)(name=arg.name), old.target)
         output_specs.append(old)

@@ -11,16 +11,35 @@ from torch.export.graph_signature import InputKind
 
 from ...errors import ExportError
 from .lowered_backend_module import executorch_call_delegate
-from .partitioner import TAG
+from .partitioner import TAG, DelegationSpec
 
 logger = logging.getLogger(__name__)
 
 
+def tag_capability_partitions(graph_module: torch.fx.GraphModule, support,
+                              spec: DelegationSpec) -> dict[str, DelegationSpec]:
+    """Tag the partitions torch's ``CapabilityBasedPartitioner`` proposes for ``support``
+    (single nodes too) ``tag<id>``, as ExecuTorch's capability-based partitioners do; the
+    ``partition_tags`` mapping each tag to ``spec``."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    partitions = CapabilityBasedPartitioner(
+        graph_module, support, allows_single_node_partition=True).propose_partitions()
+    tags = {}
+    for partition in partitions:
+        tag = f"tag{partition.id}"
+        for node in partition.nodes:
+            node.meta[TAG] = tag
+        tags[tag] = spec
+    return tags
+
+
 def tag_constant_data(edge_program: ExportedProgram) -> None:
-    """Tag each weight/buffer/constant placeholder with the tag of the nodes that use it, so
-    the delegate owns it. Call after tagging the operators. A weight used by several
-    partitions (or by untagged nodes) stays in the program and reaches each delegate as an
-    input; mutable buffers always stay."""
+    """Tag each weight/buffer/constant placeholder with a tag of the nodes that use it (the
+    smallest, so the choice is the same every run), so the delegate owns it. Call after
+    tagging the operators. ``to_backend`` then copies a weight that several partitions (or
+    the program itself) read, one copy per user, unless it is marked ``no_copy``. Mutable
+    buffers are left alone."""
     sig = edge_program.graph_signature
     mutated = set(sig.buffers_to_mutate.values())
     weights = {s.arg.name for s in sig.input_specs
@@ -29,12 +48,28 @@ def tag_constant_data(edge_program: ExportedProgram) -> None:
     for node in edge_program.graph.nodes:
         if node.op != "placeholder" or node.name not in weights:
             continue
-        tags = {u.meta.get(TAG) for u in node.users}
-        if len(tags) == 1 and None not in tags:
-            node.meta[TAG] = tags.pop()
-        elif len(tags - {None}) > 1:
-            logger.info("%s is used by partitions %s; it stays in the program", node.name,
-                        sorted(t for t in tags if t is not None))
+        tags = {u.meta[TAG] for u in node.users if u.meta.get(TAG) is not None}
+        if len(tags) > 1:
+            logger.info("%s is used by partitions %s; each gets a copy (mark it "
+                        "node.meta['no_copy'] = True to refuse that)", node.name, sorted(tags))
+        if tags:
+            node.meta[TAG] = min(tags)
+
+
+def tag_mutated_buffer(edge_program: ExportedProgram) -> None:
+    """Tag each mutated buffer placeholder with a tag of the partitions that use it (the
+    smallest, so a buffer shared by several partitions lands in the same one every run).
+    Call after tagging the operators."""
+    sig = edge_program.graph_signature
+    mutated = set(sig.buffers_to_mutate.values())
+    for node in edge_program.graph.nodes:
+        if node.op != "placeholder" or sig.inputs_to_buffers.get(node.name) not in mutated:
+            continue
+        tags = {u.meta[TAG] for u in node.users if u.meta.get(TAG) is not None}
+        if len(tags) > 1:
+            logger.info("mutable buffer %s is used by partitions %s", node.name, sorted(tags))
+        if tags:
+            node.meta[TAG] = min(tags)
 
 
 def is_delegate_call(node: torch.fx.Node) -> bool:

@@ -8,6 +8,7 @@ tables run by :func:`rewrite`. User passes are ExecuTorch's shapes (``ExportPass
 ``to_executorch`` runs an explicit, ordered list of steps (see ``exir/lowering.py``).
 """
 
+import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from ..pass_base import ExportPass
@@ -23,4 +24,13 @@ from .to_out_variant import ToOutVarPass
 __all__ = ["DebugPass", "ExportPass", "HintBasedSymShapeEvalPass", "LegalizePortableDimOrderPass",
            "MemoryPlanningPass",
            "PassBase", "PassResult", "ScalarToTensorPass", "SpecPropPass", "ToOutVarPass",
-           "rewrite"]
+           "dead_code_elimination_pass", "rewrite"]
+
+
+def dead_code_elimination_pass(graph_module: torch.fx.GraphModule) -> PassResult:
+    """Drop unused nodes from the graph and every nested graph (ExecuTorch's helper)."""
+    for sub in graph_module.modules():
+        if isinstance(sub, torch.fx.GraphModule):
+            sub.graph.eliminate_dead_code()
+            sub.recompile()
+    return PassResult(graph_module, True)

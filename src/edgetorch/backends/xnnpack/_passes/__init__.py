@@ -14,6 +14,7 @@ from torch.fx.passes.infra.pass_base import PassBase
 
 from ....errors import PassError
 from ....exir.program._program import _transform
+from .fuse_batch_norm import FuseBatchNormPass
 from .remove_noop_expand_copy_pass import RemoveNoopExpandCopyPass
 from .xnnpack_pass import XNNPACKPass
 
@@ -47,4 +48,5 @@ class XNNPACKPassManager:
         return ep
 
 
-__all__ = ["DEFAULT_PASSES", "RemoveNoopExpandCopyPass", "XNNPACKPass", "XNNPACKPassManager"]
+__all__ = ["DEFAULT_PASSES", "FuseBatchNormPass", "RemoveNoopExpandCopyPass", "XNNPACKPass",
+           "XNNPACKPassManager"]

@@ -1,0 +1,1 @@
+"""Apple backends, at ExecuTorch's paths (``executorch.backends.apple``)."""

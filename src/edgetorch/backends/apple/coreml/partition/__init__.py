@@ -1,0 +1,3 @@
+from .coreml_partitioner import CoreMLPartitioner
+
+__all__ = ["CoreMLPartitioner"]

@@ -1,0 +1,204 @@
+"""What each operator of a ``VkGraph`` computes, for the NumPy interpreter.
+
+An ``OperatorCall`` names its operator as the Edge dialect does (``aten.add.Tensor``) and
+passes every schema argument, then the output. Most operators are ATen's: they run the
+portable kernel of their out variant (``aten::add.out``), the reference every other edgetorch
+path is checked against. Where the out variant drops arguments (a creation op's dtype,
+layout and device, which the output tensor's own dtype replaces) ``_KEEP`` says which stay.
+The delegate's own operators (``et_vk.*``), the symbolic integer ops and the few ATen ops
+without a portable kernel are written here with ``@vk_op``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ....errors import OperatorMissingError, near_matches
+from ....kernels import KERNELS
+from ....schema.scalar_type import from_numpy_dtype
+
+Handler = Callable[..., Any]  # (*arguments, *outs) -> result or tuple of results
+
+VK_OPS: dict[str, Handler] = {}
+
+
+def vk_op(*names: str) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        for name in names:
+            if name in VK_OPS:
+                raise ValueError(f"Vulkan operator {name!r} is registered twice")
+            VK_OPS[name] = fn
+        return fn
+    return deco
+
+
+# Out variants whose names the ``op.overload`` -> ``op.out`` / ``op.overload_out`` rule misses.
+_OUT_NAME = {
+    "aten.arange.start_step": "aten::arange.start_out",
+    "aten.div.Tensor_mode": "aten::div.out_mode",
+    "aten.sum.dim_IntList": "aten::sum.IntList_out",
+}
+# Functional arguments the out variant keeps (the others are dtype/layout/device/pin_memory).
+_KEEP = {
+    "aten.full.default": (0, 1),
+    "aten.full_like.default": (0, 1, 6),
+    "aten.ones.default": (0,),
+    "aten.zeros.default": (0,),
+    "aten.arange.start_step": (0, 1, 2),
+    "aten.scalar_tensor.default": (0,),
+    "aten._to_copy.default": (0, 5, 6),
+    "dim_order_ops._to_dim_order_copy.default": (0, 5, 6),
+}
+
+
+def out_variant(name: str) -> str | None:
+    """The portable kernel for Edge operator ``name`` (``ns.op.overload``), or None."""
+    if name in _OUT_NAME:
+        return _OUT_NAME[name]
+    parts = name.split(".")
+    if len(parts) != 3:
+        return None
+    ns, op, overload = parts
+    candidates = [f"{ns}::{op}.out"] if overload == "default" else [
+        f"{ns}::{op}.{overload}_out", f"{ns}::{op}.out"]
+    return next((c for c in candidates if c in KERNELS), None)
+
+
+# The graph stores a ScalarType argument as Null: Q/DQ ops take the quantized dtype from the
+# tensor that has it (a dequantize's input, a quantize's output).
+_QDQ_DTYPE_ARG = {"dequantize_per_tensor": (5, "in"), "dequantize_per_channel": (6, "in"),
+                  "dequantize_per_token": (5, "in"), "quantize_per_tensor": (5, "out"),
+                  "quantize_per_channel": (6, "out"), "quantize_per_token": (5, "out")}
+
+
+def _with_qdq_dtype(fn: Handler, index: int, side: str) -> Handler:
+    def run(*args):
+        if args[index] is None:
+            src = args[0] if side == "in" else args[-1]
+            args = (*args[:index], int(from_numpy_dtype(src.dtype)), *args[index + 1:])
+        return fn(*args)
+    return run
+
+
+def resolve(name: str) -> Handler:
+    """The handler of operator ``name``; an operator with none is refused, by name."""
+    if name in VK_OPS:
+        return VK_OPS[name]
+    kernel_name = out_variant(name)
+    if kernel_name is not None:
+        fn = KERNELS[kernel_name].fn
+        parts = name.split(".")
+        if parts[0] == "quantized_decomposed" and parts[1] in _QDQ_DTYPE_ARG:
+            return _with_qdq_dtype(fn, *_QDQ_DTYPE_ARG[parts[1]])
+        keep = _KEEP.get(name)
+        if keep is None:
+            return fn
+        n_out = KERNELS[kernel_name].num_args - len(keep)
+        return lambda *args: fn(*[args[i] for i in keep], *args[len(args) - n_out:])
+    hint = near_matches(name, list(VK_OPS) + [n.replace("::", ".") for n in KERNELS])
+    near = f" Similar: {', '.join(hint)}." if hint else ""
+    raise OperatorMissingError(
+        f"VulkanBackend: the delegate calls operator {name!r}, which this runtime cannot run.{near}"
+        " Lower that operator outside the Vulkan delegate (VulkanPartitioner("
+        f"operator_blocklist=[...])), or add it to edgetorch.backends.vulkan.runtime.ops.")
+
+
+# ---- the delegate's own operators ----------------------------------------------------------
+
+@vk_op("et_vk.prepack.default")
+def _prepack(x, out):
+    return x  # a constant moved to the GPU at load time: the same values
+
+
+@vk_op("et_vk.conv_with_clamp.default")
+def _conv_with_clamp(x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+                     lo, hi, out):
+    y = KERNELS["aten::convolution.out"].fn(x, w, b, stride, padding, dilation, transposed,
+                                              output_padding, groups, out)
+    if lo is None and hi is None:
+        return y
+    return np.clip(y, lo, hi, out=y if y is out else None)
+
+
+@vk_op("et_vk.rms_norm.default")
+def _rms_norm(x, weight, eps, out):
+    x32 = x.astype(np.float32, copy=False)
+    rstd = 1.0 / np.sqrt(np.mean(x32 * x32, axis=-1, keepdims=True) + np.float32(eps))
+    return x32 * rstd * weight.astype(np.float32, copy=False)
+
+
+def _dequant_rows(q: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) * scales.astype(np.float32).reshape(-1, 1)
+
+
+@vk_op("aten._weight_int8pack_mm.default")
+def _weight_int8pack_mm(x, weight, scales, out):
+    """``x @ (int8 W * per-row scale).T``: the 8-bit weight-only linear."""
+    return x.astype(np.float32) @ _dequant_rows(weight, scales).T
+
+
+@vk_op("et_vk.linear_qcs4w.default")
+def _linear_qcs4w(x, packed, scales, out):
+    """4-bit weight-only linear: two values a byte (even column high), each stored + 8."""
+    p = packed.astype(np.int16)
+    w = np.empty((p.shape[0], p.shape[1] * 2), np.int16)
+    w[:, 0::2], w[:, 1::2] = (p >> 4) - 8, (p & 0x0F) - 8
+    w = w[:, :x.shape[-1]]
+    return x.astype(np.float32) @ _dequant_rows(w, scales).T
+
+
+# ---- ATen operators without a portable kernel -----------------------------------------------
+
+@vk_op("aten.max_pool2d.default")
+def _max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, out):
+    indices = np.empty(out.shape, np.int64)
+    y, _ = KERNELS["aten::max_pool2d_with_indices.out"].fn(
+        x, kernel_size, stride, padding, dilation, ceil_mode, out, indices)
+    return y
+
+
+@vk_op("aten.hardshrink.default")
+def _hardshrink(x, lambd, out):
+    return np.where(np.abs(x) > lambd, x, np.zeros((), x.dtype))
+
+
+@vk_op("aten.zeros_like.default")
+def _zeros_like(x, dtype, layout, device, pin_memory, memory_format, out):
+    return np.zeros(x.shape, out.dtype)
+
+
+@vk_op("aten.ones_like.default")
+def _ones_like(x, dtype, layout, device, pin_memory, memory_format, out):
+    return np.ones(x.shape, out.dtype)
+
+
+@vk_op("aten.permute.default")
+def _permute(x, dims, out):
+    return np.ascontiguousarray(np.transpose(x, dims))
+
+
+@vk_op("aten.copy.default")
+def _copy(x, src, non_blocking, out):
+    return np.broadcast_to(src, x.shape).astype(x.dtype)  # the partitioner admits no-op copies
+
+
+# ---- symbolic integers (dynamic shapes) -------------------------------------------------------
+
+@vk_op("sym_size.int")
+def _sym_size(x, dim, out):
+    return int(x.shape[dim])
+
+
+for _name, _fn in {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+                   "floordiv": operator.floordiv, "lt": operator.lt, "gt": operator.gt,
+                   "ge": operator.ge, "le": operator.le, "eq": operator.eq}.items():
+    vk_op(_name)(lambda a, b, out, _f=_fn: _f(a, b))
+
+
+@vk_op("_assert_scalar.default", "sym_constrain_range_for_size.default")
+def _assertion(*args):
+    return None

@@ -1,0 +1,87 @@
+"""Against ExecuTorch 1.5.1: edgetorch's Vulkan ``.pte`` is ExecuTorch's byte for byte (same
+model, same options), and ExecuTorch's Vulkan ``.pte`` runs in edgetorch's runtime within
+1e-5 of eager (fp32) or within fp16's rounding bound (``force_fp16``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from delegate_checks import params  # tests/support
+from vk_cases import eager, fp16_tolerance, lower, run
+from vk_models import build
+
+from edgetorch.backends.vulkan.serialization.vulkan_graph_schema import VkStorageType
+from edgetorch.errors import InvalidArgumentError
+from edgetorch.examples import EXAMPLES
+
+pytestmark = [pytest.mark.compat, pytest.mark.torch]
+
+# (model, partitioner options, quantization): what is compared byte for byte
+CASES = [
+    ("mobilenet_v2", {}, None),
+    ("transformer_encoder", {}, None),
+    ("llama_decoder", {}, None),
+    ("cnn", {"force_fp16": True}, None),
+    ("cnn", {"small_texture_limits": True}, None),
+    ("cnn", {"storage_type_override": int(VkStorageType.BUFFER)}, None),
+    ("mlp", {}, "w8"),
+    ("mlp", {}, "w4"),
+    ("mlp", {}, "dyn8"),
+    ("accumulator", {}, None),  # a mutable buffer the delegate takes over
+    ("accumulator", {"alias_buffer_mutations": True}, None),
+]
+IDS = [f"{m}-{'-'.join(map(str, o.items())) or 'default'}-{q or 'fp'}" for m, o, q in CASES]
+# The larger models run with ``-m slow`` (``make test-vulkan-coreml-slow``): each costs ExecuTorch a minute.
+SLOW = {"transformer_encoder", "llama_decoder"}
+
+
+
+def _options(options: dict) -> dict:
+    out = dict(options)
+    if "storage_type_override" in out:
+        out["storage_type_override"] = VkStorageType(out["storage_type_override"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def submitted(vulkan_ref):
+    for m, o, q in CASES:  # the default run's all at once, two at a time
+        if m not in SLOW:
+            vulkan_ref.submit(m, o, q)
+    return vulkan_ref
+
+
+@pytest.mark.parametrize("model, options, quant", params(CASES, SLOW, IDS))
+def test_pte_bytes_equal_executorch(model, options, quant, submitted):
+    m, inputs = build(model)
+    ours = lower(m, inputs, _options(options), quant)
+    theirs = submitted.get(model, options, quant).read_bytes()
+    assert len(ours) == len(theirs)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("model", params(["mobilenet_v2", "transformer_encoder",
+                                           "llama_decoder"], SLOW))
+def test_executorch_vulkan_pte_runs_in_edgetorch(model, submitted):
+    m, inputs = EXAMPLES[model].build()
+    outs, handles = run(submitted.get(model).read_bytes(), inputs)
+    for got, want in zip(outs, eager(m, inputs)):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+    assert all(h.operators_run for h in handles)
+
+
+def test_executorch_fp16_vulkan_pte_runs_in_edgetorch(submitted):
+    m, inputs = EXAMPLES["cnn"].build()
+    outs, (handle, *_) = run(submitted.get("cnn", {"force_fp16": True}).read_bytes(), inputs)
+    (want,) = eager(m, inputs)
+    assert handle.fp16
+    assert np.abs(outs[0] - want).max() <= fp16_tolerance(want, len(handle.calls) + 1)
+
+
+def test_executorch_refuses_its_own_buffer_mutation_output_and_so_do_we(submitted):
+    """Without ``alias_buffer_mutations`` ExecuTorch 1.5.1 serializes the buffer's new value
+    as a graph output that the delegate call has no argument for; its Vulkan runtime
+    refuses that count mismatch (``VulkanBackend::execute``), and so does edgetorch's."""
+    m, inputs = build("accumulator")
+    with pytest.raises(InvalidArgumentError, match="1 inputs and 2 outputs"):
+        run(submitted.get("accumulator").read_bytes(), inputs)

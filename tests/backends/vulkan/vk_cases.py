@@ -1,0 +1,36 @@
+"""How the Vulkan tests lower a model with edgetorch (the same calls ExecuTorch's users make),
+and the tolerances they compare with."""
+
+from __future__ import annotations
+
+import torch
+from delegate_checks import eager, fp16_tolerance, run  # noqa: F401 (tests/support)
+
+from edgetorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from edgetorch.exir import to_edge_transform_and_lower
+
+QUANT = {"w8": (False, 8), "w4": (False, 4), "dyn8": (True, 8)}
+
+
+def quantize(model: torch.nn.Module, inputs: tuple, mode: str) -> torch.export.ExportedProgram:
+    """PT2E with ``VulkanQuantizer``, calibrated on ``inputs``: the converted program."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from edgetorch.backends.vulkan.quantizer.vulkan_quantizer import (
+        VulkanQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    dynamic, bits = QUANT[mode]
+    quantizer = VulkanQuantizer().set_global(
+        get_symmetric_quantization_config(is_dynamic=dynamic, weight_bits=bits))
+    prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer)
+    prepared(*inputs)
+    return torch.export.export(convert_pt2e(prepared), inputs)
+
+
+def lower(model: torch.nn.Module, inputs: tuple, options: dict | None = None,
+          quant: str | None = None) -> bytes:
+    ep = quantize(model, inputs, quant) if quant else torch.export.export(model, inputs)
+    return to_edge_transform_and_lower(
+        ep, partitioner=[VulkanPartitioner(options)]).to_executorch().buffer
