@@ -7,20 +7,15 @@ Compiler half (torch; loaded on first use of its names): ``VulkanPartitioner``
 ``edgetorch.backends.builtin``. Importing this package imports no torch.
 """
 
+from edgetorch.util.lazy_names import lazy_names
+
 from . import runtime
 from .runtime import BACKEND_ID
 
 _COMPILER = {
-    "VulkanPartitioner": "partitioner.vulkan_partitioner",
-    "VulkanQuantizer": "quantizer.vulkan_quantizer",
+    "VulkanPartitioner": ".partitioner.vulkan_partitioner",
+    "VulkanQuantizer": ".quantizer.vulkan_quantizer",
 }
 
 __all__ = ["BACKEND_ID", "runtime", *_COMPILER]
-
-
-def __getattr__(name: str):
-    if name in _COMPILER:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_COMPILER[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, _COMPILER)

@@ -4,8 +4,7 @@ lazily: the compile spec and the converter lookup are torch-free."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from edgetorch.util.lazy_names import lazy_names
 
 LAZY_IMPORTS = {
     "VgfCompileSpec": ".compile_spec",
@@ -14,15 +13,4 @@ LAZY_IMPORTS = {
 }
 
 __all__ = sorted(LAZY_IMPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in LAZY_IMPORTS:
-        value = getattr(importlib.import_module(LAZY_IMPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(LAZY_IMPORTS))
+__getattr__, __dir__ = lazy_names(__name__, LAZY_IMPORTS)
