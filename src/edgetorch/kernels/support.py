@@ -202,6 +202,16 @@ _add(FLOAT, "cortex_m::quantize_per_tensor.out", arg="input",
      note="as quantized_decomposed::quantize_per_tensor")
 _add(QUANTIZED_INT, "cortex_m::dequantize_per_tensor.out", arg="input",
      note="as quantized_decomposed::dequantize_per_tensor; float32 out")
+# The Cortex-M (CMSIS-NN) operators of ExecuTorch's cortex_m library (kernels/cortex_m): int8
+# tensors only, their key argument the first tensor of the schema (input, self or lhs).
+_add(frozenset({S.CHAR}), *(f"cortex_m::{n}.out" for n in (
+    "quantized_conv2d", "quantized_conv2d_nhwc", "quantized_depthwise_conv2d",
+    "quantized_depthwise_conv2d_nhwc", "quantized_transpose_conv2d",
+    "quantized_transpose_conv2d_nhwc", "quantized_add", "quantized_mul", "quantized_div",
+    "quantized_activation", "minimum", "maximum", "transpose", "pad", "quantized_linear",
+    "quantized_batch_matmul", "quantized_avg_pool2d", "quantized_avg_pool2d_nhwc",
+    "quantized_max_pool2d", "quantized_max_pool2d_nhwc", "softmax")),
+     note="int8 only (CMSIS-NN's s8 kernels)")
 
 # ---- what ExecuTorch ships ---------------------------------------------------------------
 
