@@ -28,12 +28,29 @@ TARGETS = frozenset({
 
 
 def _non_default(val: object) -> bool:
+    if not isinstance(val, torch.Tensor):
+        return False
+    # A symbolic size or stride (dynamic shapes, e.g. an LLM's sequence length) has no settled
+    # dim order, and asking for one guards on data-dependent values: left as it is (edgetorch's
+    # kernels take any dim order).
+    if not all(isinstance(n, int) for n in (*val.shape, *val.stride())):
+        return False
+    return tuple(int(d) for d in val.dim_order()) != tuple(range(val.dim()))
+
+
+def _symbolic(val: object) -> bool:
     return isinstance(val, torch.Tensor) and \
-        tuple(int(d) for d in val.dim_order()) != tuple(range(val.dim()))
+        not all(isinstance(n, int) for n in (*val.shape, *val.stride()))
 
 
 def needs_legalization(graph_module: torch.fx.GraphModule) -> bool:
-    """Whether some target operator reads a tensor that is not in the default dim order."""
+    """Whether some target operator reads a tensor that is not in the default dim order.
+
+    Graphs with symbolic shapes are left alone: the pass re-traces the whole graph, which
+    fails on data-dependent sizes (an LLM's KV-cache positions); those programs keep their
+    dim orders as before (a known gap: ExecuTorch inserts the copy there too)."""
+    if any(_symbolic(node.meta.get("val")) for node in graph_module.graph.nodes):
+        return False
     return any(node.op == "call_function" and node.target in TARGETS and node.args
                and isinstance(node.args[0], torch.fx.Node)
                and _non_default(node.args[0].meta.get("val"))
