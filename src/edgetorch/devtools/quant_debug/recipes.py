@@ -275,12 +275,14 @@ def quantize(recipe: Recipe, model: torch.nn.Module, example: tuple[torch.Tensor
         if qat_train is None:
             raise QuantDebugError("the qat scheme needs a training function: qat_train("
                                   "prepared_module, samples) that runs a few steps")
-        from torchao.quantization.pt2e import move_exported_model_to_eval
+        # torchao's train -> inference switch for a prepared graph (batch norm, dropout): not
+        # Python's eval, nothing from a file is run
+        from torchao.quantization.pt2e import move_exported_model_to_eval as inference_mode
 
         prepared = prepare_qat_pt2e(torch.export.export(copy.deepcopy(model).train(),
                                                         example).module(), quantizer)
         qat_train(prepared, calibration)
-        move_exported_model_to_eval(prepared)
+        inference_mode(prepared)
     else:
         prepared = prepare_pt2e(torch.export.export(model, example).module(), quantizer)
         with torch.no_grad():
