@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from refenv import _clean_env, ref_available, ref_python
-from xnn_aot_cases import CASES, IDS, dynamic_batch_programs, eager, lower
+from xnn_aot_cases import CASES, IDS, dynamic_batch_programs, eager, lower, run_ours
 from xnn_helpers import MODELS as EXECUTORCH_LOWERED  # what conftest's xnnpack_exports has
 
 from edgetorch.backends.xnnpack.serialization import deserialize_xnnpack_binary
@@ -166,3 +166,21 @@ def test_dynamic_blob_equals_executorchs(dynamic):
             f.delegate_bytes(f.program.execution_plan[0].delegates[0])).graph)
     assert graphs[0] == graphs[1]
     assert graphs[0].xvalues[-1].tensor.dims == [10, 2, 2]  # the upper bound
+
+
+def test_a_weight_shared_with_an_undelegated_user_is_stored_as_executorch_stores_it(tmp_path):
+    """A tied table (the Linear's weight in XNNPACK, the Embedding's in the program) is kept
+    twice, once per side, as ExecuTorch 1.5.1 keeps it; the program runs like eager."""
+    if not ref_available():
+        pytest.skip("reference ExecuTorch env not available")
+    import xnn_tied
+
+    theirs = tmp_path / "theirs.pte"
+    subprocess.run([str(ref_python()), xnn_tied.__file__, "executorch", str(theirs)],
+                   env=_clean_env(), check=True, capture_output=True, timeout=600)
+    mine = xnn_tied.lower("edgetorch")
+    model, inputs = xnn_tied.build()
+    table = model.emb.weight.detach().numpy().tobytes()
+    assert mine.count(table) == theirs.read_bytes().count(table) == 2
+    np.testing.assert_allclose(run_ours(mine, tuple(t.numpy() for t in inputs))[0], eager(model, inputs)[0],
+                               rtol=1e-5, atol=1e-5)
