@@ -1,4 +1,4 @@
-"""The load-time fast path (runtime/fastpath.py, kernels/portable/prepared.py) gives the very
+"""The load-time fast path (runtime/optimize, kernels/portable/prepared.py) gives the very
 bits of the kernels it stands in for, and falls back to them off its fast cases.
 
 Each preparer is checked against its own kernel on the same arguments (the kernel is the
@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import torch
-from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge

@@ -27,12 +27,16 @@ class BackendInitContext:
     ``program_dir`` is the folder of the ``.pte`` when it was loaded from a path (None for
     bytes): with the folders the user names in ``options``, the only places a path stored in
     the file may lead (``edgetorch.runtime.file_paths``).
+    ``optimize`` says which load passes this load runs (``runtime.optimize.Options``: ``name
+    in optimize``); a backend runs its own declared passes through ``optimize.guard``, which
+    reports a failure in the method's load report. None: every pass, failures raise.
     """
 
     method_name: str
     named_data: Callable[[str], memoryview]
     options: Mapping[str, Any] = field(default_factory=dict)
     program_dir: str | None = None
+    optimize: Any = None
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ class InstructionRecord:
     logged_outputs: tuple[int, ...] = ()
     # A kernel call's value indices as the program lists them, the return slot last.
     call: tuple[int, ...] = ()
+    # A kernel call without a return slot: it writes its first argument in place.
+    in_place: bool = False
 
     @property
     def is_prim(self) -> bool:
@@ -139,7 +141,7 @@ def _over_budget(method: str, budget: int) -> InvalidProgramError:
 
 def run_steps(steps: Sequence[Instr], owner: Sequence[int],
               records: Sequence[InstructionRecord], method: str) -> None:
-    """The fastest path: the load-time steps (``fastpath.plan_steps``), ``owner[k]`` being the
+    """The fastest path: the load-time steps (``optimize.run_passes``), ``owner[k]`` being the
     instruction step ``k`` belongs to (for the error's context)."""
     k = -1
     # The kernels silence NumPy's floating-point warnings (torch has none: inf and nan are

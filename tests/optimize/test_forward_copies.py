@@ -1,12 +1,12 @@
-"""Copies forwarded to the instruction computing their source (runtime/forward_copies.py):
+"""Copies forwarded to the instruction computing their source (runtime/optimize/forward_copies.py):
 the same bits as the closures, and no forwarding where the source is read elsewhere."""
 
 from __future__ import annotations
 
 import torch
-from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
-from edgetorch.runtime import forward_copies
+from edgetorch.runtime.optimize import PASSES
 
 
 def _stepless(method) -> list[str]:
@@ -37,18 +37,13 @@ def _check(model, inputs):
     return fast
 
 
-def test_copies_forward_to_their_producers_with_the_same_bits(monkeypatch):
-    calls = []
-    real = forward_copies.forward
-
-    def spy(m, per, *rest):
-        before = {k: len(v) for k, v in per.items()}
-        real(m, per, *rest)
-        calls.extend(k for k, v in per.items() if before[k] and not v)
-
-    monkeypatch.setattr(forward_copies, "forward", spy)
-    fast = _check(_Chain().eval(), (torch.randn(2, 6, 4, 8), torch.randn(2, 6, 4, 8)))
-    assert calls and all(fast.records[k].index not in fast._steps[1] for k in calls)
+def test_copies_forward_to_their_producers_with_the_same_bits():
+    inputs = (torch.randn(2, 6, 4, 8), torch.randn(2, 6, 4, 8))
+    fast = _check(_Chain().eval(), inputs)
+    without, _ = fast_and_slow(_Chain().eval(), inputs, set(PASSES.names()) - {"forward_copies"})
+    forwarded = set(_stepless(fast)) - set(_stepless(without))
+    assert forwarded and all("copy" in n or "clone" in n for n in forwarded)
+    assert fast.load_report["forward_copies"].changed >= 2 * len(forwarded)
 
 
 def test_no_forwarding_when_the_source_is_read_elsewhere():

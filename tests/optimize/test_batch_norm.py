@@ -1,9 +1,11 @@
-"""BatchNorm folded into the preceding convolution at load (runtime/fold_bn.py): the folded
-method agrees with eager PyTorch, and the graph decides when folding is allowed."""
+"""BatchNorm folded into the preceding convolution at load (runtime/optimize/batch_norm.py),
+for programs whose compiler did not fold it: the folded method agrees with eager PyTorch, and
+the graph decides when folding is allowed."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
@@ -11,7 +13,8 @@ import torch
 
 from edgetorch.exir import to_edge
 from edgetorch.kernels import accel
-from edgetorch.runtime import Runtime, fastpath, fold_bn
+from edgetorch.runtime import Runtime
+from edgetorch.runtime.optimize import batch_norm
 
 
 def _bn(c: int, affine: bool = True) -> torch.nn.BatchNorm2d:
@@ -26,11 +29,7 @@ def _bn(c: int, affine: bool = True) -> torch.nn.BatchNorm2d:
 
 def _load(model, x, fast=True):
     pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer
-    fastpath.ENABLED = fast
-    try:
-        return Runtime.get().load_program(pte).load_method("forward")
-    finally:
-        fastpath.ENABLED = True
+    return Runtime.get().load_program(pte).load_method("forward", optimize=fast)
 
 
 def _folded(method) -> list[str]:
@@ -134,11 +133,10 @@ def test_activation_fuses_into_the_folded_convolution(act, groups, compiled):
         assert len(names) >= 6
         got = method.execute([x.numpy()])[0]
         again = method.execute([x.numpy()])[0]
-        fold_bn.FUSE_ACTIVATIONS = False
-        try:
+        # the same rule without its activation tail
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch_norm, "RULES", [dataclasses.replace(batch_norm.RULE, tail=None)])
             unfused = _load(model, x)
-        finally:
-            fold_bn.FUSE_ACTIVATIONS = True
         assert len(_folded(unfused)) == 4
         assert got.tobytes() == again.tobytes() == unfused.execute([x.numpy()])[0].tobytes()
         unfolded = _load(model, x, fast=False).execute([x.numpy()])[0]

@@ -1,5 +1,6 @@
-"""The fast path against the closures it replaces: one method of each from the same program,
-and the check that they give the same bits (and eager PyTorch's numbers)."""
+"""The load passes against the kernels they stand in for: one method of each from the same
+program (``optimize=True`` and ``optimize=False``), and the check that they give the same bits
+(and eager PyTorch's numbers)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,19 @@ import numpy as np
 import torch
 
 from edgetorch.exir import to_edge
-from edgetorch.runtime import Runtime, fastpath
+from edgetorch.runtime import Runtime
 
 
-def fast_and_slow(model, inputs):
-    """(method with the fast path, method running the instructions' closures)."""
+def fast_and_slow(model, inputs, passes=True):
+    """(method with the load passes ``passes``, method running every kernel)."""
     pte = to_edge(torch.export.export(model, inputs)).to_executorch().buffer
-    fast = Runtime.get().load_program(pte).load_method("forward")
-    fastpath.ENABLED = False
-    try:
-        slow = Runtime.get().load_program(pte).load_method("forward")
-    finally:
-        fastpath.ENABLED = True
-    return fast, slow
+    program = Runtime.get().load_program(pte)
+    return program.load_method("forward", optimize=passes), \
+        program.load_method("forward", optimize=False)
 
 
 def assert_same_bits_and_eager(fast, slow, model, inputs, rtol=1e-4, atol=1e-5):
-    """Two calls (the second on the memory the first left behind) give the closures' bits;
+    """Two calls (the second on the memory the first left behind) give the kernels' bits;
     the results match eager PyTorch."""
     args = [x.numpy() for x in inputs]
     for _ in range(2):

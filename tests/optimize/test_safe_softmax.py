@@ -1,11 +1,11 @@
-"""The safe-softmax tail of an attention as one step (runtime/safe_softmax.py): the same bits
+"""The safe-softmax tail of an attention as one step (runtime/optimize/safe_softmax.py): the same bits
 as the six instructions it replaces, fully masked rows included, and eager PyTorch's numbers."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
 from edgetorch.kernels import accel
 
