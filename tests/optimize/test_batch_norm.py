@@ -135,7 +135,7 @@ def test_activation_fuses_into_the_folded_convolution(act, groups, compiled):
         again = method.execute([x.numpy()])[0]
         # the same rule without its activation tail
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(batch_norm, "RULES", [dataclasses.replace(batch_norm.RULE, tail=None)])
+            mp.setattr(batch_norm, "RULE", dataclasses.replace(batch_norm.RULE, tail=None))
             unfused = _load(model, x)
         assert len(_folded(unfused)) == 4
         assert got.tobytes() == again.tobytes() == unfused.execute([x.numpy()])[0].tobytes()

@@ -25,17 +25,6 @@ Instr = Callable[[], Any]
 # that loops forever): ExecuTorch's ``ET_MAX_INSTRUCTIONS``, failing with InvalidProgram.
 MAX_INSTRUCTIONS = 10_000_000
 
-# np.errstate(all="ignore") costs about a microsecond per entry, a tenth of a tiny model's
-# call; setting NumPy's error-state context variable directly costs a third of that. Where a
-# NumPy version lacks it, run_steps falls back to np.errstate.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
-
-    with np.errstate(all="ignore"):
-        _SILENT = _ERRSTATE.get()
-except (ImportError, AttributeError):  # pragma: no cover - other NumPy versions
-    _ERRSTATE = None
-
 # Kernels ExecuTorch registers as prim ops: their calls get OPERATOR_CALL only (no
 # native_call_* event, no logged outputs), as its runtime reports them.
 _PRIM_PREFIXES = ("executorch_prim::",)
@@ -139,27 +128,23 @@ def _over_budget(method: str, budget: int) -> InvalidProgramError:
         f"ExecuTorch stops at ET_MAX_INSTRUCTIONS = {MAX_INSTRUCTIONS})")
 
 
-def run_steps(steps: Sequence[Instr], owner: Sequence[int],
-              records: Sequence[InstructionRecord], method: str) -> None:
-    """The fastest path: the load-time steps (``optimize.run_passes``), ``owner[k]`` being the
-    instruction step ``k`` belongs to (for the error's context)."""
+def run_steps(steps: Sequence[Instr], fail: Callable[[int, Exception], None],
+              each: Callable[[int, int, int], None] | None = None) -> None:
+    """The straight-line loop (a method's steps, a delegate's nodes): each step in turn;
+    ``fail(k, error)`` raises the error of step ``k`` in its context; ``each(k, start, end)``
+    (an event tracer's, in ns) is told about every step when given."""
     k = -1
-    # The kernels silence NumPy's floating-point warnings (torch has none: inf and nan are
-    # values); their prepared steps are bare ufuncs, so the whole loop runs silenced.
-    token = _ERRSTATE.set(_SILENT) if _ERRSTATE is not None else None
     try:
-        if token is None:
-            with np.errstate(all="ignore"):
-                for k, fn in enumerate(steps):  # noqa: B007 (k names the failing step)
-                    fn()
+        if each is None:
+            for k, fn in enumerate(steps):  # noqa: B007 (k names the failing step)
+                fn()
         else:
             for k, fn in enumerate(steps):  # noqa: B007
+                start = now_ns()
                 fn()
+                each(k, start, now_ns())
     except Exception as e:
-        _raise_in_context(e, method, records, owner[k] if 0 <= k < len(owner) else -1)
-    finally:
-        if token is not None:
-            _ERRSTATE.reset(token)
+        fail(k, e)
 
 
 def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: EventTracer,

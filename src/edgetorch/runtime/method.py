@@ -41,6 +41,7 @@ from .instructions import (
     MAX_INSTRUCTIONS,
     Instr,
     InstructionRecord,
+    _raise_in_context,
     kernel_io,
     run_plain,
     run_steps,
@@ -49,6 +50,7 @@ from .instructions import (
 )
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
+from .quiet import Quiet
 from .values import (
     DTYPES,
     MAX_UNPLANNED_BYTES,
@@ -106,13 +108,16 @@ class Method:
         self._has_jumps = False
         self._compile()
         self._prepare_io()
-        # The plain loop's steps after the load passes (None: the records' closures run). While
-        # the compiled kernels warm up (accel.pending) the passes run later, at the first
-        # execute after: run now, the prepared steps would keep the NumPy paths for good.
+        # The plain loop's steps after the load passes (None: the records' closures run),
+        # silenced once per call (quiet.py), and how a failing step names its instruction.
+        # While the compiled kernels warm up (accel.pending) the passes run later, at the
+        # first execute after: run now, the prepared steps would keep the NumPy paths for good.
+        self._quiet = Quiet()
         self._steps_pending = not self._has_jumps and accel.pending()
-        self._steps = None
+        self._steps: tuple[list[Any], list[int]] | None = None
+        self._fail = self._failing(None)
         if not self._has_jumps and not self._steps_pending:
-            self._steps = optimize.run_passes(self._dataflow(), opts)
+            self._run_load_passes()
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -270,6 +275,10 @@ class Method:
     def reset_buffers(self) -> None:
         """Put every mutable buffer back to its initial state."""
         self.buffers.reset()
+
+    def _run_load_passes(self) -> None:
+        self._steps = optimize.run_passes(self._dataflow(), self._optimize)
+        self._fail = self._failing(self._steps[1] if self._steps is not None else None)
 
     def _dataflow(self) -> optimize.Dataflow:
         return optimize.Dataflow(self.name, self._vals, self._slots, self._bound, self._written,
@@ -689,7 +698,7 @@ class Method:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
         if self._steps_pending and not accel.pending():
             self._steps_pending = False
-            self._steps = optimize.run_passes(self._dataflow(), self._optimize)
+            self._run_load_passes()
         want_torch = False
         if not self._set_inputs_fast(inputs):
             want_torch = any(is_torch_tensor(x) for x in inputs)
@@ -699,7 +708,9 @@ class Method:
         if tracer is not None:
             self._run_traced(tracer)
         elif self._steps is not None:
-            run_steps(self._steps[0], self._steps[1], self.records, self.name)
+            self._quiet.run(run_steps, self._steps[0], self._fail)
+        elif not self._has_jumps:
+            run_steps(self._instrs, self._fail)  # the reference: every kernel by its closure
         else:
             run_plain(self.records, self._instrs, self._has_jumps, self.name,
                       self.max_instructions)
@@ -717,6 +728,16 @@ class Method:
         if want_torch:
             outs = [to_torch(v) if isinstance(v, np.ndarray) else v for v in outs]
         return outs
+
+    def _failing(self, owner: list[int] | None) -> Callable[[int, Exception], None]:
+        """``fail(k, error)`` for ``run_steps``: raise the error of step ``k`` (of instruction
+        ``owner[k]``, or ``k`` itself without ``owner``) in that instruction's context."""
+        records, name = self.records, self.name
+
+        def fail(k: int, e: Exception) -> None:
+            index = k if owner is None else owner[k] if 0 <= k < len(owner) else -1
+            _raise_in_context(e, name, records, index)
+        return fail
 
     def _run_traced(self, tracer: Any) -> None:
         """One "Execute" run block: the instructions' events, ``Method::execute`` around

@@ -20,8 +20,8 @@ from torch import nn
 
 import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
 from edgetorch.backends.xnnpack import XnnpackPartitioner
-from edgetorch.backends.xnnpack import kernels as K
-from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack.runtime import kernels as K
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.kernels import accel
 from edgetorch.runtime import Runtime

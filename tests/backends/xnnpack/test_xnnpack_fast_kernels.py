@@ -17,8 +17,8 @@ from torch import nn
 
 import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
 from edgetorch.backends.xnnpack import XnnpackPartitioner
-from edgetorch.backends.xnnpack import kernels as K
-from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack.runtime import kernels as K
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.kernels import accel
 from edgetorch.runtime import Runtime
@@ -314,7 +314,7 @@ def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypa
 @pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
 def test_sigmoid_matches_torch_with_and_without_compiled_loops(compiled):
     """XNNSigmoid: exp(-|x|) in compiled passes around NumPy's exp, or tanh in NumPy."""
-    from edgetorch.backends.xnnpack.lowering import _sigmoid
+    from edgetorch.backends.xnnpack.runtime.nodes import _sigmoid
 
     if compiled and not accel.available():
         pytest.skip("numba is not installed")

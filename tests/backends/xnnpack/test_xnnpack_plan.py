@@ -11,11 +11,11 @@ from xnn_cases import CASES
 from xnn_helpers import GraphBuilder
 
 from edgetorch.backends.xnnpack import XnnpackBackend
-from edgetorch.backends.xnnpack import plan as planning
 from edgetorch.backends.xnnpack import schema as x
 from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
 from edgetorch.errors import KernelError
 from edgetorch.kernels import accel
+from edgetorch.runtime import optimize
 
 IDS = [c.name for c in CASES]
 
@@ -187,13 +187,17 @@ def test_traced_calls_take_the_reference_path_with_an_event_per_node():
     assert _same(traced, _call(backend, handle, b, inputs))
 
 
-def test_plans_can_be_switched_off(monkeypatch):
-    monkeypatch.setattr(planning, "PLAN_AFTER", 0)
+def test_plans_can_be_switched_off():
     b, inputs = _chain()
-    backend, handle = _handle(b)
-    for _ in range(3):
-        _call(backend, handle, b, inputs)
-    assert not handle.plans
+    context = _Context(b.named)
+    context.optimize = optimize.options({"xnnpack.fuse_chains"}, optimize.PASSES, "m")
+    backend = XnnpackBackend()
+    handle = backend.init(serialize_xnnpack_binary(b.build()), {}, context)
+    reference = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert not handle.plans and not handle.fusions and all(_same(reference[0], r)
+                                                          for r in reference)
+    report = context.optimize.report
+    assert report["xnnpack.plan"].status == "off" and report["xnnpack.arena"].status == "off"
 
 
 # ---- fused chains (fusion.py) ---------------------------------------------------------------
@@ -325,10 +329,10 @@ def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bi
     """Filters over PACK_MAX_BYTES stay views of the file (not packed at load): the compiled
     GEMM reads them transposed, on the reference path and in the plan alike."""
     torch = pytest.importorskip("torch")
-    from edgetorch.backends.xnnpack import lowering_nn
+    from edgetorch.backends.xnnpack.runtime import nodes_nn
 
     o, k = 300, 256
-    assert o * k * 4 > lowering_nn.PACK_MAX_BYTES
+    assert o * k * 4 > nodes_nn.PACK_MAX_BYTES
     rng = np.random.default_rng(4)
     w, bias, xs = (rng.standard_normal(s).astype(np.float32) for s in ((o, k), (o,), (2, 3, k)))
     b = GraphBuilder()

@@ -20,9 +20,9 @@ from xnn_qhelpers import (
     sym_weights,
 )
 
-from edgetorch.backends.xnnpack import kernels_quant as Q
-from edgetorch.backends.xnnpack import runtime as R
 from edgetorch.backends.xnnpack import schema as x
+from edgetorch.backends.xnnpack.runtime import backend as R
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 
 IN_SCALE, IN_ZP = 0.02, 3
 
@@ -326,7 +326,7 @@ def test_dynamic_conv2d_per_image():
 def test_static_depthwise_multiplier_and_transposed_conv():
     """Depth multiplier 2 and a stride-2 transposed convolution, against the float kernels
     (themselves tested against torch) on dequantized values."""
-    from edgetorch.backends.xnnpack import kernels as K
+    from edgetorch.backends.xnnpack.runtime import kernels as K
 
     rng = np.random.default_rng(11)
     qx, xv = _grid_input(rng, (1, 4, 4, 2))

@@ -27,7 +27,7 @@ from edgetorch.errors import (
 )
 from edgetorch.runtime import Runtime
 from edgetorch.runtime import backends as runtime_backends
-from edgetorch.runtime.backends import BACKENDS
+from edgetorch.runtime.backends import RUNTIME_BACKENDS
 from edgetorch.schema.pte import PteFile
 
 ATOL = 1e-4
@@ -67,7 +67,7 @@ RUNTIME_HAS_HOOK = hasattr(runtime_backends, "BackendInitContext")
 
 def run_method(pte_bytes: bytes, inputs, monkeypatch) -> list[np.ndarray]:
     if not RUNTIME_HAS_HOOK:
-        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
+        monkeypatch.setitem(RUNTIME_BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
     method = Runtime.get().load_program(pte_bytes).load_method("forward")
     return method.execute(inputs)
 
@@ -330,7 +330,7 @@ def test_executorch_dynamic_batch_blob(dynamic_export):
 def test_executorch_dynamic_batch_program(dynamic_export, monkeypatch):
     data, cases = dynamic_export
     if not RUNTIME_HAS_HOOK:
-        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(data)))
+        monkeypatch.setitem(RUNTIME_BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(data)))
     method = Runtime.get().load_program(data).load_method("forward")
     for inp, want in cases:
         (out,) = method.execute([inp])

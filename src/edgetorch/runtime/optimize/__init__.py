@@ -39,6 +39,7 @@ from .pipeline import (
     PassList,
     PassResult,
     Tolerance,
+    default_options,
     describe,
     options,
 )
@@ -88,4 +89,5 @@ def run_passes(flow: Dataflow, opts: Options) -> tuple[list[Step], list[int]] | 
 
 
 __all__ = ["ENV_VAR", "FLOAT_ROUNDING", "PASSES", "STRICT_ENV_VAR", "Dataflow", "LoadReport",
-           "Options", "Pass", "PassResult", "StepPlan", "Tolerance", "options", "run_passes"]
+           "Options", "Pass", "PassResult", "StepPlan", "Tolerance", "default_options", "options",
+           "run_passes"]

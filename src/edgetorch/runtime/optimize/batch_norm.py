@@ -72,13 +72,12 @@ RULE = Rule("conv_batch_norm",
             Pattern(BATCH_NORM, (Pattern(CONV, name="conv", test=_params_fixed),), name="bn",
                     test=lambda g, n: len(g.records[n].args) == 10),
             lambda g, m: _build(g, m), tail=_is_activation, max_tail=1)
-RULES = [RULE]
 
 
 def fold_batch_norm(flow: Dataflow, plan: StepPlan) -> None:
     """Fold each inference BatchNorm (and a relu/hardtanh after it) into its convolution."""
     nodes = [r.index for r in flow.records if r.name == BATCH_NORM and not plan.replaced(r.index)]
-    for _, m, (conv, fold) in apply(flow, RULES, nodes):
+    for _, m, (conv, fold) in apply(flow, [RULE], nodes):
         fallback = [flow.records[i].run for i in m.nodes]
         plan.replace(conv, [plan.later(fold, fallback)])
         for i in m.nodes:

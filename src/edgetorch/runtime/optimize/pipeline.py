@@ -23,7 +23,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import InvalidArgumentError, OptimizationError, RegistrationError, near_matches
+from ...errors import (
+    EdgeTorchError,
+    InvalidArgumentError,
+    OptimizationError,
+    RegistrationError,
+    near_matches,
+)
 
 ENV_VAR = "EDGETORCH_OPTIMIZE"
 STRICT_ENV_VAR = "EDGETORCH_OPTIMIZE_STRICT"
@@ -153,9 +159,13 @@ class Options:
               fallback: Any = None) -> Any:
         """``fn(*args)``, or ``fallback`` when it raises: the failure goes to the report and
         a warning (strict mode: an ``OptimizationError``). The one place an exception of an
-        optimisation is caught: a bug in a pass must never fail or change a load silently."""
+        optimisation is caught: a bug in a pass must never fail or change a load silently.
+        A typed error (the program's or the inputs', e.g. a node failing while a plan is
+        built from a call) is no pass's bug: it propagates."""
         try:
             return fn(*args)
+        except EdgeTorchError:
+            raise
         except Exception as e:  # noqa: BLE001 - the one recorded guard (see the docstring)
             message = f"{type(e).__name__}: {e}"
             self.report.add(PassResult(p.name, "failed", error=message, where=where))
@@ -189,6 +199,13 @@ def options(optimize: bool | Iterable[str] | str | None, known: PassList, method
                 + f"; the passes are: {', '.join(known.names())}")
     strict = os.environ.get(STRICT_ENV_VAR, "").strip().lower() in _ON - {""}
     return Options(frozenset(names), strict, LoadReport(method, strict))
+
+
+def default_options(method: str) -> Options:
+    """Every pass, failures raising: for a backend used without a method's load."""
+    from . import PASSES  # (the list of every declared pass)
+
+    return Options(frozenset(PASSES.names()), True, LoadReport(method, True))
 
 
 def _from_env(value: str) -> bool | set[str]:

@@ -47,7 +47,6 @@ _ROW_HIDDEN = Pattern(NOT, (Pattern(ANY, (Pattern(NOT, (Pattern(
 RULE = Rule("safe_softmax", Pattern(WHERE, (
     _ROW_HIDDEN, Pattern(FULL_LIKE, (Var("s"),), name="full", aliased=True), Var("s")),
     name="where", test=_args(4)), lambda g, m: _build(g, m))
-RULES = [RULE]
 
 
 def fuse_safe_softmax(flow: Dataflow, plan: StepPlan) -> None:
@@ -55,7 +54,7 @@ def fuse_safe_softmax(flow: Dataflow, plan: StepPlan) -> None:
     if not accel.available():
         return
     nodes = [r.index for r in flow.records if r.name == WHERE and not plan.replaced(r.index)]
-    for _, _, steps in apply(flow, RULES, nodes):
+    for _, _, steps in apply(flow, [RULE], nodes):
         for index, new in steps.items():
             if new is not None:
                 plan.replace(index, new)

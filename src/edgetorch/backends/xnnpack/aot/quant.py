@@ -30,10 +30,10 @@ import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed)
 from torch.export import ExportedProgram
 
-from ...errors import ExportError
-from ...exir.foreign_warnings import import_torchao
-from . import schema as x
-from .preprocess_builder import (
+from ....errors import ExportError
+from ....exir.foreign_warnings import import_torchao
+from .. import schema as x
+from .builder import (
     CONSTANT_TENSOR_ALIGNMENT,
     Builder,
     permuted,

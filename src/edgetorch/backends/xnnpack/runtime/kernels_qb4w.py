@@ -26,8 +26,8 @@ import threading
 
 import numpy as np
 
-from ...kernels import accel
-from ...runtime.file_pages import release_file_pages
+from ....kernels import accel
+from ....runtime.file_pages import release_file_pages
 from .kernels_quant import DynQ, unpack_int4
 
 F32 = np.float32

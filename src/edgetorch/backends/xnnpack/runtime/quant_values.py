@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ErrorCode, FormatError, InvalidProgramError
+from ....errors import ErrorCode, FormatError, InvalidProgramError
+from .. import schema as x
 from . import kernels_quant as Q
-from . import schema as x
 
 D = x.XNNDatatype
 _STORAGE = {

@@ -16,8 +16,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
 
-from . import schema as x
-from .preprocess_builder import (
+from .. import schema as x
+from .builder import (
     NCHW,
     NHWC,
     PERM_NCHW_TO_NHWC,
@@ -29,8 +29,8 @@ from .preprocess_builder import (
     sole_user,
     static_tensor,
 )
-from .preprocess_ops import arg, fused_activation
-from .preprocess_quant import (
+from .ops import arg, fused_activation
+from .quant import (
     QDQ_OPS,
     emit_conv,
     emit_linear,

@@ -20,19 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ErrorCode, FormatError, InvalidProgramError, RegistrationError
-from ...kernels import accel
-from ...kernels import activation as act
-from ...kernels.portable import special_accel
-from ...kernels.portable.elementwise import erf
+from ....errors import ErrorCode, FormatError, InvalidProgramError, RegistrationError
+from ....kernels import accel
+from ....kernels import activation as act
+from ....kernels.portable import special_accel
+from ....kernels.portable.elementwise import erf
+from .. import schema as x
 from . import kernels_fused as KF
-from . import schema as x
-
-try:
-    from numpy._core.umath import clip as _clip  # what np.clip calls for an ndarray
-except ImportError:  # pragma: no cover - other NumPy versions
-    def _clip(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return np.clip(a, lo, hi, out=out)
 
 Compute = Callable[[], Any]
 Step = Callable[[], None]
@@ -93,6 +87,10 @@ class Ctx:
         self.node: x.XNode | None = None  # the node being lowered
         self.clamp_fused = False  # set by a rule whose compute applies the output clamp
         self.where = ""
+        # Output slot -> its bytes in the graph's arena (``arena.plan_outputs``), and the
+        # temporaries' memory the convolutions share (``nodes_nn``).
+        self.out_plan: dict[int, np.ndarray] = {}
+        self.conv_workspace: Any = None
 
     def slot(self, value_id: int, what: str = "value") -> int:
         s = self._slots.get(value_id)
@@ -116,7 +114,7 @@ class Ctx:
 
 
 Rule = Callable[[Any, Ctx], tuple[Compute, int]]
-RULES: dict[type, Rule] = {}
+NODE_RULES: dict[type, Rule] = {}
 
 # Node types whose XNNPACK operator applies XNode.output_min_max (XNNCompiler.cpp).
 CLAMPED = frozenset({
@@ -146,9 +144,9 @@ def node_value_ids(u: Any) -> tuple[list[int], list[int]]:
 def rule(*classes: type) -> Callable[[Rule], Rule]:
     def deco(fn: Rule) -> Rule:
         for cls in classes:
-            if cls in RULES:
+            if cls in NODE_RULES:
                 raise RegistrationError(f"XNNPACK node {cls.__name__} already has a rule")
-            RULES[cls] = fn
+            NODE_RULES[cls] = fn
         return fn
 
     return deco
@@ -163,14 +161,14 @@ def lower(node: x.XNode, ctx: Ctx) -> Lowered:
     """The compiled ``node``; raises at load time for nodes it cannot run."""
     u = node.xnode_union
     ctx.node = node
-    fn = RULES.get(type(u))
+    fn = NODE_RULES.get(type(u))
     if fn is None:
         raise InvalidProgramError(
             f"{ctx.where}: XNNPACK node {type(u).__name__} is not supported by this runtime "
             "(ExecuTorch's XNNPACK runtime rejects it too)"
             if isinstance(u, x.XNNScaledDotProductAttention)
             else f"{ctx.where}: no NumPy implementation of XNNPACK node {type(u).__name__}; "
-            f"supported: {', '.join(sorted(c.__name__ for c in RULES))}",
+            f"supported: {', '.join(sorted(c.__name__ for c in NODE_RULES))}",
             code=ErrorCode.NotImplemented)
     ctx.clamp_fused = False
     compute, out = fn(u, ctx)
@@ -192,9 +190,9 @@ def lower(node: x.XNode, ctx: Ctx) -> Lowered:
             r = compute()  # a fresh array or the node's own buffer: clamp it in place
             if r.dtype != dtype:
                 r = r.astype(dtype)
-            # one pass (maximum then minimum took two, 6x slower); the ufunc np.clip ends in,
-            # without its Python wrappers (1.9 -> 0.4 us a node)
-            _clip(r, lo_, hi_, r)
+            # one pass (maximum then minimum took two, 6x slower); the array's own method,
+            # without np.clip's dispatch wrappers
+            r.clip(lo_, hi_, out=r)
             env[out] = r
     return Lowered(step, op, out, lo, hi, dtype)
 

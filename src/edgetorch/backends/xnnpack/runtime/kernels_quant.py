@@ -1,6 +1,6 @@
 """NumPy kernels with XNNPACK's quantized numerics (int8 activations, int8 / int4 weights).
 
-Pure functions of arrays and quantization parameters; ``lowering_quant.py`` binds them to nodes.
+Pure functions of arrays and quantization parameters; ``nodes_quant.py`` binds them to nodes.
 Numerics follow XNNPACK (the commit ExecuTorch 1.5.1 pins), read from its sources:
 
 * quantize (``f32-qs8-vcvt``): ``q = clamp(rint(x * (1/scale)) + zp)``, the reciprocal taken
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernels import accel
-from ...kernels.portable import conv_accel
+from ....kernels import accel
+from ....kernels.portable import conv_accel
 from . import kernels as K
 
 F32 = np.float32

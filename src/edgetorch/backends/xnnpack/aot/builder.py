@@ -31,11 +31,11 @@ from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from ...errors import ExportError, RegistrationError
-from ...exir._serialize._named_data_store import NamedDataStore
-from ...exir.passes.spec_prop import upper_bound
-from ...exir.tensor import dim_order_of
-from . import schema as x
+from ....errors import ExportError, RegistrationError
+from ....exir._serialize._named_data_store import NamedDataStore
+from ....exir.passes.spec_prop import upper_bound
+from ....exir.tensor import dim_order_of
+from .. import schema as x
 
 NCHW, NHWC = False, True  # a value's layout: is it the channels-last copy of a 4-D tensor
 PERM_NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -66,7 +66,7 @@ class Rule:
     statics: Statics
 
 
-RULES: dict[OpOverload, Rule] = {}
+OP_RULES: dict[OpOverload, Rule] = {}
 
 
 def _no_check(node: torch.fx.Node, ep: ExportedProgram) -> str | None:
@@ -83,9 +83,9 @@ def rule(*ops: OpOverload, check: Check | None = None,
 
     def deco(fn: Emit) -> Emit:
         for op in ops:
-            if op in RULES:
+            if op in OP_RULES:
                 raise RegistrationError(f"XNNPACK lowering of {op} is registered twice")
-            RULES[op] = Rule(fn, check or _no_check, statics or _no_statics)
+            OP_RULES[op] = Rule(fn, check or _no_check, statics or _no_statics)
         return fn
 
     return deco
@@ -180,7 +180,7 @@ class Builder:
         self._constant_index: dict[str, int] = {}
         self._statics: dict[torch.fx.Node, torch.Tensor] = {}
         self.inputs: list[torch.fx.Node] = []
-        from .preprocess_quant import QuantPlan  # (it builds on this module)
+        from .quant import QuantPlan  # (it builds on this module)
 
         self.plan = QuantPlan(ep)
         self.act_quant: tuple[x.XNNDatatype, Any] | None = None  # see value()
@@ -359,7 +359,7 @@ class Builder:
             if node.target is operator.getitem:
                 self._getitem(node)
                 continue
-            r = RULES.get(node.target)
+            r = OP_RULES.get(node.target)
             if r is None:
                 raise ExportError(f"XNNPACK cannot lower %{node.name} ({node.target}); the "
                                   "partitioner should not have delegated it")

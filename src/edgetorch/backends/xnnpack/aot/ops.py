@@ -1,4 +1,4 @@
-"""Elementwise and shape operators -> XNNPACK nodes (see ``preprocess_builder`` for layouts).
+"""Elementwise and shape operators -> XNNPACK nodes (see ``aot.builder`` for layouts).
 
 Elementwise operators run in the layout their input already has; shape operators that name a
 dimension (slice, cat, pad, permute) translate it when their input is NHWC; reshapes and
@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch.export import ExportedProgram
 
-from . import schema as x
-from .preprocess_builder import (
+from .. import schema as x
+from .builder import (
     INF,
     NCHW,
     NHWC,

@@ -5,7 +5,7 @@ the environment list and stores a fresh result there. Once a graph has been call
 ``PLAN_AFTER`` times with the same input shapes, :func:`build` runs that call node by node and
 writes, as it goes, the Python function that later calls with those shapes run instead:
 
-- a node whose rule gave an OUT :class:`~.lowering.Op` writes into a buffer of its own,
+- a node whose rule gave an OUT :class:`~.nodes.Op` writes into a buffer of its own,
   allocated here at the shape this call gave it. One buffer per node output: no buffer is
   written while a view of an older value in it lives, so views need no lifetime analysis;
 - a layout node (VIEW) of a buffer or a constant is resolved here, once, to a fixed view; of an
@@ -14,7 +14,7 @@ writes, as it goes, the Python function that later calls with those shapes run i
   broadcasting loops take about twice as long as same-shape ones; same products, same bits);
 - a closure rule (convolutions, quantized nodes) runs its reference step, its inputs put into
   the environment first;
-- floating-point warnings are silenced with one context-variable set (np.errstate: 1.7 us);
+- floating-point warnings are off while it runs (the graph's ``runtime.quiet.Quiet``);
 - external outputs are copied into the method's tensors (``runtime._store`` when they need a
   resize or a cast, as the reference path does).
 
@@ -27,54 +27,25 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import EdgeTorchError, KernelError
-from .lowering import _BINARY, CALL, OUT, VIEW, _clip
+from ....errors import EdgeTorchError, KernelError
+from .nodes import _BINARY, CALL, OUT, VIEW
 
 if TYPE_CHECKING:
-    from .runtime import CompiledGraph
+    from .backend import CompiledGraph
 
 # Calls with the same input shapes before a graph gets a plan for them: the first call of a
 # shape runs the reference path (a shape seen once, e.g. each new length of a growing
-# sequence, never pays for a plan), the second builds the plan, the later ones run it.
-# EDGETORCH_XNNPACK_PLAN_AFTER=0 switches plans off, =1 plans from the first call (tests).
-_PLAN_AFTER_ENV = os.environ.get("EDGETORCH_XNNPACK_PLAN_AFTER", "").strip()
-PLAN_AFTER = int(_PLAN_AFTER_ENV) if _PLAN_AFTER_ENV.isdigit() else 2
+# sequence, never pays for a plan), the second builds the plan, the later ones run it. The
+# load pass ``xnnpack.plan`` (passes.py) switches plans on or off.
+PLAN_AFTER = 2
 MAX_PLANS = 8  # input-shape signatures planned per graph; others run the reference path
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
-
-try:  # np.errstate(all="ignore") without its per-call Python work
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-
-    from ...runtime.instructions import _SILENT as _LOOP_SILENT
-
-    _IGNORE = _make_extobj(all="ignore")
-
-    def quiet() -> Any:
-        """None when NumPy's warnings are already off (inside a method's loop, which turns
-        them off once per call: a set and reset here cost ~1 us per delegate call)."""
-        state = _extobj_contextvar.get()
-        if state is _LOOP_SILENT or state is _IGNORE:
-            return None
-        return _extobj_contextvar.set(_IGNORE)
-
-    def loud(token: Any) -> None:
-        if token is not None:
-            _extobj_contextvar.reset(token)
-except ImportError:  # pragma: no cover - other NumPy versions
-    def quiet() -> Any:
-        state = np.errstate(all="ignore")
-        state.__enter__()
-        return state
-
-    def loud(token: Any) -> None:
-        token.__exit__(None, None, None)
 
 _BROADCASTING = frozenset(_BINARY.values())
 _counter = itertools.count()
@@ -113,12 +84,11 @@ class _Writer:
     """The plan's source and namespace, written while the build call runs."""
 
     def __init__(self, g: CompiledGraph) -> None:
-        from .runtime import _physical, _store
+        from .backend import _physical, _store
 
         self.g = g
         self.ns: dict[str, Any] = {"ndarray": np.ndarray, "ENV": g.env, "COPYTO": np.copyto,
-                                   "STORE": _store, "PHYS": _physical, "QUIET": quiet,
-                                   "LOUD": loud, "CLIP": _clip}
+                                   "STORE": _store, "PHYS": _physical, "CLIP": np.ndarray.clip}
         self.body: list[tuple[str, int]] = []  # (line, node index)
         self.name: dict[int, str] = {}  # slot -> the expression of its value
         self.value: dict[int, Any] = {}  # slot -> its value in this call
@@ -155,7 +125,7 @@ def build(g: CompiledGraph, ins: list[np.ndarray], values: list[Any], args: Any,
           resize: Any) -> Plan:
     """Run this call of ``g`` (``ins``: its bound external inputs) node by node, writing the
     plan for its input shapes; the call's outputs are stored as the reference path does."""
-    from .runtime import _write_outputs
+    from .backend import _write_outputs
 
     g.env[:] = g.initial  # (a reference call that failed may have left values behind)
     w = _Writer(g)
@@ -164,27 +134,28 @@ def build(g: CompiledGraph, ins: list[np.ndarray], values: list[Any], args: Any,
             w.define(s, c, True, w.constant(c, f"c{s}_"))
     for (_, s, _), a in zip(g.inputs, ins):
         w.define(s, a, False, f"x{s}")
-    token = quiet()
-    try:
-        for k, rec in enumerate(g.nodes):
-            try:
-                f = g.fusions.get(k)
-                if f is None:
-                    _node(w, k, rec)
-                elif k == f.nodes[-1] and not _fused(w, k, f):
-                    for j in f.nodes:  # one by one, late (nothing else reads their values)
-                        _node(w, j, g.nodes[j])
-                # (an inner node of a chain runs with its last node)
-            except EdgeTorchError:
-                raise
-            except Exception as e:
-                raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: "
-                                  f"{e}") from e
-    finally:
-        loud(token)
+    g.quiet.run(_run_nodes, w)
     outs = [w.value.get(s) for _, s in g.outputs]
     _write_outputs(g, outs, values, args, resize)
     return _assemble(w, ins, outs)
+
+
+def _run_nodes(w: _Writer) -> None:
+    g = w.g
+    for k, rec in enumerate(g.nodes):
+        try:
+            f = g.fusions.get(k)
+            if f is None:
+                _node(w, k, rec)
+            elif k == f.nodes[-1] and not _fused(w, k, f):
+                for j in f.nodes:  # one by one, late (nothing else reads their values)
+                    _node(w, j, g.nodes[j])
+            # (an inner node of a chain runs with its last node)
+        except EdgeTorchError:
+            raise
+        except Exception as e:  # a node's own failure on this call: named, as run_steps does
+            raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: "
+                              f"{e}") from e
 
 
 def _node(w: _Writer, k: int, rec: Any) -> None:
@@ -249,8 +220,8 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
     if finite:
         r = w.value[rec.out]
         lo, hi = np.asarray(rec.lo, rec.dtype), np.asarray(rec.hi, rec.dtype)
-        _clip(r, lo, hi, r)
-        w.emit(f"CLIP({out}, {w.constant(lo, 'E')}, {w.constant(hi, 'E')}, {out})", k)
+        r.clip(lo, hi, out=r)
+        w.emit(f"CLIP({out}, {w.constant(lo, 'E')}, {w.constant(hi, 'E')}, out={out})", k)
     return None
 
 
@@ -350,12 +321,10 @@ def _assemble(w: _Writer, ins: list[np.ndarray], outs: list[Any]) -> Plan:
                   f"else {buf}"]
         token = re.compile(rf"\b{re.escape(buf)}\b")
         body = [(token.sub(t, line), k) for line, k in body]
-    lines += ["    token = QUIET()", "    try:"]
     node_at = {}
     for line, k in body:
-        lines.append(f"        {line}")
+        lines.append(f"    {line}")
         node_at[len(lines)] = k
-    lines += ["        pass", "    finally:", "        LOUD(token)"]
     for (ext, s), r in zip(g.outputs, outs):
         src = w.name.get(s, "None")
         if ext in direct:

@@ -1,6 +1,6 @@
 """Chains of nodes the plan (``plan.py``) runs as one step, found once at delegate init.
 
-Each pattern is matched on the lowered nodes (their :class:`~.lowering.Op` functions and
+Each pattern is matched on the lowered nodes (their :class:`~.nodes.Op` functions and
 slots), never across a value that another node, or the method, also reads. A fusion computes
 exactly what its nodes compute, in float32, with the same roundings, so the plan stays
 bit-identical to the reference path (which runs the nodes one by one):
@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import schema as x
 from . import kernels_fused as KF
-from . import schema as x
-from .lowering import _CONCAT, OUT, VIEW, Lowered, _rsqrt
-from .lowering_nn import _bmm_t
+from .nodes import _CONCAT, OUT, VIEW, Lowered, _rsqrt
+from .nodes_nn import _bmm_t
 
 F32 = np.dtype(np.float32)
 Prepared = tuple[Callable[..., Any], tuple[Any, ...]]

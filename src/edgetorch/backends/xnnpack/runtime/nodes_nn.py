@@ -1,4 +1,4 @@
-"""Rules for XNNPACK's GEMM, convolution, pooling and resize nodes (see ``lowering.py``).
+"""Rules for XNNPACK's GEMM, convolution, pooling and resize nodes (see ``nodes.py``).
 
 Constant filters are rearranged once, at load, into the matrix the kernel multiplies by.
 """
@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import blas_accel
-from ...runtime.file_pages import release_file_pages
+from ....kernels import blas_accel
+from ....runtime.file_pages import release_file_pages
+from .. import schema as x
 from . import kernels as K
-from . import schema as x
-from .lowering import Compute, Ctx, Op, output_range, rule
+from .nodes import Compute, Ctx, Op, output_range, rule
 
 F32 = np.dtype(np.float32)
 
@@ -175,19 +175,17 @@ def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
 
 
 def _scratch(ctx: Ctx, out: int) -> K.Scratch:
-    """A node's buffers, its output placed in the graph's arena when ``memory_plan`` planned
+    """A node's buffers, its output placed in the graph's arena when ``arena`` planned
     it (``plan_outputs`` ran on the graph before its nodes were lowered)."""
-    flat = getattr(ctx, "out_plan", {}).get(out)
+    flat = ctx.out_plan.get(out)
     return K.Scratch(None if flat is None else {"out": flat})
 
 
 def _workspace(ctx: Ctx) -> K.Workspace:
-    """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles (kept
-    on the context so that ``lowering.py`` need not know about it)."""
-    work = getattr(ctx, "conv_workspace", None)
-    if work is None:
-        work = ctx.conv_workspace = K.Workspace()  # type: ignore[attr-defined]
-    return work
+    """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles."""
+    if ctx.conv_workspace is None:
+        ctx.conv_workspace = K.Workspace()
+    return ctx.conv_workspace
 
 
 @rule(x.XNNConv2d)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import accel
-from ...kernels import activation as act
+from ....kernels import accel
+from ....kernels import activation as act
 
 F32 = np.dtype(np.float32)
 

@@ -2,7 +2,7 @@
 numerics, ``quant_values.py`` the value decoding).
 
 A node whose values include a quantized one is lowered here (:func:`lower_node`); float nodes
-go to ``lowering.lower``. Layout nodes (transpose, reshape, slice, copy, concatenation with
+go to ``nodes.lower``. Layout nodes (transpose, reshape, slice, copy, concatenation with
 equal parameters) move int8 data unchanged, so they reuse the float rules. Output min/max of a
 quantized node clamps in the int8 domain (``xnn_qs8_quantize`` of the bounds), as XNNPACK's
 subgraph does, and binary nodes get the clamp node XNNPACK inserts for them.
@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ErrorCode, InvalidProgramError
+from ....errors import ErrorCode, InvalidProgramError
+from .. import schema as x
 from . import kernels as K
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
-from . import schema as x
-from .lowering import _UNARY, RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
-from .lowering_nn import _conv_window, _optional, _pool_window
+from .nodes import _UNARY, NODE_RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
+from .nodes_nn import _conv_window, _optional, _pool_window
 from .quant_values import D, QParams
 
-# ---- lowering ------------------------------------------------------------------------------
+# ---- compiling nodes ------------------------------------------------------------------------------
 
 
 class QCtx(Ctx):
@@ -40,7 +40,7 @@ class QCtx(Ctx):
         # projections each convert the same normed activations), the result is the same
         self.dynamic_converts: dict[tuple[int, int], int] = {}
 
-    # Clamps folded into the producing node's requantization (plan_clamp_fusion): producer
+    # Clamps folded into the producing node's requantization (fold_clamps): producer
     # output slot -> extra int8 bounds; clamp input slots whose clamp is then a no-op.
     fused: dict[int, tuple[int, int]]
     folded: set[int]
@@ -62,14 +62,14 @@ class QCtx(Ctx):
 
 
 QRule = Callable[[Any, QCtx], tuple[Compute, int]]
-QRULES: dict[type, QRule] = {}
+QUANT_NODE_RULES: dict[type, QRule] = {}
 PASS_THROUGH = (x.XNNStaticTranspose, x.XNNStaticReshape, x.XNNStaticSlice, x.XNNCopy)
 
 
 def qrule(*classes: type) -> Callable[[QRule], QRule]:
     def deco(fn: QRule) -> QRule:
         for cls in classes:
-            QRULES[cls] = fn
+            QUANT_NODE_RULES[cls] = fn
         return fn
     return deco
 
@@ -85,14 +85,14 @@ def lower_node(node: x.XNode, ctx: Ctx) -> Lowered:
     if not isinstance(ctx, QCtx) or not any(ctx.is_quantized(v) for v in _value_ids(u)):
         return lower(node, ctx)
     ctx.node = node
-    fn = QRULES.get(type(u))
+    fn = QUANT_NODE_RULES.get(type(u))
     if fn is None and type(u) in PASS_THROUGH:
         return lower(node, ctx)
     if fn is None:
         raise InvalidProgramError(
             f"{ctx.where}: no NumPy implementation of quantized XNNPACK node "
             f"{type(u).__name__}; quantized nodes supported: "
-            f"{', '.join(sorted(c.__name__ for c in QRULES))}", code=ErrorCode.NotImplemented)
+            f"{', '.join(sorted(c.__name__ for c in QUANT_NODE_RULES))}", code=ErrorCode.NotImplemented)
     compute, out = fn(u, ctx)
     env = ctx.env
 
@@ -115,12 +115,15 @@ def _bounds(ctx: QCtx, q: QParams, slot: int | None = None) -> tuple[int, int]:
 _FOLDS_CLAMP = (x.XNNConv2d, x.XNNDepthwiseConv2d, x.XNNFullyConnected)
 
 
-def plan_clamp_fusion(nodes: list[x.XNode], ctx: QCtx, external: set[int]) -> None:
-    """Fold each static int8 clamp (same parameters in and out) into the convolution or fully
+def fold_clamps(nodes: list[x.XNode], ctx: QCtx, external: set[int]
+                ) -> tuple[dict[int, tuple[int, int]], set[int]]:
+    """(``ctx.fused``, ``ctx.folded``) for the rules: fold each static int8 clamp (same parameters in and out) into the convolution or fully
     connected node that produces its input, when nothing else reads that value: the
     producer's requantization already clips, so clipping to the intersected bounds gives the
     same int8 values and saves a pass over the tensor (ExecuTorch's quantized graphs put a
     clamp after every ReLU6 convolution). ``external`` holds the graph's external slots."""
+    fused: dict[int, tuple[int, int]] = {}
+    folded: set[int] = set()
     uses: dict[int, int] = {}
     producer: dict[int, x.XNode] = {}
     for node in nodes:
@@ -147,8 +150,9 @@ def plan_clamp_fusion(nodes: list[x.XNode], ctx: QCtx, external: set[int]) -> No
         plo, phi = Q.output_bounds(*output_range(p), float(qi.scale), qi.zero_point)
         if max(lo, plo) > min(hi, phi):  # disjoint: clip(clip(v)) is not one clip
             continue
-        ctx.fused[si] = (lo, hi)
-        ctx.folded.add(si)
+        fused[si] = (lo, hi)
+        folded.add(si)
+    return fused, folded
 
 
 def _float_clamp(ctx: QCtx) -> Callable[[np.ndarray], np.ndarray]:
@@ -417,7 +421,7 @@ def _concat(n: x.XNNCat, ctx: QCtx) -> tuple[Compute, int]:
     o = ctx.slot(n.output_id, "output")
     qo = ctx.static(o, "output")
     qs = [ctx.static(s, "input") for s in ins]
-    compute, out = RULES[type(n)](n, ctx)
+    compute, out = NODE_RULES[type(n)](n, ctx)
     if all(q.same(qo) for q in qs):
         return compute, out
     env, axis = ctx.env, n.axis

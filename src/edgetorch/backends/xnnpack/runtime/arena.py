@@ -22,18 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from . import schema as x
-from .lowering import node_value_ids
+from .. import schema as x
+from .nodes import node_value_ids
 
-# Node kinds whose float rule (lowering_nn) writes its result into a planned buffer.
+# Node kinds whose float rule (nodes_nn) writes its result into a planned buffer.
 PLANNED = (x.XNNConv2d, x.XNNDepthwiseConv2d, x.XNNMaxPooling2d)
 ALIGN = 64  # bytes: a cache line (and AVX-512 vector)
 
 
 def plan_outputs(nodes: list[x.XNode], ctx: Any, external: set[int]) -> dict[int, np.ndarray]:
-    """Output slot -> flat uint8 buffer (a slice of one arena) for each planned node's output;
-    also kept as ``ctx.out_plan`` for the rules. ``external`` holds the graph's external
-    output slots (and may hold its inputs)."""
+    """Output slot -> flat uint8 buffer (a slice of one arena) for each planned node's output
+    (``ctx.out_plan`` for the rules). ``external`` holds the graph's external output slots
+    (and may hold its inputs)."""
     end = len(nodes)
     last: dict[int, int] = {}  # slot -> index of the last node that reads it (or a view of it)
     io: list[tuple[list[int], list[int]]] = []
@@ -85,6 +85,4 @@ def plan_outputs(nodes: list[x.XNode], ctx: Any, external: set[int]) -> dict[int
         size = max(size, offset + nbytes)
     arena = np.empty(size + ALIGN, np.uint8)
     skew = (-arena.ctypes.data) % ALIGN
-    plan = {s: arena[skew + o : skew + o + n] for s, (o, n) in offsets.items()}
-    ctx.out_plan = plan
-    return plan
+    return {s: arena[skew + o : skew + o + n] for s, (o, n) in offsets.items()}

@@ -2,7 +2,7 @@
 
 ``init`` parses the blob, loads every constant (from the program's named data, the blob's
 constant region, or an old blob's in-flatbuffer buffers) and compiles each node into a
-pre-bound callable (``lowering.py``). ``execute`` binds the external inputs, runs the callables
+pre-bound callable (``nodes.py``). ``execute`` binds the external inputs, runs the callables
 and copies the external outputs into the method's tensors. Input shapes a graph has already
 seen run a plan instead (``plan.py``): one generated function over preallocated buffers.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import (
+from ....errors import (
     EdgeTorchError,
     ErrorCode,
     FormatError,
@@ -30,19 +30,22 @@ from ...errors import (
     InvalidProgramError,
     KernelError,
 )
-from ...kernels import accel
-from ...runtime.event_tracer import now_ns
+from ....kernels import accel
+from ....runtime.instructions import run_steps as run_loop
+from ....runtime.optimize import Options, Pass, PassResult
+from ....runtime.quiet import Quiet
+from .. import schema as x
+from ..serialization import XnnpackBlob, deserialize_xnnpack_binary
 from . import (
-    fusion,
-    lowering_nn,  # noqa: F401  (registers the GEMM, convolution and pooling rules)
+    fusions,
+    nodes_nn,  # noqa: F401  (registers the GEMM, convolution and pooling rules)
 )
 from . import plan as planning
-from . import schema as x
-from .lowering import Lowered, Step
-from .lowering_quant import QCtx, _value_ids, lower_node, plan_clamp_fusion
-from .memory_plan import plan_outputs
+from .arena import plan_outputs
+from .nodes import Lowered, Step
+from .nodes_quant import QCtx, _value_ids, fold_clamps, lower_node
+from .passes import ARENA, FOLD_CLAMPS, FUSE_CHAINS, PLAN, options_of
 from .quant_values import QParams, decode_value
-from .serialization import XnnpackBlob, deserialize_xnnpack_binary
 
 NamedData = Callable[[str], Any]  # key -> bytes-like, raising when the key is missing
 
@@ -79,11 +82,15 @@ class CompiledGraph:
     node_ids: list[tuple[str, int]] = field(default_factory=list)
     nodes: list[Lowered] = field(default_factory=list)  # what plan.py compiles
     node_slots: list[tuple[int, ...]] = field(default_factory=list)  # value slots per node
-    fusions: dict[int, fusion.Fusion] = field(default_factory=dict)  # node -> its chain
-    # Plans by input-shape signature, the last one run, and how often unplanned ones came.
+    fusions: dict[int, fusions.Fusion] = field(default_factory=dict)  # node -> its chain
+    # Plans by input-shape signature, the last one run, and how often unplanned ones came;
+    # a plan is built at the plan_after-th call of a shape (0: no plans, the pass is off).
     plans: dict[tuple[tuple[int, ...], ...], planning.Plan] = field(default_factory=dict)
     plan: planning.Plan | None = None
     seen: dict[tuple[tuple[int, ...], ...], int] = field(default_factory=dict)
+    plan_after: int = 0
+    options: Options | None = None  # the load's passes (their guard, when a plan is built)
+    quiet: Quiet = field(default_factory=Quiet)  # NumPy's warnings off while it runs
 
     def __str__(self) -> str:
         lines = [f"XNNPACK graph: {len(self.steps)} nodes, inputs (arg, value) "
@@ -107,7 +114,7 @@ class XnnpackBackend:
     def init(self, blob: Any, compile_specs: dict[str, bytes] | None = None,
              context: Any = None) -> CompiledGraph:
         named_data = getattr(context, "named_data", None) if context is not None else None
-        return compile_blob(deserialize_xnnpack_binary(blob), named_data)
+        return compile_blob(deserialize_xnnpack_binary(blob), named_data, options_of(context))
 
     def execute(self, handle: CompiledGraph, values: list[Any], args: Sequence[int],
                 context: Any = None) -> None:
@@ -115,8 +122,7 @@ class XnnpackBackend:
         output tensor at new (dynamic) sizes and returns it."""
         resize, tracer = getattr(context, "resize", None), getattr(context, "event_tracer", None)
         plan = handle.plan  # the usual call: the plan of the last input shapes, directly
-        if plan is not None and tracer is None and planning.PLAN_AFTER and \
-                _run_plan(handle, plan, values, args, resize):
+        if plan is not None and tracer is None and _run_plan(handle, plan, values, args, resize):
             return
         run(handle, values, args, resize, tracer)
 
@@ -132,26 +138,96 @@ class XnnpackBackend:
 # ---- compiling ----------------------------------------------------------------------------
 
 
-def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> CompiledGraph:
-    """Load the constants of ``blob`` and turn its nodes into callables."""
+def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
+                 opts: Options | None = None) -> CompiledGraph:
+    """Load the constants of ``blob`` and turn its nodes into callables; ``opts``: the load
+    passes that run (every one, failures raising, when None)."""
+    opts = opts if opts is not None else options_of(None)
     g = blob.graph
     if g.num_externs > MAX_EXTERNS:
         raise FormatError(f"XNNPACK graph declares {g.num_externs} external values; at most "
                           f"{MAX_EXTERNS} are accepted (the blob is likely corrupted)")
-    slots: dict[int, int] = {}
-    dims: list[tuple[int, ...]] = []
-    dtypes: list[np.dtype] = []
-    consts: list[np.ndarray | None] = []
-    quant: list[QParams | None] = []
-    inputs: list[tuple[int, int, np.dtype]] = []
-    outputs: list[tuple[int, int]] = []
-    nbytes = 0
+    v = _load_values(blob, named_data)
+    env: list[Any] = list(v.consts)
+    ctx = QCtx(env, v.slots, v.dims, v.dtypes, v.consts, quant=v.quant)
+    io = {s for _, s, _ in v.inputs} | {s for _, s in v.outputs}
+    where = f"(XNNPACK delegate of {len(g.xnodes)} nodes)"
+    if _enabled(opts, FOLD_CLAMPS, where):
+        folded = opts.guard(FOLD_CLAMPS, fold_clamps, g.xnodes, ctx, io, where=where)
+        if folded is not None:
+            ctx.fused, ctx.folded = folded
+            _ran(opts, FOLD_CLAMPS, len(ctx.folded), where)
+    if _enabled(opts, ARENA, where):  # convolutions' outputs in one arena
+        planned = opts.guard(ARENA, plan_outputs, g.xnodes, ctx, {s for _, s in v.outputs},
+                             where=where)
+        if planned is not None:
+            ctx.out_plan = planned
+            _ran(opts, ARENA, len(planned), where)
+    nodes, node_slots, descriptions, node_ids = [], [], [], []
+    for k, node in enumerate(g.xnodes):
+        kind = type(node.xnode_union).__name__
+        desc = f"node {k} {kind} (debug handle {node.debug_handle})"
+        ctx.where = f"XNNPACK {desc}"
+        nodes.append(lower_node(node, ctx))
+        node_slots.append(tuple(v.slots[i] for i in _value_ids(node.xnode_union)
+                                if i in v.slots))
+        descriptions.append(desc)
+        node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
+    v.inputs.sort(key=lambda e: e[0])
+    v.outputs.sort()
+    externs = [e[0] for e in v.inputs] + [e[0] for e in v.outputs]
+    if len(set(externs)) != len(externs):
+        raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
+    graph = CompiledGraph(env, list(v.consts), [n.step for n in nodes], descriptions,
+                          v.inputs, v.outputs, max(externs, default=-1) + 1, v.nbytes, node_ids,
+                          nodes, node_slots, options=opts)
+    if _enabled(opts, PLAN, where):
+        graph.plan_after = planning.PLAN_AFTER
+        _ran(opts, PLAN, 0, where)
+    if _enabled(opts, FUSE_CHAINS, where) and graph.plan_after:  # (they run in plans)
+        found = opts.guard(FUSE_CHAINS, fusions.find, nodes, node_slots, v.consts, io,
+                           where=where)
+        if found is not None:
+            graph.fusions = found
+            _ran(opts, FUSE_CHAINS, len(found), where)
+    return graph
+
+
+def _enabled(opts: Options, p: Pass, where: str) -> bool:
+    if p.name in opts:
+        return True
+    opts.report.add(PassResult(p.name, "off", where=where))
+    return False
+
+
+def _ran(opts: Options, p: Pass, changed: int, where: str) -> None:
+    opts.report.add(PassResult(p.name, "ran", changed, where=where))
+
+
+@dataclass
+class _Values:
+    """A graph's values as loaded: slot by value id, dims, dtypes, constants, quantization,
+    the external inputs (external id, slot, dtype) and outputs (external id, slot)."""
+
+    slots: dict[int, int] = field(default_factory=dict)
+    dims: list[tuple[int, ...]] = field(default_factory=list)
+    dtypes: list[np.dtype] = field(default_factory=list)
+    consts: list[np.ndarray | None] = field(default_factory=list)
+    quant: list[QParams | None] = field(default_factory=list)
+    inputs: list[tuple[int, int, np.dtype]] = field(default_factory=list)
+    outputs: list[tuple[int, int]] = field(default_factory=list)
+    nbytes: int = 0
+
+
+def _load_values(blob: XnnpackBlob, named_data: NamedData | None) -> _Values:
+    g = blob.graph
+    v = _Values()
     for s, value in enumerate(g.xvalues):
         t = value.tensor
         where = f"XNNPACK value {t.id_out}"
-        if t.id_out in slots:
+        if t.id_out in v.slots:
             raise FormatError(f"{where} is defined twice; the blob is corrupted")
-        slots[t.id_out] = s
+        v.slots[t.id_out] = s
         shape = tuple(map(int, t.dims))
         if len(shape) > MAX_DIMS:
             raise FormatError(f"{where} has {len(shape)} dimensions; XNNPACK allows {MAX_DIMS}")
@@ -160,7 +236,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             def load(idx: int, what: str, where: str = where) -> memoryview:
                 return _constant_bytes(blob, idx, named_data, f"{where} ({what})")
             dtype, const, qparams = decode_value(value, load, where)
-            nbytes += 0 if const is None else const.nbytes
+            v.nbytes += 0 if const is None else const.nbytes
         else:
             dtype = _dtype(value, where)
         if (math.prod(shape) or math.prod(d for d in shape if d)) * dtype.itemsize >= \
@@ -168,9 +244,9 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
             # (zero-sized dims included: NumPy refuses such shapes even when empty)
             raise FormatError(f"{where}: dims {list(shape)} describe more than "
                               f"{MAX_TENSOR_BYTES} bytes; the blob is corrupted")
-        dims.append(shape)
-        dtypes.append(dtype)
-        quant.append(qparams)
+        v.dims.append(shape)
+        v.dtypes.append(dtype)
+        v.quant.append(qparams)
         if t.constant_buffer_idx and qparams is None:
             data = _constant_bytes(blob, t.constant_buffer_idx, named_data, where)
             count = math.prod(shape)
@@ -178,8 +254,8 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
                 raise FormatError(f"{where}: constant {t.constant_buffer_idx} holds {len(data)} "
                                   f"bytes, its dims {list(shape)} need {count * dtype.itemsize}")
             const = np.frombuffer(data, dtype=dtype, count=count).reshape(shape)
-            nbytes += const.nbytes
-        consts.append(const)
+            v.nbytes += const.nbytes
+        v.consts.append(const)
         if t.flags & ~(x.XNN_VALUE_FLAG_EXTERNAL_INPUT | x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT):
             raise FormatError(f"{where} has unsupported flag bits {t.flags:#x}")
         if t.flags:
@@ -187,31 +263,10 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None) -> Comp
                 raise FormatError(f"{where}: external id {t.external_id} is not below the "
                                   f"graph's {g.num_externs} externals (or it is a constant)")
             if t.flags & x.XNN_VALUE_FLAG_EXTERNAL_INPUT:
-                inputs.append((t.external_id, s, dtype))
+                v.inputs.append((t.external_id, s, dtype))
             if t.flags & x.XNN_VALUE_FLAG_EXTERNAL_OUTPUT:
-                outputs.append((t.external_id, s))
-    env: list[Any] = list(consts)
-    ctx = QCtx(env, slots, dims, dtypes, consts, quant=quant)
-    plan_clamp_fusion(g.xnodes, ctx, {s for _, s, _ in inputs} | {s for _, s in outputs})
-    plan_outputs(g.xnodes, ctx, {s for _, s in outputs})  # convolutions' outputs in one arena
-    nodes, node_slots, descriptions, node_ids = [], [], [], []
-    for k, node in enumerate(g.xnodes):
-        kind = type(node.xnode_union).__name__
-        desc = f"node {k} {kind} (debug handle {node.debug_handle})"
-        ctx.where = f"XNNPACK {desc}"
-        nodes.append(lower_node(node, ctx))
-        node_slots.append(tuple(slots[v] for v in _value_ids(node.xnode_union) if v in slots))
-        descriptions.append(desc)
-        node_ids.append((f"{kind} #{k}", int(node.debug_handle)))
-    inputs.sort(key=lambda e: e[0])
-    outputs.sort()
-    externs = [e[0] for e in inputs] + [e[0] for e in outputs]
-    if len(set(externs)) != len(externs):
-        raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
-    external = {s for _, s, _ in inputs} | {s for _, s in outputs}
-    return CompiledGraph(env, list(consts), [n.step for n in nodes], descriptions, inputs,
-                         outputs, max(externs, default=-1) + 1, nbytes, node_ids, nodes,
-                         node_slots, fusion.find(nodes, node_slots, consts, external))
+                v.outputs.append((t.external_id, s))
+    return v
 
 
 def _dtype(value: x.XValue, where: str) -> np.dtype:
@@ -285,7 +340,7 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
         raise InvalidArgumentError(
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
             f"passes {len(args)}")
-    if tracer is None and planning.PLAN_AFTER:
+    if tracer is None and g.plan_after:
         plan = g.plan
         if plan is not None and _run_plan(g, plan, values, args, resize):
             return
@@ -297,7 +352,7 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
 def _run_plan(g: CompiledGraph, plan: planning.Plan, values: list[Any], args: Sequence[int],
               resize: Resize | None) -> bool:
     try:
-        return plan.fn(values, args, resize)
+        return g.quiet.run(plan.fn, values, args, resize)
     except EdgeTorchError:
         raise
     except Exception as e:
@@ -309,7 +364,7 @@ def _run_plan(g: CompiledGraph, plan: planning.Plan, values: list[Any], args: Se
 def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
                  resize: Resize | None) -> bool:
     """Run the plan for these input shapes, building it when they come for the
-    ``PLAN_AFTER``-th time; False when the reference path should run the call."""
+    ``plan_after``-th time; False when the reference path should run the call."""
     ins = _bind_inputs(g, values, args)
     key = tuple(a.shape for a in ins)
     plan = g.plans.get(key)
@@ -319,13 +374,19 @@ def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
     if accel.pending():  # compiled kernels warming up: plan (and pick paths) once ready
         return False
     seen = g.seen.get(key, 0) + 1
-    if seen < planning.PLAN_AFTER or len(g.plans) >= planning.MAX_PLANS:
+    if seen < g.plan_after or len(g.plans) >= planning.MAX_PLANS:
         if len(g.seen) >= 4 * planning.MAX_PLANS:
             g.seen.clear()
         g.seen[key] = seen
         return False
     g.seen.pop(key, None)
-    g.plans[key] = g.plan = planning.build(g, ins, values, args, resize)
+    opts = g.options if g.options is not None else options_of(None)
+    built = opts.guard(PLAN, planning.build, g, ins, values, args, resize,
+                       where=f"(XNNPACK delegate, inputs {list(key)})")
+    if built is None:  # the plan failed (reported): this graph runs the reference path
+        g.plan_after = 0
+        return False
+    g.plans[key] = g.plan = built
     return True
 
 
@@ -346,31 +407,28 @@ def _bind_inputs(g: CompiledGraph, values: list[Any], args: Sequence[int]) -> li
 
 def run_steps(g: CompiledGraph, values: list[Any], args: Sequence[int],
               resize: Resize | None = None, tracer: Any = None) -> None:
-    """The reference path: each node's step on the environment."""
+    """The reference path: each node's step on the environment, NumPy's warnings off (as
+    XNNPACK computes inf and nan without complaint); with a tracer, one event per node,
+    named "<XNode kind> #k" and keyed by its debug handle."""
     env = g.env
     for (_, slot, _), a in zip(g.inputs, _bind_inputs(g, values, args)):
         env[slot] = a
-    k = 0
-    token = planning.quiet()  # XNNPACK computes inf and nan without complaint: NumPy's
-    try:  # warnings are off for the whole graph (once per call, not once per node)
-        if tracer is None:
-            for k, step in enumerate(g.steps):  # noqa: B007 (k names the failing node)
-                step()
-        else:  # one event per node, named "<XNode kind> #k", keyed by its debug handle
-            log_values = tracer.log_intermediate_outputs and tracer.delegate_intermediate_outputs
-            for k, step in enumerate(g.steps):  # noqa: B007
-                name, handle = g.node_ids[k]
-                start = now_ns()
-                step()
-                tracer.log_profiling_delegate(None, name, start, now_ns(), None, handle)
-                if log_values:  # the node's output as computed (int8 values, physical layout)
-                    tracer.log_intermediate_output_delegate(None, name, env[g.nodes[k].out])
-    except EdgeTorchError:
-        raise
-    except Exception as e:
+
+    def fail(k: int, e: Exception) -> None:
+        if isinstance(e, EdgeTorchError):
+            raise e
         raise KernelError(f"XNNPACK {g.descriptions[k]} failed: {type(e).__name__}: {e}") from e
-    finally:
-        planning.loud(token)
+
+    each = None
+    if tracer is not None:  # one event per node, named "<XNode kind> #k", keyed by its handle
+        log_values = tracer.log_intermediate_outputs and tracer.delegate_intermediate_outputs
+
+        def each(k: int, start: int, end: int) -> None:
+            name, handle = g.node_ids[k]
+            tracer.log_profiling_delegate(None, name, start, end, None, handle)
+            if log_values:  # the node's output as computed (int8 values, physical layout)
+                tracer.log_intermediate_output_delegate(None, name, env[g.nodes[k].out])
+    g.quiet.run(run_loop, g.steps, fail, each)
     _write_outputs(g, [env[slot] for _, slot in g.outputs], values, args, resize)
     env[:] = g.initial  # drop intermediates; constants stay
 

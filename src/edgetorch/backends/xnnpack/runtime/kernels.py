@@ -1,6 +1,6 @@
 """NumPy kernels with XNNPACK's semantics: NHWC layouts, XNNPACK's weight layouts and padding.
 
-Pure functions of arrays and attributes; ``lowering.py`` binds them to graph nodes. Layouts
+Pure functions of arrays and attributes; ``nodes.py`` binds them to graph nodes. Layouts
 (``xnnpack.h``):
 
 * convolution: input ``[N, H, W, G*Cg]``, filter ``[G*Og, KH, KW, Cg]``, output
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernels.portable import conv_accel
-from ...kernels.portable import winograd as wg
+from ....kernels.portable import conv_accel
+from ....kernels.portable import winograd as wg
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Scratch:
     def __init__(self, pinned: dict[str, np.ndarray] | None = None) -> None:
         self._bufs: dict[tuple, np.ndarray] = {}
         # role -> flat uint8 memory the role's buffers are views of when they fit (the
-        # output's place in the graph's arena, ``memory_plan``)
+        # output's place in the graph's arena, ``arena``)
         self._pinned = pinned or {}
 
     def get(self, role: str, shape: tuple[int, ...], dtype: np.dtype,
