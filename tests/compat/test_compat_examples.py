@@ -3,8 +3,9 @@
 * every example's ``.pte`` written by edgetorch runs in ExecuTorch's runtime = eager;
 * the ``.pte`` ExecuTorch's ``to_edge(...).to_executorch()`` writes runs in edgetorch = eager;
 * ours is no larger, and plans no more memory, than ExecuTorch's;
-* with ExecuTorch's defaults for the two options where ours differ (``fold_constants=False``,
-  ``emit_mutable_buffer_names=False``), ours is ExecuTorch's ``.pte`` byte for byte.
+* with ExecuTorch's defaults for the options where ours differ (``fold_constants=False``,
+  ``fuse_batch_norm=False``, ``emit_mutable_buffer_names=False``), ours is ExecuTorch's
+  ``.pte`` byte for byte.
 """
 
 import numpy as np
@@ -109,7 +110,8 @@ def test_no_larger_than_executorch(name, theirs, tmp_path):
 def test_pte_bytes_equal_executorch(name, theirs):
     """Same model, ExecuTorch's option values: the same .pte (values, plan, constants...)."""
     model, inputs, _ = _eager(name)
-    config = ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False)
+    config = ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False,
+                                     emit_mutable_buffer_names=False)
     ours = to_edge(torch.export.export(model, inputs)).to_executorch(config).buffer
     assert ours == theirs(name).pte.read_bytes()
 
@@ -124,7 +126,8 @@ def test_xnnpack_pte_bytes_equal_executorch(name, tmp_path):
     from edgetorch.exir import to_edge_transform_and_lower
 
     model, inputs, _ = _eager(name)
-    config = ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False)
+    config = ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False,
+                                     emit_mutable_buffer_names=False)
     ours = to_edge_transform_and_lower(torch.export.export(model, inputs),
                                        partitioner=[XnnpackPartitioner()]).to_executorch(config)
     theirs = ref_export(name, tmp_path / f"{name}.xnn.pte", xnnpack=True)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from edgetorch.exir import to_edge
+from edgetorch.exir import ExecutorchBackendConfig, to_edge
 from edgetorch.kernels import accel
 from edgetorch.runtime import Runtime
 from edgetorch.runtime.optimize import batch_norm
@@ -28,7 +28,10 @@ def _bn(c: int, affine: bool = True) -> torch.nn.BatchNorm2d:
 
 
 def _load(model, x, fast=True):
-    pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer
+    """A method of ``model``'s program as a compiler that keeps BatchNorms writes it (as
+    ExecuTorch's does; edgetorch's folds them ahead of time)."""
+    pte = to_edge(torch.export.export(model, (x,))).to_executorch(
+        ExecutorchBackendConfig(fuse_batch_norm=False)).buffer
     return Runtime.get().load_program(pte).load_method("forward", optimize=fast)
 
 

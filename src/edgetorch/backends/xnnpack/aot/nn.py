@@ -14,8 +14,9 @@ from operator import getitem as _getitem
 
 import torch
 from torch.export import ExportedProgram
-from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+from torch.nn.utils.fusion import fuse_linear_bn_weights
 
+from ....exir.passes.fuse_batch_norm import bn_scale_shift, fold_conv_bn_weights
 from .. import schema as x
 from .builder import (
     NCHW,
@@ -93,13 +94,8 @@ def _bn_params(g: Builder, bn: Node) -> tuple:
 
 
 def _bn_scale_shift(g: Builder, bn: Node) -> tuple[torch.Tensor, torch.Tensor]:
-    """``y = x * scale + shift`` per channel, computed in float64 (as ExecuTorch's
-    DecomposeBatchNorm, eps included as a float32 number)."""
-    mean, var, eps, gamma, beta = _bn_params(g, bn)
-    gamma = gamma.double() if gamma is not None else torch.ones(1, dtype=torch.float64)
-    beta = beta.double() if beta is not None else torch.zeros(1, dtype=torch.float64)
-    denom = torch.sqrt(var.double() + torch.tensor([eps], dtype=torch.float32))
-    return gamma / denom, -mean.double() * gamma / denom + beta
+    """``y = x * scale + shift`` per channel (``fuse_batch_norm.bn_scale_shift``)."""
+    return bn_scale_shift(*_bn_params(g, bn))
 
 
 def _following_batch_norm(g: Builder, node: Node) -> tuple[Node, Node] | None:
@@ -233,16 +229,10 @@ def _convolution(g: Builder, node: Node) -> None:
 
 def _fold_into_conv(g: Builder, bn: Node, weight: torch.Tensor, bias: torch.Tensor | None,
                     transposed: bool, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The convolution's weight and bias with the batch norm after it folded in."""
+    """The convolution's weight and bias with the batch norm after it folded in (the
+    ahead-of-time pass's arithmetic: ``exir/passes/fuse_batch_norm.py``)."""
     mean, var, eps, gamma, beta = _bn_params(g, bn)
-    if not (transposed and groups > 1):  # torch's helper scales one group's outputs only
-        return fuse_conv_bn_weights(weight, bias, mean, var, eps, gamma, beta, transposed)
-    scale, shift = _bn_scale_shift(g, bn)
-    cin = weight.shape[0]
-    w5 = weight.double().reshape(groups, cin // groups, *weight.shape[1:])
-    weight = (w5 * scale.reshape(groups, 1, -1, *[1] * (weight.dim() - 2))).reshape(weight.shape)
-    bias = (bias.double() if bias is not None else 0) * scale + shift
-    return weight.float(), bias.float()
+    return fold_conv_bn_weights(weight, bias, mean, var, eps, gamma, beta, transposed, groups)
 
 
 # ---- pooling ------------------------------------------------------------------------------
