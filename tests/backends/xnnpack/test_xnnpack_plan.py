@@ -18,6 +18,9 @@ from edgetorch.kernels import accel
 from edgetorch.runtime import optimize
 
 IDS = [c.name for c in CASES]
+# the built-in examples (edgetorch.examples needs torch: the names are listed here)
+EXAMPLE_NAMES = ["bert_encoder", "cnn", "llama_decoder", "mlp", "mobilenet_v2", "resnet18",
+                 "shape_ops", "simple_model", "tiny_classifier", "transformer_encoder"]
 
 
 class _Context:
@@ -456,9 +459,12 @@ def test_heads_product_also_read_by_the_method_keeps_its_own_layout():
 # ---- whole programs --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama_decoder", "bert_encoder", "transformer_encoder", "cnn"])
-def test_example_program_plans_match_eager_and_the_reference_bits(name):
+@pytest.mark.parametrize("name", sorted(EXAMPLE_NAMES))
+def test_every_load_pass_on_example_programs_gives_the_reference_results(name):
+    """Every example lowered to XNNPACK: each load pass alone and all together (the plans and
+    their fused chains included) against the reference path, and eager PyTorch."""
     pytest.importorskip("torch")
+    from pass_equivalence import assert_passes_match_the_kernels
     from xnn_aot_cases import eager, lower
 
     from edgetorch.examples import EXAMPLES
@@ -466,10 +472,10 @@ def test_example_program_plans_match_eager_and_the_reference_bits(name):
 
     model, inputs = EXAMPLES[name].build()
     _, et = lower(model, inputs)
-    method = Runtime.get().load_program(et.buffer).load_method("forward")
-    runs = [[np.asarray(o) for o in method.execute(list(inputs))] for _ in range(4)]
-    for run in runs[1:]:  # the first call ran the reference path, the next ones the plans
-        assert _same(runs[0], run), name
+    args = [x.numpy() for x in inputs]
+    assert_passes_match_the_kernels(et.buffer, args, name)
+    method = Runtime.get().load_program(et.buffer).load_method("forward", optimize=True)
+    runs = [method.execute(args) for _ in range(3)]
     for got, want in zip(runs[-1], eager(model, inputs)):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4, err_msg=name)
 
@@ -481,7 +487,7 @@ def test_dynamic_batch_programs_plan_each_size():
     from edgetorch.runtime import Runtime
 
     for name, model, et, batches in dynamic_batch_programs():
-        method = Runtime.get().load_program(et.buffer).load_method("forward")
+        method = Runtime.get().load_program(et.buffer).load_method("forward", optimize=True)
         for inputs in batches * 3:
             got, want = np.asarray(method.execute(list(inputs))[0]), eager(model, inputs)[0]
             assert got.shape == want.shape

@@ -402,10 +402,11 @@ def test_static_clamp_folded_into_conv_gives_the_same_int8(lo, hi, folds, monkey
     folded = []
 
     def spy(nodes, ctx, external):
-        plan(nodes, ctx, external)
-        folded.append(len(ctx.folded))
-    plan = R.plan_clamp_fusion
-    monkeypatch.setattr(R, "plan_clamp_fusion", spy)
+        fused, clamps = fold(nodes, ctx, external)
+        folded.append(len(clamps))
+        return fused, clamps
+    fold = R.fold_clamps
+    monkeypatch.setattr(R, "fold_clamps", spy)
     outs = []
     for also_output in (False, True):
         b = QGraphBuilder()

@@ -283,6 +283,18 @@ def test_executorch_xnnpack_program_matches_eager(name, xnnpack_exports, monkeyp
         np.testing.assert_allclose(got, want, atol=ATOL, rtol=0, err_msg=name)
 
 
+@pytest.mark.compat
+@pytest.mark.parametrize("name", MODELS)
+def test_executorch_xnnpack_program_load_passes_give_the_reference_results(name,
+                                                                           xnnpack_exports):
+    """ExecuTorch's XNNPACK files: each load pass alone (the backend plan's among them) and
+    all together against the reference path."""
+    from pass_equivalence import assert_passes_match_the_kernels
+
+    export = xnnpack_exports.get(name)
+    assert_passes_match_the_kernels(export.pte.read_bytes(), export.inputs(), name)
+
+
 @pytest.fixture(scope="module")
 def dynamic_export(tmp_path_factory):
     """ExecuTorch's XNNPACK lowering of a model with a dynamic batch (1..10), with inputs and

@@ -108,7 +108,7 @@ class PassList(list):
 class PassResult:
     name: str
     status: str  # "ran", "off" or "failed"
-    changed: int = 0  # instructions (or backend nodes) it replaced
+    changed: int = 0  # instructions (a backend's pass: nodes) it changed
     error: str = ""
     where: str = ""  # a backend pass: which delegate
 
@@ -138,9 +138,9 @@ class LoadReport:
     def __str__(self) -> str:
         lines = [f"load passes of method {self.method!r}" + (" (strict)" if self.strict else "")]
         for r in self.results:
-            where = f" {r.where}" if r.where else ""
-            detail = f"{r.changed} replaced" if r.status == "ran" else r.error
-            lines.append(f"  {r.name:<24} {r.status:<6}{where} {detail}".rstrip())
+            detail = f"{r.changed:5d} changed" if r.status == "ran" else r.error
+            where = f"  {r.where}" if r.where else ""
+            lines.append(f"  {r.name:<22} {r.status:<6} {detail}{where}".rstrip())
         return "\n".join(lines)
 
 

@@ -181,9 +181,9 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
     graph = CompiledGraph(env, list(v.consts), [n.step for n in nodes], descriptions,
                           v.inputs, v.outputs, max(externs, default=-1) + 1, v.nbytes, node_ids,
                           nodes, node_slots, options=opts)
-    if _enabled(opts, PLAN, where):
+    if _enabled(opts, PLAN, where):  # (every node runs in the plans, built later)
         graph.plan_after = planning.PLAN_AFTER
-        _ran(opts, PLAN, 0, where)
+        _ran(opts, PLAN, len(nodes), where)
     if _enabled(opts, FUSE_CHAINS, where) and graph.plan_after:  # (they run in plans)
         found = opts.guard(FUSE_CHAINS, fusions.find, nodes, node_slots, v.consts, io,
                            where=where)
