@@ -1,10 +1,12 @@
-"""Compiled instructions as records, and the two loops that run them.
+"""Compiled instructions as records, and the loops that run them.
 
 ``load_method`` turns every instruction of the chain into an :class:`InstructionRecord`:
 what it is (index, kind, operator or backend), which values it reads and writes, and the
 pre-bound callable that runs it. Everything that needs to know about an instruction reads the
-record: the plain loop (only the callables), the traced loop (events for the event tracer,
-intermediate outputs), error context and ``str(method)``.
+record: the loops, the event tracer, error context and ``str(method)``. Three loops:
+:func:`run_steps` runs straight-line code (a method's closures or its load passes' steps, and
+XNNPACK's nodes on its reference path), :func:`run_jumps` a method with jumps (under an
+instruction budget), :func:`run_traced` either with one event per instruction.
 """
 
 from __future__ import annotations
@@ -101,22 +103,18 @@ def sources(chain: S.Chain) -> dict[int, str]:
     return out
 
 
-def run_plain(records: Sequence[InstructionRecord], instrs: Sequence[Instr], has_jumps: bool,
-              method: str, budget: int = MAX_INSTRUCTIONS) -> None:
-    """The fast path: the pre-bound callables and nothing else. With jumps, at most
-    ``budget`` instructions run (a straight-line chain is bounded by its length)."""
-    pc = -1
+def run_jumps(records: Sequence[InstructionRecord], instrs: Sequence[Instr], method: str,
+              budget: int = MAX_INSTRUCTIONS) -> None:
+    """The loop of a method with jumps: each pre-bound callable returns the next instruction;
+    at most ``budget`` instructions run (a straight-line chain, bounded by its length, runs
+    in :func:`run_steps`)."""
+    pc, n, left = 0, len(instrs), budget
     try:
-        if not has_jumps:
-            for pc, fn in enumerate(instrs):  # noqa: B007 (pc names the failing instruction)
-                fn()
-        else:
-            pc, n, left = 0, len(instrs), budget
-            while pc < n:
-                if left == 0:
-                    raise _over_budget(method, budget)
-                left -= 1
-                pc = instrs[pc]()
+        while pc < n:
+            if left == 0:
+                raise _over_budget(method, budget)
+            left -= 1
+            pc = instrs[pc]()
     except Exception as e:
         _raise_in_context(e, method, records, pc)
 

@@ -43,7 +43,7 @@ from .instructions import (
     InstructionRecord,
     _raise_in_context,
     kernel_io,
-    run_plain,
+    run_jumps,
     run_steps,
     run_traced,
     sources,
@@ -712,8 +712,7 @@ class Method:
         elif not self._has_jumps:
             run_steps(self._instrs, self._fail)  # the reference: every kernel by its closure
         else:
-            run_plain(self.records, self._instrs, self._has_jumps, self.name,
-                      self.max_instructions)
+            run_jumps(self.records, self._instrs, self.name, self.max_instructions)
         self.last_run_seconds = time.perf_counter() - start
         vals = self._vals
         if copy_outputs:

@@ -100,10 +100,10 @@ class PteFile:
 
     def _validate(self) -> None:
         p = self.program
-        if p.version != s.SCHEMA_VERSION:
+        if p.version != S.SCHEMA_VERSION:
             raise FormatError(
                 f".pte program schema version {p.version} is not supported: this reader (as "
-                f"ExecuTorch 1.5) reads version {s.SCHEMA_VERSION}. {_HINT}")
+                f"ExecuTorch 1.5) reads version {S.SCHEMA_VERSION}. {_HINT}")
         if self.header is not None and not self.segment_base and any(g.size for g in p.segments):
             raise FormatError(
                 f".pte segment base offset is 0, but the program lists {len(p.segments)} "
