@@ -15,8 +15,9 @@ engine does the graph's legality checks once, for every rule:
 * the inputs of the match (its :class:`Var` s) are not computed inside it;
 * a name used twice in a pattern binds the same operation or value both times.
 
-``Pattern(op, src)`` matches an operation ``op`` (a name, a set of names, or a predicate on the
-graph's op key) whose leading operands match ``src`` (patterns for operations that produce
+``Pattern(op, src)`` matches an operation whose op key (a kernel's name, an XNNPACK node's
+function) is ``op`` (or one of a frozenset of them; :data:`ANY` for any, with ``test`` saying
+which) and whose leading operands match ``src`` (patterns for operations that produce
 them, :class:`Var` s for inputs, None for any operand); ``commutative=True`` also tries its
 first two operands the other way round. A rule's ``tail`` lets a match grow past its last
 operation through values read by one operation alone (an activation after a BatchNorm, the
@@ -58,13 +59,16 @@ class Var:
     test: Callable[[Any, int], bool] | None = None
 
 
+ANY = object()  # a Pattern's op that accepts every operation (its test decides)
+
+
 @dataclass(frozen=True)
 class Pattern:
     """An operation and the patterns of its leading operands (see the module doc).
     ``aliased=True``: its result may be read through another value sharing its bytes (the
     builder decides what to do about it)."""
 
-    op: str | frozenset[str] | Callable[[Any], bool]
+    op: Any
     src: tuple[Pattern | Var | None, ...] = ()
     name: str | None = None
     commutative: bool = False
@@ -72,11 +76,11 @@ class Pattern:
     aliased: bool = False
 
     def accepts(self, key: Any) -> bool:
-        if isinstance(self.op, str):
-            return key == self.op
+        if self.op is ANY:
+            return True
         if isinstance(self.op, frozenset):
             return key in self.op
-        return bool(self.op(key))
+        return key == self.op
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """Chains of nodes the plan (``plan.py``) runs as one step, found once at delegate init.
 
-Each pattern is matched on the lowered nodes (their :class:`~.nodes.Op` functions and
-slots), never across a value that another node, or the method, also reads. A fusion computes
+Each fusion is a rule of ``runtime.optimize.patterns`` (a pattern of the lowered nodes' Op
+functions and a builder), matched by the same engine as the method's fusions: it never
+crosses a value that a node outside the chain, or the method, also reads, nor one a clamp or
+another dtype than float32 computes (:class:`_Graph`). A fusion computes
 exactly what its nodes compute, in float32, with the same roundings, so the plan stays
 bit-identical to the reference path (which runs the nodes one by one):
 
@@ -34,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ....runtime.optimize.patterns import ANY, Match, Pattern, Rule, Var, apply
 from .. import schema as x
 from . import kernels_fused as KF
 from .nodes import _CONCAT, OUT, VIEW, Lowered, _rsqrt
@@ -53,37 +56,55 @@ class Fusion:
 
 
 class _Graph:
-    """Who produces and who reads each slot, for the matchers."""
+    """The lowered nodes as a graph for the pattern engine (``patterns.Graph``): a node's op
+    is its Op function, its operands the slots it reads."""
 
     def __init__(self, nodes: list[Lowered], node_slots: list[tuple[int, ...]],
                  consts: list[Any], external: set[int]) -> None:
-        self.nodes, self.consts = nodes, consts
-        self.producer: dict[int, int] = {}
-        self.uses: dict[int, int] = {}
-        self.reader: dict[int, int] = {}  # slot -> the (last) node reading it
+        self.nodes, self.consts, self.external = nodes, consts, external
+        self._producer: dict[int, int] = {}
+        self._readers: dict[int, list[int]] = {}
         for k, (rec, slots) in enumerate(zip(nodes, node_slots)):
-            self.producer[rec.out] = k
+            self._producer[rec.out] = k
             for s in slots:
                 if s != rec.out:
-                    self.uses[s] = self.uses.get(s, 0) + 1
-                    self.reader[s] = k
-        for s in external:  # read by the method: never an inner value of a fusion
-            self.uses[s] = self.uses.get(s, 0) + 1000
+                    self._readers.setdefault(s, []).append(k)
 
-    def op(self, slot: int, fn: Any, uses: int = 1) -> tuple[int, Any] | None:
-        """(node, op) producing ``slot`` with ``fn`` (float32, no clamp), read ``uses`` times."""
-        k = self.producer.get(slot)
-        if k is None or self.uses.get(slot, 0) != uses:
-            return None
-        rec = self.nodes[k]
-        op = rec.op
-        if op is None or op.fn is not fn or rec.dtype != F32 or rec.lo != -math.inf or \
-                rec.hi != math.inf:
-            return None
-        return k, op
+    def op(self, k: int) -> Any:
+        op = self.nodes[k].op
+        return None if op is None else op.fn
+
+    def operands(self, k: int) -> tuple[int, ...]:
+        op = self.nodes[k].op
+        return () if op is None else op.ins
+
+    def result(self, k: int) -> int:
+        return self.nodes[k].out
+
+    def producer(self, slot: int) -> int | None:
+        return self._producer.get(slot)
+
+    def sole_reader(self, slot: int) -> int | None:
+        rs = self._readers.get(slot)
+        return rs[0] if rs and len(rs) == 1 and slot not in self.external else None
+
+    def inner(self, slot: int, writer: int, nodes: frozenset[int], aliased: bool) -> bool:
+        """A value inside a chain: read by the chain alone, not by the method, and computed
+        in float32 with no output clamp."""
+        return slot not in self.external and _plain(self, writer) and \
+            all(r in nodes for r in self._readers.get(slot, ()))
 
     def const(self, slot: int) -> bool:
         return self.consts[slot] is not None
+
+
+def _plain(g: _Graph, k: int) -> bool:
+    rec = g.nodes[k]
+    return rec.dtype == F32 and rec.lo == -math.inf and rec.hi == math.inf
+
+
+def _f32(g: _Graph, k: int) -> bool:
+    return g.nodes[k].dtype == F32
 
 
 def find(nodes: list[Lowered], node_slots: list[tuple[int, ...]], consts: list[Any],
@@ -91,55 +112,38 @@ def find(nodes: list[Lowered], node_slots: list[tuple[int, ...]], consts: list[A
     """Every node covered by a fusion -> its fusion."""
     g = _Graph(nodes, node_slots, consts, external)
     found: dict[int, Fusion] = {}
-    for k in range(len(nodes)):
-        for match in (_rope, _rms_tail, _masked_softmax, _bmm_views):
-            f = match(g, k)
-            if f is not None and not any(j in found for j in f.nodes):
-                found.update((j, f) for j in f.nodes)
-                break
+    for _, _, f in apply(g, RULES, range(len(nodes))):
+        found.update((j, f) for j in f.nodes)
     return found
+
+
+def _fusion(name: str, m: Match, ins: tuple[int, ...],
+            prepare: Callable[[list[np.ndarray]], Prepared | None]) -> Fusion:
+    return Fusion(name, m.nodes, ins, m.result, prepare)
 
 
 # ---- rotate-half RoPE ---------------------------------------------------------------------
 
 
-def _halves(g: _Graph, m: Any) -> tuple[int, int, int] | None:
-    """A multiply of a slice by a factor: (slice node, sliced slot, factor slot)."""
-    for a, c in ((0, 1), (1, 0)):
-        sl = g.op(m.ins[a], operator.getitem, uses=2)
-        if sl is not None and g.producer.get(m.ins[c]) != sl[0]:
-            return sl[0], sl[1].ins[0], m.ins[c]
-    return None
+def _times(half: str, factor: str) -> Pattern:
+    """``half * factor`` (either order), ``half`` a slice of ``x``."""
+    return Pattern(np.multiply, (Pattern(operator.getitem, (Var("x"),), name=half),
+                                 Var(factor)), commutative=True)
 
 
-def _rope(g: _Graph, k: int) -> Fusion | None:
+_ROPE = Pattern(_CONCAT[2], (
+    Pattern(np.subtract, (_times("x1", "c"), _times("x2", "s"))),
+    Pattern(np.add, (_times("x1", "s"), _times("x2", "c")), commutative=True)),
+    name="cat", test=_f32)
+
+
+def _rope(g: _Graph, m: Match) -> Fusion | None:
     """``cat(x1*c - x2*s, x1*s + x2*c)`` with ``x1``, ``x2`` the halves of ``x``'s last axis."""
-    rec = g.nodes[k]
-    if rec.op is None or rec.op.fn is not _CONCAT[2] or rec.dtype != F32:
-        return None
-    sub = g.op(rec.op.ins[0], np.subtract)
-    add = g.op(rec.op.ins[1], np.add)
-    if sub is None or add is None:
-        return None
-    muls = [g.op(s, np.multiply) for s in (*sub[1].ins, *add[1].ins)]
-    if any(m is None for m in muls):
-        return None
-    parts = [_halves(g, m[1]) for m in muls]  # type: ignore[index]
-    if any(p is None for p in parts):
-        return None
-    (s1, x, c), (s2, x_, s), (s3, x3, s_), (s4, x4, c_) = parts  # type: ignore[misc]
-    if (s3, s4) == (s2, s1):  # the add's operands the other way round
-        (s3, x3, s_), (s4, x4, c_) = (s4, x4, c_), (s3, x3, s_)
-    if not (x == x_ == x3 == x4 and s3 == s1 and s4 == s2 and s1 != s2 and c == c_ and
-            s == s_):
-        return None
-    first, second = g.nodes[s1].op.extra[0], g.nodes[s2].op.extra[0]  # type: ignore[union-attr]
-    axis = rec.op.extra[0]
-    nodes = tuple(sorted({s1, s2, sub[0], add[0], k, *(m[0] for m in muls)}))  # type: ignore[index]
-    if any(g.producer.get(v) in nodes for v in (x, c, s)):
-        return None
-    return Fusion("rope", nodes, (x, c, s), rec.out,
-                  lambda vals: _rope_prepare(vals, first, second, axis))
+    first = g.nodes[m["x1"]].op.extra[0]  # type: ignore[union-attr]
+    second = g.nodes[m["x2"]].op.extra[0]  # type: ignore[union-attr]
+    axis = g.nodes[m["cat"]].op.extra[0]  # type: ignore[union-attr]
+    return _fusion("rope", m, (m["x"], m["c"], m["s"]),
+                   lambda vals: _rope_prepare(vals, first, second, axis))
 
 
 def _rope_prepare(vals: list[np.ndarray], first: tuple[slice, ...], second: tuple[slice, ...],
@@ -179,29 +183,14 @@ def _rope_numpy(x, c, s, t, h, out=None):
 
 # ---- RMSNorm's tail -----------------------------------------------------------------------
 
+_RMS_TAIL = Pattern(np.multiply, (Pattern(np.multiply, (Var("x"), Pattern(_rsqrt, (
+    Pattern(np.add, (Var("a"), Var("b"))),))), commutative=True), Var("w")),
+    commutative=True, test=_plain)
 
-def _rms_tail(g: _Graph, k: int) -> Fusion | None:
+
+def _rms_tail(g: _Graph, m: Match) -> Fusion | None:
     """``(x * rsqrt(m + eps)) * w``, as ExecuTorch lowers RMSNorm after its mean."""
-    rec = g.nodes[k]
-    if rec.op is None or rec.op.fn is not np.multiply or rec.dtype != F32 or \
-            rec.lo != -math.inf or rec.hi != math.inf:
-        return None
-    for a, b in ((0, 1), (1, 0)):
-        w, inner = rec.op.ins[b], g.op(rec.op.ins[a], np.multiply)
-        if inner is None:
-            continue
-        for i, j in ((0, 1), (1, 0)):
-            x, r = inner[1].ins[i], g.op(inner[1].ins[j], _rsqrt)
-            if r is None:
-                continue
-            add = g.op(r[1].ins[0], np.add)
-            if add is None:
-                continue
-            nodes = (add[0], r[0], inner[0], k)
-            ins = (x, *add[1].ins, w)
-            if not any(g.producer.get(v) in nodes for v in ins):
-                return Fusion("rms_tail", tuple(sorted(nodes)), ins, rec.out, _rms_prepare)
-    return None
+    return _fusion("rms_tail", m, (m["x"], m["a"], m["b"], m["w"]), _rms_prepare)
 
 
 def _rms_prepare(vals: list[np.ndarray]) -> Prepared | None:
@@ -229,30 +218,30 @@ def _rms_ba(x, eps, m, w, out=None):
 # ---- attention's scaled, masked softmax ---------------------------------------------------
 
 
-def _masked_softmax(g: _Graph, k: int) -> Fusion | None:
-    """``softmax(x / c + m)`` or ``softmax(x * c + m)``, ``c`` a single value."""
-    rec = g.nodes[k]
-    if rec.op is None or getattr(rec.op.fn, "xnn_kind", None) is not x.XNNSoftmax or \
-            rec.dtype != F32 or len(rec.op.ins) != 1:
-        return None
-    add = g.op(rec.op.ins[0], np.add)
-    if add is None:
-        return None
-    for a, b in ((0, 1), (1, 0)):  # (scores + mask: either order, the same sum)
-        for fn, divide in ((np.divide, True), (np.multiply, False)):
-            scale = g.op(add[1].ins[a], fn)
-            if scale is None or len(scale[1].ins) != 2:
-                continue
-            s, c = scale[1].ins
-            if not divide and g.const(s) and not g.const(c):
-                s, c = c, s  # (a product: either order)
-            # (c: one value, checked per call; ExecuTorch's graphs pass it in as an input)
-            nodes = (scale[0], add[0], k)
-            ins = (s, c, add[1].ins[b])
-            if not any(g.producer.get(v) in nodes for v in ins):
-                return Fusion("masked_softmax", tuple(sorted(nodes)), ins, rec.out,
-                              lambda vals, d=divide: _softmax_prepare(vals, d))
-    return None
+def _softmax_node(g: _Graph, k: int) -> bool:
+    return getattr(g.op(k), "xnn_kind", None) is x.XNNSoftmax and _f32(g, k) and \
+        len(g.operands(k)) == 1
+
+
+def _pair(g: _Graph, k: int) -> bool:
+    return len(g.operands(k)) == 2
+
+
+def _scaled_softmax(scale: Any) -> Pattern:
+    """``softmax(scale(s, c) + m)`` (the sum either order), ``c`` a single value."""
+    return Pattern(ANY, (
+        Pattern(np.add, (Pattern(scale, (Var("s"), Var("c")), test=_pair, commutative=False),
+                         Var("m")), commutative=True),), test=_softmax_node)
+
+
+def _masked_softmax(g: _Graph, m: Match, divide: bool) -> Fusion | None:
+    """``softmax(x / c + m)`` or ``softmax(x * c + m)``, ``c`` one value (checked per call;
+    ExecuTorch's graphs pass it in as an input)."""
+    s, c = m["s"], m["c"]
+    if not divide and g.const(s) and not g.const(c):
+        s, c = c, s  # (a product: either order)
+    return _fusion("masked_softmax", m, (s, c, m["m"]),
+                   lambda vals: _softmax_prepare(vals, divide))
 
 
 def _softmax_prepare(vals: list[np.ndarray], divide: bool) -> Prepared | None:
@@ -264,42 +253,53 @@ def _softmax_prepare(vals: list[np.ndarray], divide: bool) -> Prepared | None:
 _LAYOUT = (np.ndarray.reshape, np.ndarray.transpose)
 
 
-def _bmm_views(g: _Graph, k: int) -> Fusion | None:
-    """``[reshape(a)] @ [reshape(b)]`` (or ``@ b^T``), then ``reshape/transpose... reshape``
-    of the product: each reshape or chain taken in only when only this product reads it."""
-    rec = g.nodes[k]
-    if rec.op is None or rec.op.fn not in (np.matmul, _bmm_t) or len(rec.op.ins) != 2 or \
-            rec.op.extra or rec.dtype != F32 or rec.lo != -math.inf or rec.hi != math.inf:
+def _product(g: _Graph, k: int) -> bool:
+    op = g.nodes[k].op
+    return _plain(g, k) and len(op.ins) == 2 and not op.extra  # type: ignore[union-attr]
+
+
+def _heads_view(name: str) -> Pattern:
+    """A reshape (a view) of a value that is no constant."""
+    return Pattern(np.ndarray.reshape, (Var(name, lambda g, v: not g.const(v)),), name=f"r{name}",
+                   test=lambda g, k: g.nodes[k].op.kind == VIEW)
+
+
+def _heads(a: bool, b: bool) -> Pattern:
+    """``[reshape(a)] @ [reshape(b)]`` (or ``@ b^T``), each reshape taken in or not."""
+    return Pattern(frozenset({np.matmul, _bmm_t}), (_heads_view("a") if a else Var("a"),
+                                                     _heads_view("b") if b else Var("b")),
+                   name="mm", test=_product)
+
+
+def _layout_tail(g: _Graph, k: int, value: int) -> bool:
+    """A layout node reading the product (or the previous layout node) alone."""
+    op = g.nodes[k].op
+    return op is not None and op.kind == VIEW and op.fn in _LAYOUT and op.ins == (value,) \
+        and _plain(g, k)
+
+
+def _bmm_views(g: _Graph, m: Match) -> Fusion | None:
+    """The product of the heads, each row written where the layout chain after it puts it;
+    the chain must end with a reshape (where a copy is made)."""
+    chain = [(g.nodes[j].op.fn, g.nodes[j].op.extra) for j in m.tail]  # type: ignore[union-attr]
+    if (chain and chain[-1][0] is not np.ndarray.reshape) or len(m.nodes) == 1:
         return None
-    nodes, ins, shapes = [k], [], []
-    for s in rec.op.ins:
-        r = g.op(s, np.ndarray.reshape)
-        if r is not None and r[1].kind == VIEW and not g.const(r[1].ins[0]):
-            nodes.append(r[0])
-            ins.append(r[1].ins[0])
-            shapes.append(r[1].extra[0])
-        else:
-            ins.append(s)
-            shapes.append(None)
-    chain, out = [], rec.out
-    while g.uses.get(out) == 1:  # the layout nodes reading the product, one after another
-        j = g.reader[out]
-        view = g.nodes[j].op
-        if view is None or view.kind != VIEW or view.fn not in _LAYOUT or view.ins != (out,) \
-                or g.op(g.nodes[j].out, view.fn, g.uses.get(g.nodes[j].out, 0)) is None:
-            break
-        chain.append((view.fn, view.extra))
-        nodes.append(j)
-        out = g.nodes[j].out
-    while chain and chain[-1][0] is not np.ndarray.reshape:  # (ends where a copy is made)
-        chain.pop()
-        nodes.pop()
-        out = g.nodes[nodes[-1]].out
-    if len(nodes) == 1 or any(g.producer.get(v) in nodes for v in ins):
-        return None
-    transposed = rec.op.fn is _bmm_t
-    return Fusion("bmm_views", tuple(sorted(nodes)), tuple(ins), out,
-                  lambda vals: _bmm_views_prepare(vals, shapes, transposed, chain))
+    shapes = [g.nodes[m.ops[f"r{v}"]].op.extra[0] if f"r{v}" in m.ops else None  # type: ignore[union-attr]
+              for v in ("a", "b")]
+    transposed = g.nodes[m["mm"]].op.fn is _bmm_t  # type: ignore[union-attr]
+    return _fusion("bmm_views", m, (m["a"], m["b"]),
+                   lambda vals: _bmm_views_prepare(vals, shapes, transposed, chain))
+
+
+RULES = [
+    Rule("rope", _ROPE, _rope),
+    Rule("rms_tail", _RMS_TAIL, _rms_tail),
+    Rule("masked_softmax", _scaled_softmax(np.divide), lambda g, m: _masked_softmax(g, m, True)),
+    Rule("masked_softmax", _scaled_softmax(np.multiply),
+         lambda g, m: _masked_softmax(g, m, False)),
+    *(Rule("bmm_views", _heads(a, b), _bmm_views, tail=_layout_tail)
+      for a, b in ((True, True), (True, False), (False, True), (False, False))),
+]
 
 
 def _resolved(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
