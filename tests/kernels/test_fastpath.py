@@ -352,7 +352,7 @@ def test_constants_of_a_mapped_file_count_as_immutable(tmp_path):
     """Kernels pack weights once per immutable constant (winograd.constant_cache); the
     constants of a program loaded from a path are views of a read-only map and qualify,
     those of a caller's bytearray do not (the caller may change it)."""
-    from edgetorch.kernels.portable.winograd import _immutable
+    from edgetorch.kernels.conv.winograd import _immutable
 
     model = torch.nn.Linear(8, 4).eval()
     pte = to_edge(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -34,18 +35,28 @@ _PRIM_OPS = {"aten::sym_size.int", "aten::sym_numel", "aten::sym_stride.int",
              "aten::_local_scalar_dense"}
 
 
+class Kind(str, Enum):
+    """What an instruction is (a ``str``: ``Kind.KERNEL == "kernel"``)."""
+
+    KERNEL = "kernel"
+    DELEGATE = "delegate"
+    MOVE = "move"
+    JUMP_FALSE = "jump_false"
+    FREE = "free"
+
+
 @dataclass(frozen=True)
 class InstructionRecord:
     """One instruction of a loaded method.
 
-    ``kind`` is ``"kernel"``, ``"delegate"``, ``"move"``, ``"jump_false"`` or ``"free"``;
+    ``kind`` is a :class:`Kind` (kernel, delegate, move, jump_false or free);
     ``name`` the operator (``"aten::add.out"``) or backend id; ``args`` the value indices read
     and ``outputs`` those written; ``source`` the user's line when the program was exported
     with ``emit_stacktrace=True``.
     """
 
     index: int
-    kind: str
+    kind: Kind
     name: str
     args: tuple[int, ...]
     outputs: tuple[int, ...]
@@ -61,13 +72,13 @@ class InstructionRecord:
 
     @property
     def is_prim(self) -> bool:
-        return self.kind == "kernel" and (self.name.startswith(_PRIM_PREFIXES)
+        return self.kind is Kind.KERNEL and (self.name.startswith(_PRIM_PREFIXES)
                                           or self.name in _PRIM_OPS)
 
     @property
     def native_call_name(self) -> str | None:
         """``native_call_<op>.<overload>`` (the kernel wrapper's event), or None."""
-        if self.kind != "kernel" or self.is_prim:
+        if self.kind is not Kind.KERNEL or self.is_prim:
             return None
         return "native_call_" + self.name.partition("::")[2]
 
@@ -159,7 +170,7 @@ def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: 
             tracer.set_instruction(chain, pc)
             start = now_ns()
             nxt = rec.run()
-            if rec.kind == "kernel":
+            if rec.kind is Kind.KERNEL:
                 end = now_ns()
                 native = rec.native_call_name  # None for prim ops: OPERATOR_CALL only
                 if native is not None:
@@ -168,7 +179,7 @@ def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: 
                             tracer.log_evalue(_resolve(values, idx))
                     tracer.log_profiling(native, chain, pc, start, end)
                 tracer.log_profiling("OPERATOR_CALL", chain, pc, start, now_ns())
-            elif rec.kind == "delegate":
+            elif rec.kind is Kind.DELEGATE:
                 if log_values:
                     for idx in rec.args:
                         tracer.log_evalue(_resolve(values, idx))

@@ -41,6 +41,7 @@ from .instructions import (
     MAX_INSTRUCTIONS,
     Instr,
     InstructionRecord,
+    Kind,
     _raise_in_context,
     kernel_io,
     run_jumps,
@@ -332,25 +333,25 @@ class Method:
                 args, outs, logged = kernel_io(self._plan, call)
                 if in_place:  # no return slot: the first argument is written
                     args, outs, logged = call, args[:1], args[:1]
-                rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
+                rec = InstructionRecord(pc, Kind.KERNEL, name, args, outs, fn, desc,
                                         where_from.get(pc), logged, call, in_place)
             elif isinstance(a, S.DelegateCall):
                 fn, desc = self._compile_delegate(pc, a, where)
                 name = self._plan.delegates[a.delegate_index].id
                 args = tuple(int(x) for x in a.args)
-                rec = InstructionRecord(pc, "delegate", name, args, args, fn, desc, where_from.get(pc))
+                rec = InstructionRecord(pc, Kind.DELEGATE, name, args, args, fn, desc, where_from.get(pc))
             elif isinstance(a, S.MoveCall):
                 fn, desc = self._compile_move(pc, a, where)
-                rec = InstructionRecord(pc, "move", "move", (int(a.move_from),),
+                rec = InstructionRecord(pc, Kind.MOVE, "move", (int(a.move_from),),
                                         (int(a.move_to),), fn, desc)
             elif isinstance(a, S.JumpFalseCall):
                 fn, desc = self._compile_jump(pc, a, where, len(instructions))
                 self._has_jumps = True
-                rec = InstructionRecord(pc, "jump_false", "jump_false",
+                rec = InstructionRecord(pc, Kind.JUMP_FALSE, "jump_false",
                                         (int(a.cond_value_index),), (), fn, desc)
             elif isinstance(a, S.FreeCall):
                 fn, desc = self._compile_free(pc, a, where)
-                rec = InstructionRecord(pc, "free", "free", (int(a.value_index),), (), fn, desc)
+                rec = InstructionRecord(pc, Kind.FREE, "free", (int(a.value_index),), (), fn, desc)
             else:
                 raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
             self.records.append(rec)

@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...kernels import accel
+from ...kernels.conv.nchw import conv as conv_nd
 from ...kernels.portable import norm_accel
 from ...kernels.portable._util import expand_param
-from ...kernels.portable.nn import _conv as conv_nd
 from ...kernels.registry import get_kernel
 from ..file_pages import release_file_pages
 from ..instructions import InstructionRecord

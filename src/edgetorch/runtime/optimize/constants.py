@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import EdgeTorchError
 from ...kernels.registry import Copy, get_kernel
-from ..instructions import InstructionRecord
+from ..instructions import InstructionRecord, Kind
 from .dataflow import Dataflow
 from .steps import Step, StepPlan, arguments, prepare, single_out
 
@@ -37,7 +37,7 @@ _IMPURE = re.compile("|".join(map(re.escape, _NOT_PURE)))
 def fold_constants(flow: Dataflow, plan: StepPlan) -> None:
     """Run instructions whose inputs are all known at load; keep their results."""
     for rec in flow.records:
-        if rec.kind != "kernel" or plan.replaced(rec.index):
+        if rec.kind is not Kind.KERNEL or plan.replaced(rec.index):
             continue
         out = single_out(rec)
         steps = _fold(flow, plan, rec, out) if out is not None else None

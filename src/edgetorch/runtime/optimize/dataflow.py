@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...schema import program as S
-from ..instructions import InstructionRecord
+from ..instructions import InstructionRecord, Kind
 from ..values import BoxedList, TensorSlot
 
 Span = tuple[int, int, int]  # (id of the buffer, first byte, end byte)
@@ -99,7 +99,7 @@ class Dataflow:
         not a mutable buffer whose value outlives the call)."""
         count: dict[int, int] = {}
         for rec in self.records:
-            for i in rec.outputs if rec.kind != "delegate" else rec.args:
+            for i in rec.outputs if rec.kind is not Kind.DELEGATE else rec.args:
                 count[i] = count.get(i, 0) + 1
         skip = self._inputs | self._buffers
         return frozenset(i for i, c in count.items() if c == 1 and i not in skip)
@@ -111,7 +111,7 @@ class Dataflow:
         out: dict[int, list[int]] = {int(i): [-1] for i in self.outputs}
         for rec in self.records:
             for i in rec.args:
-                if i in rec.outputs and rec.kind == "kernel":
+                if i in rec.outputs and rec.kind is Kind.KERNEL:
                     continue
                 out.setdefault(i, []).append(rec.index)
                 for j in self.items(i) or ():
@@ -125,7 +125,7 @@ class Dataflow:
     def producers(self) -> dict[int, InstructionRecord]:
         """Value -> the kernel instruction computing it, for one-output kernel calls."""
         return {rec.outputs[0]: rec for rec in self.records
-                if rec.kind == "kernel" and len(rec.outputs) == 1}
+                if rec.kind is Kind.KERNEL and len(rec.outputs) == 1}
 
     def unread(self, value: int, index: int) -> bool:
         """Nothing reads ``value`` once instruction ``index`` wrote it: no reader, not a method
@@ -136,7 +136,7 @@ class Dataflow:
 
     def op(self, node: int) -> str | None:
         rec = self.records[node]
-        return rec.name if rec.kind == "kernel" else None
+        return rec.name if rec.kind is Kind.KERNEL else None
 
     def operands(self, node: int) -> tuple[int, ...]:
         return self.records[node].args
@@ -186,12 +186,12 @@ class Dataflow:
         rewritten: list[Span] = []  # bytes written since (by any value's writer)
         for rec in self.records[start + 1:]:
             for i in rec.args:
-                if i == y or (i in rec.outputs and rec.kind == "kernel"):
+                if i == y or (i in rec.outputs and rec.kind is Kind.KERNEL):
                     continue
                 s = where.get(i)
                 if s is not None and _overlap(s, ys) and not any(_overlap(s, w) for w in rewritten):
                     return True
-            for i in rec.outputs if rec.kind != "delegate" else rec.args:
+            for i in rec.outputs if rec.kind is not Kind.DELEGATE else rec.args:
                 s = where.get(i)
                 if s is not None:
                     if s[0] == ys[0] and s[1] <= ys[1] and ys[2] <= s[2]:

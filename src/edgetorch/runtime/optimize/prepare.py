@@ -10,6 +10,7 @@ out argument nothing reads (``max_pool2d_with_indices``' indices in a CNN) and s
 from __future__ import annotations
 
 from ...kernels.registry import get_kernel
+from ..instructions import Kind
 from .dataflow import Dataflow
 from .steps import StepPlan, prepare
 
@@ -17,7 +18,7 @@ from .steps import StepPlan, prepare
 def prepare_kernels(flow: Dataflow, plan: StepPlan) -> None:
     """Run each instruction on fixed tensors by its kernel's preparer's steps."""
     for rec in flow.records:
-        if rec.kind != "kernel" or plan.replaced(rec.index):
+        if rec.kind is not Kind.KERNEL or plan.replaced(rec.index):
             continue
         steps = prepare(flow, plan, rec)
         if steps is not None:
@@ -30,7 +31,7 @@ def skip_unread_outputs(flow: Dataflow, plan: StepPlan) -> None:
     """Prepare with None for the outputs nothing reads the kernels that can skip them."""
     for rec in flow.records:
         index = rec.index
-        if rec.kind != "kernel" or (plan.replaced(index) and index not in plan.prepared) or \
+        if rec.kind is not Kind.KERNEL or (plan.replaced(index) and index not in plan.prepared) or \
                 not get_kernel(rec.name).prepare_unread:
             continue
         unread = frozenset(j for j in flow.tensor_list(rec.call[-1]) or ()

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import EdgeTorchError
 from ...kernels.registry import get_kernel
-from ..instructions import InstructionRecord
+from ..instructions import InstructionRecord, Kind
 from .dataflow import Dataflow
 
 Step = Callable[[], Any]
@@ -70,7 +70,7 @@ class StepPlan:
         for rec in self.flow.records:
             new = self.steps.get(rec.index)
             if new is None:
-                new = [] if rec.kind == "free" else [rec.run]
+                new = [] if rec.kind is Kind.FREE else [rec.run]
             steps += new
             owner += [rec.index] * len(new)
         return steps, owner

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....kernels import accel
-from ....kernels.portable import conv_accel
+from ....kernels.conv import compiled, nhwc
 from . import kernels as K
 
 F32 = np.float32
@@ -252,7 +252,7 @@ def centered_f32(x: np.ndarray, zero_point: int, out: np.ndarray) -> np.ndarray:
 
 
 def matmul_split(a: np.ndarray, w: np.ndarray, bounds: list[int],
-                 scratch: K.Scratch) -> np.ndarray:
+                 scratch: nhwc.Scratch) -> np.ndarray:
     """Exact ``a @ w`` of float32 integers as float64: one float32 GEMM per chunk of the
     reduction (each exact, :func:`exact_splits`), summed in float64."""
     m, o = a.shape[0], w.shape[1]
@@ -270,7 +270,7 @@ def matmul_split(a: np.ndarray, w: np.ndarray, bounds: list[int],
 
 def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
               bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-              scratch: K.Scratch) -> np.ndarray:
+              scratch: nhwc.Scratch) -> np.ndarray:
     """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8.
 
     ``bounds`` from :func:`exact_splits`: one chunk (the common case) is one float32 GEMM
@@ -293,16 +293,16 @@ def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray
     one compiled pass with the ``accel`` extra, the same bytes either way."""
     if accel.available() and acc.dtype == F32 and acc.flags.c_contiguous and \
             (bias is None or bias.dtype == F32):
-        return conv_accel.bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
+        return compiled.bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
     if bias is not None:
         acc += bias
     return requantize_f32(acc, scale, out_zp, lo, hi, out)
 
 
-def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Window,
+def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Window,
                 groups: int, extra: tuple[int, ...], bias: np.ndarray | None,
                 bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-                scratch: K.Scratch) -> np.ndarray:
+                scratch: nhwc.Scratch) -> np.ndarray:
     """qint8 NHWC convolution (``kind`` "conv" or "dwconv", ``w`` float32 centered integers
     as :func:`conv_acc` expects) -> qint8, exact in float32 (``bounds`` as for
     :func:`static_fc`; several chunks only for an ungrouped "conv").
@@ -315,26 +315,26 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: K.Windo
     if kind == "dwconv" and extra[0] == 1 and len(bounds) <= 2 and accel.available() and \
             w.dtype == f32 and (bias is None or bias.dtype == f32):
         oh, ow = win.out_size(h, wd)
-        K._check_out(oh, ow, "depthwise convolution", x.shape)
+        nhwc._check_out(oh, ow, "depthwise convolution", x.shape)
         out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
-        return conv_accel.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
+        return compiled.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
                                             (win.pad_top, win.pad_left), (win.sh, win.sw),
                                             (win.dh, win.dw))
-    if K._padded(win):
+    if nhwc._padded(win):
         shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
         xp = scratch.get("qpad", shape, f32, 0.0)
         centered_f32(x, x_zp, xp[:, win.pad_top : win.pad_top + h,
                                  win.pad_left : win.pad_left + wd])
-        win = K.Window(win.kh, win.kw, win.sh, win.sw, win.dh, win.dw)
+        win = nhwc.Window(win.kh, win.kw, win.sh, win.sw, win.dh, win.dw)
     else:
         xp = centered_f32(x, x_zp, scratch.get("xc", x.shape, f32))
     if len(bounds) > 2:
         oh, ow = win.out_size(xp.shape[1], xp.shape[2])
-        K._check_out(oh, ow, "convolution", x.shape)
+        nhwc._check_out(oh, ow, "convolution", x.shape)
         if win.kh == win.kw == win.sh == win.sw == 1:
             cols = xp.reshape(-1, c)
         else:
-            cols = K._im2col(xp, win, oh, ow, scratch)
+            cols = nhwc._im2col(xp, win, oh, ow, scratch)
         acc64 = matmul_split(cols, w, bounds, scratch)
         if bias is not None:
             acc64 += bias
@@ -355,17 +355,17 @@ def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray |
     return out
 
 
-def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: K.Window, groups: int,
-             extra: tuple[int, ...] = (), scratch: K.Scratch | None = None) -> np.ndarray:
+def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: nhwc.Window, groups: int,
+             extra: tuple[int, ...] = (), scratch: nhwc.Scratch | None = None) -> np.ndarray:
     """Exact integer accumulators of a convolution of centered inputs (float64, padding
     contributes 0 as XNNPACK pads with the input zero point). ``w`` is prepared as the float
     kernel of the same ``kind`` expects; ``scratch`` holds the node's reused buffers (the
     result may be one of them: the caller consumes it before the node runs again)."""
     if kind == "conv":
-        return K.conv2d(xc, w, None, win, groups, scratch)
+        return nhwc.conv2d(xc, w, None, win, groups, scratch)
     if kind == "dwconv":
-        return K.depthwise_conv2d(xc, w, None, win, extra[0], scratch, constant_filter=True)
-    return K.deconv2d(xc, w, None, win, groups, extra[0], extra[1])
+        return nhwc.depthwise_conv2d(xc, w, None, win, extra[0], scratch, constant_filter=True)
+    return nhwc.deconv2d(xc, w, None, win, groups, extra[0], extra[1])
 
 
 # ---- elementwise ---------------------------------------------------------------------------
@@ -411,6 +411,6 @@ def mean(q: np.ndarray, axes: tuple[int, ...], in_scale: float, in_zp: int, out_
     return np.clip(np.rint(v), QMIN, QMAX).astype(np.int8)
 
 
-def max_pool2d(q: np.ndarray, win: K.Window) -> np.ndarray:
+def max_pool2d(q: np.ndarray, win: nhwc.Window) -> np.ndarray:
     """Max pooling of integers: padded cells hold the type's minimum, so they never win."""
     return K.max_pool2d(q, win)

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from ....kernels import blas_accel
+from ....kernels.conv import nhwc
+from ....kernels.conv.dispatch import Algorithm
 from ....runtime.file_pages import release_file_pages
 from .. import schema as x
 from . import kernels as K
@@ -75,7 +77,7 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: Ctx) -> tuple[Compute, int]:
     weights = _prepared(ctx, f, (lambda v: v) if transposed else _pack)
     bias = _bias(ctx, n.bias_id)
 
-    scratch = K.Scratch()
+    scratch = nhwc.Scratch()
     wc, bc = ctx.const(f), _optional(ctx, n.bias_id, "bias")
     if wc is not None and (bc is None or ctx.const(bc) is not None):
         # constant filter and bias: packed once; the compiled plan runs it into its buffer
@@ -150,8 +152,8 @@ def _bmm(n: x.XNNBatchMatrixMultiply, ctx: Ctx) -> tuple[Compute, int]:
 
 
 def _window(n: Any, ctx: Ctx, i: int, kh: int, kw: int, sh: int, sw: int, dh: int,
-            dw: int) -> K.Window:
-    win = K.Window(kh, kw, max(sh, 1), max(sw, 1), max(dh, 1), max(dw, 1),
+            dw: int) -> nhwc.Window:
+    win = nhwc.Window(kh, kw, max(sh, 1), max(sw, 1), max(dh, 1), max(dw, 1),
                    n.padding_top, n.padding_right, n.padding_bottom, n.padding_left)
     dims = ctx.dims(i)
     if len(dims) != 4:
@@ -163,7 +165,7 @@ def _window(n: Any, ctx: Ctx, i: int, kh: int, kw: int, sh: int, sw: int, dh: in
     return win
 
 
-def _conv_window(n: x.XNNNodeConv, ctx: Ctx, i: int) -> K.Window:
+def _conv_window(n: x.XNNNodeConv, ctx: Ctx, i: int) -> nhwc.Window:
     return _window(n, ctx, i, n.kernel_height, n.kernel_width, n.subsampling_height,
                    n.subsampling_width, n.dilation_height, n.dilation_width)
 
@@ -174,17 +176,17 @@ def _check_filter(ctx: Ctx, f: int, want: tuple[int, ...]) -> None:
                        f"{list(want)}")
 
 
-def _scratch(ctx: Ctx, out: int) -> K.Scratch:
+def _scratch(ctx: Ctx, out: int) -> nhwc.Scratch:
     """A node's buffers, its output placed in the graph's arena when ``arena`` planned
     it (``plan_outputs`` ran on the graph before its nodes were lowered)."""
     flat = ctx.out_plan.get(out)
-    return K.Scratch(None if flat is None else {"out": flat})
+    return nhwc.Scratch(None if flat is None else {"out": flat})
 
 
-def _workspace(ctx: Ctx) -> K.Workspace:
+def _workspace(ctx: Ctx) -> nhwc.Workspace:
     """The temporaries' memory shared by the convolutions of the graph ``ctx`` compiles."""
     if ctx.conv_workspace is None:
-        ctx.conv_workspace = K.Workspace()
+        ctx.conv_workspace = nhwc.Workspace()
     return ctx.conv_workspace
 
 
@@ -202,13 +204,14 @@ def _conv2d(n: x.XNNConv2d, ctx: Ctx) -> tuple[Compute, int]:
     lo, hi = _fused_clamp(ctx, i, f, o)
     work = _workspace(ctx)
     const = ctx.const(f)
-    if const is not None and K.winograd_eligible(win, g, n.group_input_channels,
-                                                 n.group_output_channels, ctx.dims(i)):
-        u = K.winograd_filter(const)  # packed once, at delegate init
-        compute = lambda: K.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)  # noqa: E731
+    algorithm = nhwc.choose(win, g, n.group_input_channels, n.group_output_channels,
+                            ctx.dims(i), const is not None)
+    if const is not None and algorithm is Algorithm.WINOGRAD:
+        u = nhwc.winograd_filter(const)  # packed once, at delegate init
+        compute = lambda: nhwc.conv2d_winograd(env[i], u, bias(), win, scratch, lo, hi, work)  # noqa: E731
     else:
-        wmat = _prepared(ctx, f, lambda v: K.conv_filter_matrix(v, g))
-        compute = lambda: K.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)  # noqa: E731
+        wmat = _prepared(ctx, f, lambda v: nhwc.conv_filter_matrix(v, g))
+        compute = lambda: nhwc.conv2d(env[i], wmat(), bias(), win, g, scratch, lo, hi, work)  # noqa: E731
     if const is not None:
         release_file_pages(const)  # only the packed copy is read from now on
     return compute, o
@@ -240,7 +243,7 @@ def _depthwise_conv2d(n: x.XNNDepthwiseConv2d, ctx: Ctx) -> tuple[Compute, int]:
     o = ctx.slot(n.output_id, "output")
     scratch = _scratch(ctx, o)
     lo, hi = _fused_clamp(ctx, i, f, o)
-    return ((lambda: K.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
+    return ((lambda: nhwc.depthwise_conv2d(env[i], filt(), bias(), win, mult, scratch, const,
                                         lo, hi)), o)
 
 
@@ -255,11 +258,11 @@ def _deconv2d(n: x.XNNConvTranspose2d, ctx: Ctx) -> tuple[Compute, int]:
     filt = _prepared(ctx, f, lambda v: v)
     bias = _bias(ctx, n.bias_id)
     ah, aw = n.adjustment_height, n.adjustment_width
-    return ((lambda: K.deconv2d(env[i], filt(), bias(), win, g, ah, aw)),
+    return ((lambda: nhwc.deconv2d(env[i], filt(), bias(), win, g, ah, aw)),
             ctx.slot(n.output_id, "output"))
 
 
-def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> K.Window:
+def _pool_window(n: x.XNNPooling2D, ctx: Ctx, i: int) -> nhwc.Window:
     return _window(n, ctx, i, n.pooling_height, n.pooling_width, n.stride_height,
                    n.stride_width, n.dilation_height, n.dilation_width)
 
@@ -277,7 +280,7 @@ def _max_pool2d(n: x.XNNMaxPooling2d, ctx: Ctx) -> tuple[Compute, int]:
 def _avg_pool2d(n: x.XNNAvgPooling2d, ctx: Ctx) -> tuple[Compute, int]:
     env, i = ctx.env, ctx.slot(n.input_id, "input")
     win = _pool_window(n, ctx, i)
-    scratch = K.Scratch()
+    scratch = nhwc.Scratch()
     return (lambda: K.avg_pool2d(env[i], win, scratch)), ctx.slot(n.output_id, "output")
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ....errors import ErrorCode, InvalidProgramError
+from ....kernels.conv import nhwc
 from .. import schema as x
-from . import kernels as K
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
 from .nodes import _UNARY, NODE_RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
@@ -257,7 +257,7 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
     izp, ozp = qi.zero_point, qo.zero_point
     bounds = Q.exact_splits(w_t, Q.input_absmax(izp), bias)
     w32, bias = w_t.astype(np.float32), _f32_bias(bias, bounds)
-    scratch = K.Scratch()
+    scratch = nhwc.Scratch()
 
     def compute():
         v = env[i]
@@ -311,8 +311,8 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
         raise ctx.fail(f"filter dims {list(ctx.dims(f))} do not match the node's {list(want)}")
     n_out = want[axis]
     wc, ws, _ = _weights(ctx, f, axis, n_out)
-    w = K.conv_filter_matrix(wc, g) if kind == "conv" else wc
-    scratch = K.Scratch()  # padded input, patch matrix, accumulators: reused per call
+    w = nhwc.conv_filter_matrix(wc, g) if kind == "conv" else wc
+    scratch = nhwc.Scratch()  # padded input, patch matrix, accumulators: reused per call
     qi = ctx.quant(i)
     if qi is not None and qi.dynamic:
         bias = _qbias(ctx, n.bias_id, n_out, True)
@@ -398,7 +398,7 @@ def _clamp(n: x.XNNClamp, ctx: QCtx) -> tuple[Compute, int]:
     if i in ctx.folded:  # the producer clipped to these bounds already
         return (lambda: env[i]), o
     if qi.same(qo):
-        scratch = K.Scratch()  # the node's output buffer: no fresh pages per call
+        scratch = nhwc.Scratch()  # the node's output buffer: no fresh pages per call
 
         def clamp():
             v = env[i]

@@ -1,4 +1,4 @@
-"""Convolution loops compiled with numba (the optional ``accel`` extra, ``kernels.accel``).
+"""Convolution and pooling loops compiled with numba (the optional ``accel`` extra, ``kernels.accel``).
 
 Where NumPy needs many passes over memory, one loop reads each input once and writes each
 result once:

@@ -5,7 +5,7 @@ A 3x3 stride-1 convolution becomes 16 GEMMs of (tiles, C) x (C, O) over 4x4 inpu
 overlapping by 2: 2.25x fewer multiplies than im2col's single GEMM, and no 9x patch matrix.
 Its float32 error is of the order of the direct sum's (against a float64 reference it is
 within 2x of im2col's, often below; ResNet-18's layers: max |error| 1-2e-6 either way).
-Used from ``MIN_CHANNELS`` up, where the 16 GEMMs are large enough to win.
+Where it is used: ``dispatch.py``.
 
 Also: ``constant_cache``, the once-per-constant cache of derived weight arrays.
 """
@@ -18,26 +18,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import conv_accel
+from . import compiled, dispatch
 
-MIN_CHANNELS = 16
-# Bytes of transformed tiles and GEMM results per block of tile rows (compiled path).
-BLOCK_BYTES = 1 << 19
-# ... but at least this many tiles (GEMM rows) per block: each of a block's 16 GEMMs repacks
-# its C x O filter matrix, so small blocks of wide layers spent their time packing filters
-# (1 thread, AVX2 Zen 3, hot filters: ResNet-18's 14x14x256 layers 2.8 ms in 4 blocks of 14
-# tiles, 1.8 ms in one block of 49; 7x7x512 4.4 -> 3.2 ms; 56x56x64 2.5 -> 2.3 ms).
-MIN_BLOCK_TILES = 256
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
 # buffer(role, shape, dtype) -> an array to overwrite (a reused one, or a new one)
 Buffer = Callable[[str, tuple[int, ...], np.dtype], np.ndarray]
-
-
-def eligible(k: tuple[int, ...], stride, dilation, groups: int, cin: int, cout: int) -> bool:
-    return (tuple(k) == (3, 3) and all(s == 1 for s in stride)
-            and all(d == 1 for d in dilation) and groups == 1
-            and min(cin, cout) >= MIN_CHANNELS)
 
 
 def transform_filter(filt_ohwc: np.ndarray) -> np.ndarray:
@@ -79,29 +65,30 @@ def conv_nhwc(xb: np.ndarray, u: np.ndarray, buffer: Buffer,
     filters ``u``, plus ``bias``, clamped to [lo, hi]; returns ``(N, OH, OW, O)``
     (``out_size``, by default the whole tiles ``(2*th, 2*tw)``).
 
-    With the ``accel`` extra the two transforms are compiled loops (``conv_accel``: the
+    With the ``accel`` extra the two transforms are compiled loops (``compiled``: the
     same operations in the same order, one pass each, the output transform adding the bias
     and clamp and cropping); the GEMMs are NumPy's either way."""
     n, hb, wb, c = xb.shape
     th, tw = (hb - 2) // 2, (wb - 2) // 2
     o, dt = u.shape[2], np.result_type(xb, u)
     oh, ow = out_size or (2 * th, 2 * tw)
-    if conv_accel.usable(xb, u) and (bias is None or bias.dtype == dt):
+    if compiled.usable(xb, u) and (bias is None or bias.dtype == dt):
         out = buffer("out", (n, oh, ow, o), dt)
         # blocks of tile rows: a block's transformed tiles and GEMM results stay in cache
         # from the input transform through the GEMMs to the output transform
-        rows = max(1, BLOCK_BYTES // (tw * 16 * (c + o) * dt.itemsize))
-        rows = min(th, max(rows, -(-MIN_BLOCK_TILES // tw)))
-        v = buffer("wino_vt", (1, rows, tw, 16, c), dt)  # tile-major (see conv_accel)
+        t = dispatch.THRESHOLDS
+        rows = max(1, t.winograd_block_bytes // (tw * 16 * (c + o) * dt.itemsize))
+        rows = min(th, max(rows, -(-t.winograd_min_block_tiles // tw)))
+        v = buffer("wino_vt", (1, rows, tw, 16, c), dt)  # tile-major (see compiled.py)
         m = buffer("wino_mt", (1, rows, tw, 16, o), dt)
         for b in range(n):
             for ty in range(0, th, rows):
                 r = min(rows, th - ty)
                 vb, mb = v[:, :r], m[:, :r]
-                conv_accel.winograd_input(xb[b : b + 1, 2 * ty : 2 * (ty + r) + 2], vb)
+                compiled.winograd_input(xb[b : b + 1, 2 * ty : 2 * (ty + r) + 2], vb)
                 np.matmul(vb.reshape(r * tw, 16, c).transpose(1, 0, 2), u,
                           out=mb.reshape(r * tw, 16, o).transpose(1, 0, 2))  # lda = 16*C
-                conv_accel.winograd_output(mb, bias, out[b : b + 1, 2 * ty : 2 * (ty + r)],
+                compiled.winograd_output(mb, bias, out[b : b + 1, 2 * ty : 2 * (ty + r)],
                                            lo, hi)
         return out
     res = _conv_nhwc_numpy(xb, u, buffer)
@@ -126,7 +113,7 @@ def _conv_nhwc_numpy(xb: np.ndarray, u: np.ndarray, buffer: Buffer) -> np.ndarra
 def input_tiles_numpy(xb: np.ndarray, buffer: Buffer, dt: np.dtype | None = None
                       ) -> np.ndarray:
     """``(4, 4, N, TH, TW, C)``: ``B^T d B`` of every 4x4 tile ``d`` of ``xb``, in whole-array
-    passes of dtype ``dt`` (the NumPy path; ``conv_accel.winograd_input`` makes the same
+    passes of dtype ``dt`` (the NumPy path; ``compiled.winograd_input`` makes the same
     operations in the same order, tile-major)."""
     n, hb, wb, c = xb.shape
     dt = xb.dtype if dt is None else dt
@@ -150,7 +137,7 @@ def input_tiles_numpy(xb: np.ndarray, buffer: Buffer, dt: np.dtype | None = None
 
 def output_tiles_numpy(m: np.ndarray, buffer: Buffer) -> np.ndarray:
     """``(N, 2*TH, 2*TW, O)``: ``A^T M A`` of the GEMM results ``m`` ``(4, 4, N, TH, TW, O)``
-    (the NumPy path; ``conv_accel.winograd_output`` makes the same operations in the same
+    (the NumPy path; ``compiled.winograd_output`` makes the same operations in the same
     order)."""
     _, _, n, th, tw, o = m.shape
     s0 = buffer("wino_s0", (4, n, th, tw, o), m.dtype)  # A^T M, over tile rows
