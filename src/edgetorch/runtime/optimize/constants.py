@@ -40,7 +40,9 @@ def fold_constants(flow: Dataflow, plan: StepPlan) -> None:
         if rec.kind is not Kind.KERNEL or plan.replaced(rec.index):
             continue
         out = single_out(rec)
-        steps = _fold(flow, plan, rec, out) if out is not None else None
+        if out is None:
+            continue
+        steps = _fold(flow, plan, rec, out)
         if steps is not None:
             plan.replace(rec.index, steps)
             plan.copies[out] = (rec.index, steps[0])

@@ -156,7 +156,7 @@ class Dataflow:
     def inner(self, value: int, writer: int, nodes: frozenset[int], aliased: bool) -> bool:
         """An intermediate may vanish: one writer, read only inside the match (not by the
         caller), and (unless ``aliased``) not read through a value sharing its bytes."""
-        rs = self.readers.get(value)
+        rs = self.readers.get(value) or []
         return (value in self.single_writer and bool(rs) and all(r in nodes for r in rs)
                 and (aliased or not self.alias_read(value, writer)))
 

@@ -108,7 +108,7 @@ def single_out(rec: InstructionRecord) -> int | None:
 def arguments(flow: Dataflow, rec: InstructionRecord, plan: StepPlan) -> list[Any] | None:
     """The kernel's arguments as arrays and Python values fixed at load (a value folded by an
     earlier instruction as its load-time result), or None when one changes from call to call."""
-    args = []
+    args: list[Any] = []
     fixed = flow.fixed
 
     def folded(i: int) -> np.ndarray | None:
