@@ -170,3 +170,38 @@ def test_no_activation_fusion_when_the_batchnorm_output_is_read_elsewhere():
     with torch.no_grad():
         for got, want in zip(method.execute([x.numpy()]), model(x)):
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _ConvActs(torch.nn.Module):
+    """Convolutions with an activation after them and nothing in between (edgetorch's own
+    programs: the BatchNorms folded ahead of time), one whose result is also read elsewhere."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.bn = _bn(8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)  # depthwise
+        self.c3 = torch.nn.Conv2d(8, 8, 1, bias=False)
+        self.c4 = torch.nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.c2(torch.relu(self.bn(self.c1(x)))))
+        z = self.c4(torch.relu(self.c3(y)))
+        return torch.relu(z) + z  # z also read by the add: its activation stays
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conv_activation_fuses_with_the_kernels_bits(compiled):
+    torch.manual_seed(3)
+    model, x = _ConvActs().eval(), torch.randn(2, 4, 9, 9)
+    pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer  # BN fused AOT
+    prog = Runtime.get().load_program(pte)
+    with contextlib.nullcontext() if compiled else accel.disabled():
+        fused = prog.load_method("forward", optimize={"fuse_conv_activation"})
+        assert fused.load_report["fuse_conv_activation"].changed == 6  # 3 convs, 3 activations
+        assert _folded(fused) == ["aten::relu.out", "aten::hardtanh.out", "aten::relu.out"]
+        got = fused.execute([x.numpy()])[0]
+    want = prog.load_method("forward", optimize=False).execute([x.numpy()])[0]
+    np.testing.assert_array_equal(got, want)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-5)

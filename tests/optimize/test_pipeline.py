@@ -36,9 +36,9 @@ def _status(method) -> dict[str, str]:
 
 def test_every_pass_is_named_with_its_promise():
     names = PASSES.names()
-    assert names[:7] == ["fold_batch_norm", "fuse_safe_softmax", "fold_constants",
-                         "prepare_kernels", "skip_unread_outputs", "forward_copies",
-                         "drop_unread_copies"]
+    assert names[:8] == ["fold_batch_norm", "fuse_conv_activation", "fuse_safe_softmax",
+                         "fold_constants", "prepare_kernels", "skip_unread_outputs",
+                         "forward_copies", "drop_unread_copies"]
     assert {"xnnpack.plan", "xnnpack.fuse_chains", "xnnpack.arena",
             "xnnpack.fold_clamps"} <= set(names)
     assert len(set(names)) == len(names)
@@ -47,6 +47,7 @@ def test_every_pass_is_named_with_its_promise():
         assert p.doc and p.name in text
         assert p.exact or p.tolerance.why
     assert PASSES.get("prepare_kernels").exact and not PASSES.get("fold_batch_norm").exact
+    assert PASSES.get("fuse_conv_activation").exact
 
 
 def test_optimize_false_runs_every_kernel_true_runs_every_pass(program):

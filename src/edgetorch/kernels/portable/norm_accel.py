@@ -239,15 +239,16 @@ def masked_rows_zero(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
 
 
 @accel.jit
-def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
-    """``out`` (N, C, P) += bias[c], then clamped as the activation kernel clamps: hardtanh
-    is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN stays),
-    relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays)."""
+def _channel_bias_clamp(src, out, bias, lo, hi, relu):  # pragma: no cover - compiled
+    """``out`` (N, C, P) = src + bias[c], then clamped as the activation kernel clamps:
+    hardtanh is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN
+    stays), relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays). ``src`` may be
+    ``out``."""
     nb, c, p = out.shape
     for n in range(nb):
         for ch in range(c):
             b = bias[ch]
-            row = out[n, ch]
+            row, res = src[n, ch], out[n, ch]
             for i in range(p):
                 v = row[i] + b
                 if v == v:  # NaN passes through both
@@ -256,13 +257,14 @@ def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
                     else:
                         v = v if v > lo else lo
                         v = v if v < hi else hi
-                row[i] = v
+                res[i] = v
 
 
-def channel_bias_clamp(out: np.ndarray, bias: np.ndarray, lo, hi, relu: bool) -> None:
-    """``_channel_bias_clamp`` on ``out`` viewed (N, C, P) (contiguous), ``lo``/``hi`` of
-    its dtype."""
-    _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)
+def channel_bias_clamp(src: np.ndarray, out: np.ndarray, bias: np.ndarray, lo, hi,
+                       relu: bool) -> None:
+    """``_channel_bias_clamp`` from ``src`` into ``out``, both viewed (N, C, P) (contiguous),
+    ``lo``/``hi`` of their dtype."""
+    _channel_bias_clamp.compiled()(src, out, bias, lo, hi, relu)
 
 
 # ---- softmax over the last axis: the two row passes around NumPy's exp ------------------

@@ -7,6 +7,7 @@ for the plain loop (``instructions.run_steps``), in this order, each declaring w
 the kernels' very bits or results within a stated tolerance (``str(PASSES)`` lists them)::
 
     fold_batch_norm       convolution + BatchNorm (+ relu/hardtanh) -> one folded convolution
+    fuse_conv_activation  convolution + relu/hardtanh -> the clamp in the convolution's epilogue
     fuse_safe_softmax     an attention's six-instruction safe-softmax tail -> one pass
     fold_constants        instructions on constants run once, at load
     prepare_kernels       kernels on fixed tensors -> their preparer's NumPy calls
@@ -25,7 +26,7 @@ Traced runs (an event tracer) and methods with jumps always run the records' clo
 
 from __future__ import annotations
 
-from .batch_norm import fold_batch_norm
+from .batch_norm import fold_batch_norm, fuse_conv_activation
 from .constants import drop_unread_copies, fold_constants
 from .dataflow import Dataflow
 from .forward_copies import forward_copies
@@ -54,6 +55,7 @@ def _pass(run, tolerance: Tolerance | None = None) -> Pass:
 
 PASSES = PassList([
     _pass(fold_batch_norm, FLOAT_ROUNDING),
+    _pass(fuse_conv_activation),
     _pass(fuse_safe_softmax),
     _pass(fold_constants, Tolerance(
         1e-5, 1e-5, "a large folded copy of a transposed weight is read in place by its "

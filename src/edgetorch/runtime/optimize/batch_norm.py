@@ -14,6 +14,10 @@ convolution's result is read by the BatchNorm alone and by nothing sharing its b
 builder checks the values: every parameter a constant of the program, the BatchNorm's
 statistics outputs unread, static float32/float64 tensors. Folding changes rounding (like
 ExecuTorch's folding pass): results agree within float tolerance, not bit for bit.
+
+A convolution with no BatchNorm after it (edgetorch's own programs, folded ahead of time)
+still takes the relu/hardtanh right after it into its epilogue (:func:`fuse_conv_activation`,
+:data:`ACTIVATION_RULE`): the weights untouched, so the very bits of the two kernels.
 """
 
 from __future__ import annotations
@@ -74,6 +78,14 @@ RULE = Rule("conv_batch_norm",
             lambda g, m: _build(g, m), tail=_is_activation, max_tail=1)
 
 
+def _has_tail(g: Dataflow, node: int) -> bool:
+    return _params_fixed(g, node) and not g.values[g.records[node].args[6]]  # transposed?
+
+
+ACTIVATION_RULE = Rule("conv_activation", Pattern(CONV, name="conv", test=_has_tail),
+                       lambda g, m: _build_activation(g, m), tail=_is_activation, max_tail=1)
+
+
 def fold_batch_norm(flow: Dataflow, plan: StepPlan) -> None:
     """Fold each inference BatchNorm (and a relu/hardtanh after it) into its convolution."""
     nodes = [r.index for r in flow.records if r.name == BATCH_NORM and not plan.replaced(r.index)]
@@ -83,6 +95,43 @@ def fold_batch_norm(flow: Dataflow, plan: StepPlan) -> None:
         for i in m.nodes:
             if i != conv:
                 plan.replace(i, [])
+
+
+def fuse_conv_activation(flow: Dataflow, plan: StepPlan) -> None:
+    """Run the relu/hardtanh right after a convolution in the convolution's epilogue."""
+    nodes = [r.index for r in flow.records if r.name == CONV and not plan.replaced(r.index)]
+    for _, m, step in apply(flow, [ACTIVATION_RULE], nodes):
+        plan.replace(m["conv"], [step])
+        plan.replace(m.tail[0], [])
+
+
+def _build_activation(flow: Dataflow, m: Match) -> Step | None:
+    """The convolution writing the activation's output, clamping in its epilogue, or None
+    (no activation after it, or values that do not fit)."""
+    if not m.tail:
+        return None
+    conv = flow.records[m["conv"]]
+    x_i, w_i, b_i, *params_i, y_i = conv.args
+    vals = flow.values
+    x, w, y = flow.array(x_i), flow.array(w_i), flow.array(y_i)
+    b = None if vals[b_i] is None else flow.array(b_i)
+    if x is None or w is None or y is None or (vals[b_i] is not None and b is None) or \
+            not {x_i, w_i, y_i}.issubset(flow.fixed) or (b is not None and b_i not in flow.fixed):
+        return None
+    if w.ndim != 4 or x.dtype not in _FLOATS or {w.dtype, y.dtype} != {x.dtype} or \
+            (b is not None and (b.dtype != x.dtype or b.shape != (w.shape[0],))):
+        return None
+    act = _activation(flow, conv, flow.records[m.tail[0]], y_i)
+    if act is None or any(np.may_share_memory(act.out, a) for a in (w, b) if a is not None):
+        return None
+    # The activation's output may take the bytes of the convolution's input (dead after
+    # it): the convolution then keeps writing its own result, which the epilogue reads.
+    # (Not for the paths whose convolution adds the bias itself: nothing would be saved.)
+    params = [vals[i] for i in params_i]
+    via = y if np.may_share_memory(act.out, x) else None
+    if via is not None and (b is None or _depthwise(w, params[5]) or not y.flags.c_contiguous):
+        return None
+    return _with_activation(x, w, b, params, act, accel.available(), via)
 
 
 class _Act(NamedTuple):
@@ -96,12 +145,12 @@ class _Act(NamedTuple):
     relu: bool
 
 
-def _activation(flow: Dataflow, bn: InstructionRecord, act: InstructionRecord, y: int
+def _activation(flow: Dataflow, last: InstructionRecord, act: InstructionRecord, y: int
                 ) -> _Act | None:
-    """The activation, when it runs right after the BatchNorm (the convolution then writes
-    the activation's memory earlier than the program did) and writes a static tensor of the
-    BatchNorm output's shape."""
-    if act.index != bn.index + 1:
+    """The activation, when it runs right after ``last`` (the BatchNorm, or the convolution:
+    the convolution then writes the activation's memory earlier than the program did) and
+    writes a static tensor of ``y``'s shape."""
+    if act.index != last.index + 1:
         return None
     if act.name == HARDTANH:
         if flow.written(act.args[1]) or flow.written(act.args[2]):
@@ -178,13 +227,18 @@ def _build(flow: Dataflow, m: Match) -> tuple[int, Callable[[], Step]] | None:
     return conv.index, build
 
 
-def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray, params: list[Any],
-                     act: _Act, compiled: bool) -> Step:
-    """The folded convolution written straight into the activation's output, the clamp in
+def _depthwise(w: np.ndarray, groups: int) -> bool:
+    return w.shape[1] == 1 and groups > 1 and w.shape[0] == groups
+
+
+def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: list[Any],
+                     act: _Act, compiled: bool, via: np.ndarray | None = None) -> Step:
+    """The (folded) convolution written straight into the activation's output, the clamp in
     its epilogue: the GEMM paths leave the bias to one compiled pass that adds it and clamps
     (the kernel adds it last too: the same bits); depthwise convolution adds the bias in its
-    own loop, then one in-place clamp. One pass over the activations less than convolution,
-    then hardtanh, and no BatchNorm-sized intermediate."""
+    own loop (one without bias has none to add), then one in-place clamp. One pass over the
+    activations less than convolution, then hardtanh, and no BatchNorm-sized intermediate.
+    ``via`` (GEMM paths only): the convolution writes there and the epilogue reads it."""
     stride, padding, dilation = (expand_param(p, 2, n) for p, n in
                                  zip(params[:3], ("stride", "padding", "dilation")))
     groups, out = params[5], act.out
@@ -193,16 +247,17 @@ def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray, params: list[A
         clamp = partial(np.maximum, out, dt(0), out=out)
     else:
         clamp = partial(np.clip, out, dt(act.lo), dt(act.hi), out=out)
-    if w.shape[1] == 1 and groups > 1 and w.shape[0] == groups:  # depthwise
+    if b is None or _depthwise(w, groups):
         return partial(_chain, [partial(_conv_into, x, w, stride, padding, dilation, groups, b,
                                         out), clamp])
-    conv = partial(_conv_into, x, w, stride, padding, dilation, groups, None, out)
+    src = out if via is None else via
+    conv = partial(_conv_into, x, w, stride, padding, dilation, groups, None, src)
     if compiled:
         flat = out.reshape(out.shape[0], out.shape[1], -1)
-        epilogue = [partial(norm_accel.channel_bias_clamp, flat, b, dt(act.lo), dt(act.hi),
-                            act.relu)]
+        epilogue = [partial(norm_accel.channel_bias_clamp, src.reshape(flat.shape), flat, b,
+                            dt(act.lo), dt(act.hi), act.relu)]
     else:
-        epilogue = [partial(np.add, out, b.reshape(-1, 1, 1), out=out), clamp]
+        epilogue = [partial(np.add, src, b.reshape(-1, 1, 1), out=out), clamp]
     return partial(_chain, [conv, *epilogue])
 
 
