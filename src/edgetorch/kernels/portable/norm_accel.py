@@ -239,11 +239,31 @@ def masked_rows_zero(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
 
 
 @accel.jit
-def _channel_bias_clamp(src, out, bias, lo, hi, relu):  # pragma: no cover - compiled
-    """``out`` (N, C, P) = src + bias[c], then clamped as the activation kernel clamps:
-    hardtanh is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN
-    stays), relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays). ``src`` may be
-    ``out``."""
+def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
+    """``out`` (N, C, P) += bias[c], then clamped as the activation kernel clamps: hardtanh
+    is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN stays),
+    relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays)."""
+    nb, c, p = out.shape
+    for n in range(nb):
+        for ch in range(c):
+            b = bias[ch]
+            row = out[n, ch]
+            for i in range(p):
+                v = row[i] + b
+                if v == v:  # NaN passes through both
+                    if relu:
+                        v = v if v >= lo else lo
+                    else:
+                        v = v if v > lo else lo
+                        v = v if v < hi else hi
+                row[i] = v
+
+
+@accel.jit
+def _channel_bias_clamp_from(src, out, bias, lo, hi, relu):  # pragma: no cover - compiled
+    """``_channel_bias_clamp`` reading ``src`` (N, C, P), writing ``out`` (apart from it;
+    a separate loop: one array read and written in place vectorizes, two that might overlap
+    would not)."""
     nb, c, p = out.shape
     for n in range(nb):
         for ch in range(c):
@@ -251,7 +271,7 @@ def _channel_bias_clamp(src, out, bias, lo, hi, relu):  # pragma: no cover - com
             row, res = src[n, ch], out[n, ch]
             for i in range(p):
                 v = row[i] + b
-                if v == v:  # NaN passes through both
+                if v == v:
                     if relu:
                         v = v if v >= lo else lo
                     else:
@@ -262,9 +282,12 @@ def _channel_bias_clamp(src, out, bias, lo, hi, relu):  # pragma: no cover - com
 
 def channel_bias_clamp(src: np.ndarray, out: np.ndarray, bias: np.ndarray, lo, hi,
                        relu: bool) -> None:
-    """``_channel_bias_clamp`` from ``src`` into ``out``, both viewed (N, C, P) (contiguous),
-    ``lo``/``hi`` of their dtype."""
-    _channel_bias_clamp.compiled()(src, out, bias, lo, hi, relu)
+    """``out`` = clamp(src + bias per channel), both viewed (N, C, P) (contiguous; ``src`` is
+    ``out`` or apart from it), ``lo``/``hi`` of their dtype."""
+    if src is out:
+        _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)
+    else:
+        _channel_bias_clamp_from.compiled()(src, out, bias, lo, hi, relu)
 
 
 # ---- softmax over the last axis: the two row passes around NumPy's exp ------------------

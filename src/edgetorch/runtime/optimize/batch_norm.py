@@ -254,7 +254,8 @@ def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params:
     conv = partial(_conv_into, x, w, stride, padding, dilation, groups, None, src)
     if compiled:
         flat = out.reshape(out.shape[0], out.shape[1], -1)
-        epilogue = [partial(norm_accel.channel_bias_clamp, src.reshape(flat.shape), flat, b,
+        epilogue = [partial(norm_accel.channel_bias_clamp,
+                            flat if via is None else via.reshape(flat.shape), flat, b,
                             dt(act.lo), dt(act.hi), act.relu)]
     else:
         epilogue = [partial(np.add, src, b.reshape(-1, 1, 1), out=out), clamp]
