@@ -55,7 +55,7 @@ def _pass(run, tolerance: Tolerance | None = None) -> Pass:
 
 PASSES = PassList([
     _pass(fold_batch_norm, FLOAT_ROUNDING),
-    _pass(fuse_conv_activation),
+    _pass(fuse_conv_activation, FLOAT_ROUNDING),
     _pass(fuse_safe_softmax),
     _pass(fold_constants, Tolerance(
         1e-5, 1e-5, "a large folded copy of a transposed weight is read in place by its "

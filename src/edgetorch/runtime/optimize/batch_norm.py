@@ -17,7 +17,8 @@ ExecuTorch's folding pass): results agree within float tolerance, not bit for bi
 
 A convolution with no BatchNorm after it (edgetorch's own programs, folded ahead of time)
 still takes the relu/hardtanh right after it into its epilogue (:func:`fuse_conv_activation`,
-:data:`ACTIVATION_RULE`): the weights untouched, so the very bits of the two kernels.
+:data:`ACTIVATION_RULE`): the weights untouched, the bias added after the convolution's sums
+(where the kernel's Winograd path adds it in its output transform: float32 rounding).
 """
 
 from __future__ import annotations
