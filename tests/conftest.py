@@ -1,5 +1,10 @@
 """Shared test setup: make the helper modules (tests/compat, tests/support) importable, and
-install the hooks that keep compatibility checks from being skipped silently (ci_guard.py)."""
+install the hooks that keep compatibility checks from being skipped silently (ci_guard.py).
+
+The kernels are the reference the load passes (``runtime/optimize``) are compared against, so
+the suite loads methods with the passes off unless a test asks for them
+(``load_method(name, optimize=True)``; the equivalence tests run every example program both
+ways), and a pass that fails raises instead of being skipped with a warning."""
 
 import os
 import sys
@@ -9,6 +14,8 @@ from pathlib import Path
 # (edgetorch.kernels.accel); tests wait for them, to see the compiled paths from the first call
 # (test_accel_warm_up.py checks the background mode).
 os.environ.setdefault("EDGETORCH_ACCEL_WARMUP", "wait")
+os.environ.setdefault("EDGETORCH_OPTIMIZE", "off")
+os.environ.setdefault("EDGETORCH_OPTIMIZE_STRICT", "1")
 
 for _dir in ("compat", "support"):
     _path = str(Path(__file__).parent / _dir)

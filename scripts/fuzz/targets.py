@@ -184,7 +184,7 @@ class _XnnpackTarget:
     def _arguments(blob: bytes, handle: Any) -> list[Any] | None:
         """The delegate call's values, indexed by external id, at the sizes the graph declares
         (None when the harness would build something too big)."""
-        from edgetorch.backends.xnnpack import runtime as xr
+        from edgetorch.backends.xnnpack.runtime import backend as xr
         from edgetorch.backends.xnnpack.serialization import deserialize_xnnpack_binary
 
         values: list[Any] = [None] * handle.num_args

@@ -153,6 +153,11 @@ class InternalError(RuntimeErrorBase):
     code = ErrorCode.Internal
 
 
+class OptimizationError(InternalError):
+    """A load pass (``runtime/optimize``) failed while ``EDGETORCH_OPTIMIZE_STRICT`` is set;
+    without it the pass is skipped, reported in ``method.load_report`` and warned about."""
+
+
 class BundledVerificationError(RuntimeErrorBase):
     """A bundled program's method output differs from its expected output (or cannot be
     compared). Code NotFound, as ExecuTorch's ``verify_method_outputs`` returns (status 32)."""

@@ -74,7 +74,7 @@ def test_debug_handles_and_maps_equal_executorchs(spec, how, tmp_path):
     handles_before = {name: handle_sequence(gm) for name, gm in gms.items()}
     # ExecuTorch leaves constant subexpressions (a Linear's weight permute) to run time; with
     # folding off our instruction lists are the same, so the maps must be equal.
-    et = edge.to_executorch(ExecutorchBackendConfig(fold_constants=False))
+    et = edge.to_executorch(ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False))
     summary = summarize(gms, et)
     summary["handles"] = handles_before
     ours = _normalized(summary)

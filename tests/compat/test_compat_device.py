@@ -27,6 +27,7 @@ INPUTS = [np.ones((2, 2), np.float32), np.full((2, 2), 2.0, np.float32)]
 def _ours() -> bytes:
     edge = to_edge(device_programs()).to_backend({"forward2": DeviceAwarePartitioner()})
     config = ExecutorchBackendConfig(enable_non_cpu_memory_planning=True, fold_constants=False,
+                                     fuse_batch_norm=False,
                                      emit_mutable_buffer_names=False)
     return edge.to_executorch(config).buffer
 

@@ -1,5 +1,5 @@
 """Control flow (``torch.map``, ``torch.cond``) against ExecuTorch 1.5.1: given ExecuTorch's
-values for the two options whose defaults differ (``fold_constants=False``,
+values for the options whose defaults differ (``fold_constants=False``, ``fuse_batch_norm=False``,
 ``emit_mutable_buffer_names=False``), our ``.pte`` is ExecuTorch's byte for byte -- the loop,
 the body's plan, the ``requires_grad`` flags of a body computed from a parameter. Both
 runtimes running each other's files = eager is in test_compat_features.py (``map_loop``,
@@ -25,7 +25,8 @@ pytestmark = [
 def test_control_flow_pte_bytes_equal_executorch(name, tmp_path):
     feature = FEATURES[name]()
     assert not feature.config  # ExecuTorch's side exports with its defaults
-    config = ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False)
+    config = ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False,
+                                     emit_mutable_buffer_names=False)
     ours = to_edge(feature.programs).to_executorch(config).buffer
     assert ours == ref_feature_export(name, tmp_path).read_bytes()
 

@@ -38,7 +38,7 @@ def test_pte_bytes_equal_executorch_and_both_run(factory, tmp_path):
     theirs = ref_export(spec, tmp_path / "et.pte")
     model, inputs = load_model_spec(spec)
     ours = to_edge(torch.export.export(model, inputs)).to_executorch(
-        ExecutorchBackendConfig(fold_constants=False, emit_mutable_buffer_names=False))
+        ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False, emit_mutable_buffer_names=False))
     assert ours.buffer == theirs.pte.read_bytes()
 
     expected = _eager(model, inputs)

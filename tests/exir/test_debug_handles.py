@@ -57,7 +57,7 @@ def test_emitter_maps_have_executorchs_shapes():
     edge = _edge()
     handles = {str(n.target): n.meta["debug_handle"]
                for n in edge.exported_program().graph.nodes if n.op == "call_function"}
-    et = edge.to_executorch(ExecutorchBackendConfig(fold_constants=False))
+    et = edge.to_executorch(ExecutorchBackendConfig(fold_constants=False, fuse_batch_norm=False))
     plan = et.executorch_program.execution_plan[0]
     dmap = et.debug_handle_map["forward"]
     for i, ins in enumerate(plan.chains[0].instructions):

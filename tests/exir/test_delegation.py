@@ -491,9 +491,9 @@ class _TagAllAs(Partitioner):
 
 def test_backend_ids_are_class_names_and_unique():
     from edgetorch.errors import RegistrationError
-    from edgetorch.exir.backend import BACKENDS
+    from edgetorch.exir.backend import BACKEND_DETAILS
 
-    assert BACKENDS["BackendWithCompilerDemo"] is BackendWithCompilerDemo
+    assert BACKEND_DETAILS["BackendWithCompilerDemo"] is BackendWithCompilerDemo
     with pytest.raises(RegistrationError, match="already taken"):
         type("BackendWithCompilerDemo", (BackendDetails,),
              {"preprocess": staticmethod(lambda ep, cs: PreprocessResult())})

@@ -5,6 +5,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+
+from pass_equivalence import assert_passes_match_the_kernels  # noqa: E402
+
 from edgetorch.examples import EXAMPLES, get_example  # noqa: E402
 from edgetorch.exir import ExecutorchBackendConfig, MemoryPlanningPass, to_edge  # noqa: E402
 from edgetorch.runtime import Runtime  # noqa: E402
@@ -56,6 +59,13 @@ def test_example_matches_eager(name, exported):
         want = model(*other)
     want = want[0] if isinstance(want, tuple) else want
     assert (got - want).abs().max().item() <= ATOL
+
+
+@pytest.mark.parametrize("name", _examples())
+def test_every_load_pass_gives_the_kernels_results(name, exported):
+    """Each load pass alone and all together, against every kernel run by its closure."""
+    _, inputs, et = exported(name)
+    assert_passes_match_the_kernels(et.buffer, [x.numpy() for x in inputs], name)
 
 
 @pytest.mark.parametrize("name", ["tiny_classifier", "cnn"])

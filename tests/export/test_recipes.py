@@ -149,7 +149,7 @@ class QuantMLP(torch.nn.Module):  # in/out sizes divisible by 8da4w's group size
 def _quantized_xnnpack_landed() -> bool:
     """The XNNPACK quantizer (compiler) and quantized XNNPACK kernels (runtime) are both there."""
     return all(importlib.util.find_spec(m) is not None for m in (
-        "edgetorch.backends.xnnpack.quantizer", "edgetorch.backends.xnnpack.kernels_quant"))
+        "edgetorch.backends.xnnpack.quantizer", "edgetorch.backends.xnnpack.runtime.kernels_quant"))
 
 
 @pytest.mark.parametrize("recipe_type", [t for t in XNNPackRecipeType if t != XNNPackRecipeType.FP32])

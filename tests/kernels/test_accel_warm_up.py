@@ -54,11 +54,12 @@ class _Net(torch.nn.Module):
 
 
 def _env(numba_cache=None):
-    """The background warm-up (the users' default); numba's cache: this process's, unless
-    ``numba_cache`` (a fresh one compiles every kernel: minutes on a busy machine)."""
+    """The background warm-up and the load passes (the users' defaults); numba's cache: this
+    process's, unless ``numba_cache`` (a fresh one compiles every kernel: minutes on a busy
+    machine)."""
     import os
 
-    env = dict(os.environ, EDGETORCH_ACCEL_WARMUP="background")
+    env = dict(os.environ, EDGETORCH_ACCEL_WARMUP="background", EDGETORCH_OPTIMIZE="all")
     if numba_cache is not None:
         env["NUMBA_CACHE_DIR"] = str(numba_cache)
     env.pop("EDGETORCH_ACCEL", None)

@@ -1,4 +1,4 @@
-"""The load-time fast path (runtime/fastpath.py, kernels/portable/prepared.py) gives the very
+"""The load-time fast path (runtime/optimize, kernels/portable/prepared.py) gives the very
 bits of the kernels it stands in for, and falls back to them off its fast cases.
 
 Each preparer is checked against its own kernel on the same arguments (the kernel is the
@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import torch
-from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge
@@ -352,7 +352,7 @@ def test_constants_of_a_mapped_file_count_as_immutable(tmp_path):
     """Kernels pack weights once per immutable constant (winograd.constant_cache); the
     constants of a program loaded from a path are views of a read-only map and qualify,
     those of a caller's bytearray do not (the caller may change it)."""
-    from edgetorch.kernels.portable.winograd import _immutable
+    from edgetorch.kernels.conv.winograd import _immutable
 
     model = torch.nn.Linear(8, 4).eval()
     pte = to_edge(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer

@@ -5,6 +5,8 @@ Conv-BN-ReLU network run repeatedly with different inputs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +20,7 @@ from torch import nn
 
 from edgetorch.exir import to_edge
 from edgetorch.kernels import accel, get_kernel
+from edgetorch.kernels.conv import dispatch
 from edgetorch.kernels.portable import nn as pnn
 from edgetorch.kernels.portable import pooling
 from edgetorch.runtime import Runtime
@@ -55,11 +58,12 @@ def test_conv_into_out_with_reused_buffers(cin, cout, groups, k, stride, pad, di
 
 
 def _conv_into_out(cin, cout, groups, k, stride, pad, dil, blocked, nhwc, monkeypatch):
+    t = dispatch.THRESHOLDS
     if blocked:  # large depthwise layers run in blocks of channels: force blocks of 1-2
-        monkeypatch.setattr(pnn, "DW_WHOLE_MAX", 0)
-        monkeypatch.setattr(pnn, "DW_BLOCK", 150)
+        t = dataclasses.replace(t, depthwise_whole_max=0, depthwise_block=150)
     # small planes run depthwise channels-last; planes: flattened (the large-plane path)
-    monkeypatch.setattr(pnn, "DW_NHWC_MAX_PLANE", 1 << 30 if nhwc else 0)
+    t = dataclasses.replace(t, depthwise_channels_last_max_plane=1 << 30 if nhwc else 0)
+    monkeypatch.setattr(dispatch, "THRESHOLDS", t)
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((cout, cin // groups, k, k)) / k).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)
@@ -165,7 +169,7 @@ def test_winograd_filter_packed_once_for_a_read_only_mapped_constant(tmp_path):
     immutable, so it is never cached)."""
     import mmap
 
-    from edgetorch.kernels.portable import winograd
+    from edgetorch.kernels.conv import winograd
 
     w = np.arange(16 * 16 * 9, dtype=np.float32).reshape(16, 16, 3, 3)
     path = tmp_path / "w.bin"

@@ -131,7 +131,7 @@ def test_prepared_mean_gives_the_kernels_bits(case, mode):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["transformer_encoder", "llama_decoder"])
 def test_programs_with_prepared_norms_give_the_closures_bits(name, mode):
-    from fastpath_pair import assert_same_bits_and_eager, fast_and_slow
+    from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
     from edgetorch.examples import get_example
 

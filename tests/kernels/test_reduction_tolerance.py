@@ -52,7 +52,7 @@ def test_the_bound_refuses_sums_too_long_for_it():
 def test_winograd_bound_holds_against_float64():
     """Winograd F(2x2, 3x3) in float32 (the product's own kernel) within its bound of the exact
     convolution, on odd sizes (cropped edge tiles)."""
-    from edgetorch.kernels.portable import winograd
+    from edgetorch.kernels.conv import winograd
 
     rng = np.random.default_rng(1)
     xb = np.zeros((1, 9, 8, 16), np.float32)  # outputs 7 x 6: 4 x 3 tiles, the last cropped

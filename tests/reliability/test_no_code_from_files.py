@@ -48,12 +48,12 @@ ALLOWED: dict[tuple[str, str], str] = {
         "aot_arm_compiler --model_name path.pth loads the user's own pickled nn.Module, as "
         "ExecuTorch's aot_arm_compiler does; inputs and calibration data use weights_only=True; "
         "no .pte, .ptd, .bpte, ETRecord or ETDump reaches it",
-    ("src/edgetorch/backends/xnnpack/plan.py", "compile"):
+    ("src/edgetorch/backends/xnnpack/runtime/plan.py", "compile"):
         "the XNNPACK plan writes its own straight-line function from fixed templates: the only "
         "values a blob contributes are Python ints (value slots, external ids, argument counts) "
         "and tuples of ints (array shapes), formatted as digits; every other name is an "
         "identifier plan.py generates for objects it puts in the namespace itself",
-    ("src/edgetorch/backends/xnnpack/plan.py", "exec"):
+    ("src/edgetorch/backends/xnnpack/runtime/plan.py", "exec"):
         "executes the code object compiled just above from plan.py's own generated source "
         "(see the compile entry): no text from a file reaches it",
     ("src/edgetorch/schema/fbs/reader.py", "compile"):

@@ -124,10 +124,10 @@ def test_compiled_delegated_fixture_matches_eager():
 def test_delegate_handles_are_destroyed_with_the_method(monkeypatch):
     import gc
 
-    from edgetorch.runtime.backends import BACKENDS
+    from edgetorch.runtime.backends import RUNTIME_BACKENDS
 
     destroyed = []
-    backend_impl = BACKENDS["BackendWithCompilerDemo"]
+    backend_impl = RUNTIME_BACKENDS["BackendWithCompilerDemo"]
     monkeypatch.setattr(backend_impl, "destroy", lambda handle: destroyed.append(handle),
                         raising=False)
     gc.collect()  # methods left over from earlier tests go first

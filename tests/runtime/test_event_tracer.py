@@ -202,12 +202,12 @@ def test_an_internal_bug_while_loading_is_not_reported_as_a_malformed_file(monke
 
 def test_a_backend_refusing_its_blob_is_an_invalid_program(monkeypatch):
     from edgetorch.errors import ErrorCode, InvalidProgramError
-    from edgetorch.runtime.backends import BACKENDS
+    from edgetorch.runtime.backends import RUNTIME_BACKENDS
 
     def refuse(blob, specs, context):
         raise ValueError("unknown blob layout")
 
-    monkeypatch.setattr(BACKENDS["XnnpackBackend"], "init", refuse)
+    monkeypatch.setattr(RUNTIME_BACKENDS["XnnpackBackend"], "init", refuse)
     with pytest.raises(InvalidProgramError, match="unknown blob layout") as info:
         Runtime.get().load_program(ET_XNN).load_method("forward")
     assert info.value.code == ErrorCode.DelegateInvalidCompatibility

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema import program as s
+from ..schema import program as S
 from ..schema.pte import PteFile
 from ..schema.scalar_type import to_numpy_dtype
 
@@ -24,15 +24,15 @@ class SizeItem:
     detail: str = ""
 
 
-def _users(plan: s.ExecutionPlan) -> dict[int, list[str]]:
+def _users(plan: S.ExecutionPlan) -> dict[int, list[str]]:
     """Value index -> names of the operators (or delegates) that take it."""
     users: dict[int, list[str]] = {}
     for chain in plan.chains:
         for ins in chain.instructions:
             a = ins.instr_args
-            if isinstance(a, s.KernelCall):
+            if isinstance(a, S.KernelCall):
                 who = plan.operators[a.op_index].qualified_name
-            elif isinstance(a, s.DelegateCall):
+            elif isinstance(a, S.DelegateCall):
                 who = f"delegate {plan.delegates[a.delegate_index].id}"
             else:
                 continue
@@ -42,15 +42,15 @@ def _users(plan: s.ExecutionPlan) -> dict[int, list[str]]:
     return users
 
 
-def _constant_items(plan: s.ExecutionPlan) -> list[SizeItem]:
+def _constant_items(plan: S.ExecutionPlan) -> list[SizeItem]:
     users = _users(plan)
     items = []
     for index, value in enumerate(plan.values):
         t = value.val
-        if not isinstance(t, s.Tensor) or t.allocation_info is not None:
+        if not isinstance(t, S.Tensor) or t.allocation_info is not None:
             continue
         info = t.extra_tensor_info
-        external = info is not None and info.location == s.TensorDataLocation.EXTERNAL
+        external = info is not None and info.location == S.TensorDataLocation.EXTERNAL
         if t.data_buffer_idx == 0 and not external:
             continue  # filled at run time (an input or a delegate's output), not stored
         numel = 1

@@ -70,6 +70,10 @@ class ExecutorchBackendConfig:
     # (generate_etrecord=True), whose instructions, profile events and numeric-gap rows then
     # stay those of ExecuTorch's program (native_call_permute_copy.out included).
     fold_constants: bool | None = None
+    # Fold an inference BatchNorm into the convolution before it (passes/fuse_batch_norm.py),
+    # as XNNPACK's preprocess does for its nodes. ExecuTorch leaves them to run time. None
+    # (the default): fuse, except for a program that records an ETRecord (as fold_constants).
+    fuse_batch_norm: bool | None = None
     # ExecuTorch's quant fusion: weight-only quantized embeddings become one
     # quantized_decomposed::embedding_{byte,4bit,2bit} kernel (exir/passes/quant_fusion.py).
     do_quant_fusion_and_const_prop: bool = False

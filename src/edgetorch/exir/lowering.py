@@ -21,6 +21,7 @@ from .config import ExecutorchBackendConfig
 from .emit import MethodEmitter, ProgramState
 from .pass_base import run_passes
 from .passes.constant_fold import fold_constants
+from .passes.fuse_batch_norm import fuse_batch_norm
 from .passes.quant_fusion import quant_fusion_and_const_prop
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
@@ -70,6 +71,11 @@ def _reinplace_custom_ops(ep: ExportedProgram, config: ExecutorchBackendConfig) 
 
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
     insert_write_back(ep)
+
+
+def _fuse_batch_norm(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
+    if config.fuse_batch_norm is not False:  # None: fuse (resolved as fold_constants is)
+        fuse_batch_norm(ep)
 
 
 def _fold(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -126,6 +132,7 @@ STEPS: list[Step] = [
      _legalize_dim_order),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
     ("write back mutated buffers", _write_back),
+    ("fuse batch norm into convolutions (fuse_batch_norm)", _fuse_batch_norm),
     ("fold constants", _fold),
     ("view_copy -> view", _views),
     ("to out variants", _out_variants),

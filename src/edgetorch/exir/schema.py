@@ -1,7 +1,7 @@
 """ExecuTorch's ``exir.schema``: the ``program.fbs`` dataclasses (``Program``,
 ``ExecutionPlan``, ``Tensor``, ``DeviceType`` ...), defined once in ``edgetorch.schema``."""
 
-from ..schema import program as _program
+from ..schema import program as S
 
-__all__ = [n for n in vars(_program) if not n.startswith("_") and n[0].isupper()]
-globals().update({n: getattr(_program, n) for n in __all__})
+__all__ = [n for n in vars(S) if not n.startswith("_") and n[0].isupper()]
+globals().update({n: getattr(S, n) for n in __all__})

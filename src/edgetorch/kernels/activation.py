@@ -28,12 +28,6 @@ import numpy as np
 
 from . import accel
 
-try:
-    from numpy._core.umath import clip as _clip  # the ufunc np.clip ends in, without wrappers
-except ImportError:  # pragma: no cover - other NumPy versions
-    def _clip(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return np.clip(a, lo, hi, out=out)
-
 CLAMP = 5.5
 # erf(x/sqrt 2)/2 ~ x * P(x^2) / Q(x^2) on [-CLAMP, CLAMP]; coefficients from degree 0 up.
 P = (0.3989422557386119, 0.03317184691295133, 0.004632976243155844, 0.000161778846547636,
@@ -92,7 +86,7 @@ def gelu_numpy(x: np.ndarray, out: np.ndarray, c: np.ndarray, s: np.ndarray,
     """The rational GELU in float32 passes; ``c``, ``s``, ``t`` are scratch like ``x``.
     (Scalars are float32 and clamps the clip ufunc itself: NumPy's Python-level wrappers
     and Python-float operands cost more than the 4096-value passes.)"""
-    _clip(x, _LO, _HI, c)
+    x.clip(_LO, _HI, out=c)  # (the array's method: without np.clip's wrappers)
     np.multiply(c, c, out=s)
     np.multiply(s, _P32[5], out=t)
     for coef in _P32[4:0:-1]:
@@ -107,7 +101,7 @@ def gelu_numpy(x: np.ndarray, out: np.ndarray, c: np.ndarray, s: np.ndarray,
     np.add(c, _Q32[0], out=c)
     np.divide(t, c, out=t)
     np.add(t, _HALF32, out=t)
-    _clip(t, _ZERO, _ONE, t)
+    t.clip(_ZERO, _ONE, out=t)
     return np.multiply(x, t, out=out)
 
 

@@ -26,6 +26,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
+
+import numpy as np
 
 from ..errors import OperatorMissingError, RegistrationError, near_matches
 
@@ -48,6 +51,29 @@ class KernelEntry:
 
 
 KERNELS: dict[str, KernelEntry] = {}
+
+
+class Copy(partial):
+    """A prepared step that copies ``source`` into ``target`` (``np.copyto``, the keywords
+    given), called as fast as the ``partial`` it is."""
+
+    __slots__ = ()
+
+    def __new__(cls, target: np.ndarray, source: np.ndarray, **keywords: object) -> Copy:
+        return super().__new__(cls, np.copyto, target, source, **keywords)
+
+    @property
+    def target(self) -> np.ndarray:
+        return self.args[0]
+
+    @property
+    def source(self) -> np.ndarray:
+        return self.args[1]
+
+    @property
+    def plain(self) -> bool:
+        """A copy of every element as it is (no cast, no mask)."""
+        return not self.keywords
 
 # Operators ExecuTorch's emitter calls *without* the return slot: its map/scan loops emit
 # ``et_copy_index(copy_to, copy_from, index)``, whose C++ kernel grows ``copy_to`` in place.

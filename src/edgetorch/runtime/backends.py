@@ -27,12 +27,16 @@ class BackendInitContext:
     ``program_dir`` is the folder of the ``.pte`` when it was loaded from a path (None for
     bytes): with the folders the user names in ``options``, the only places a path stored in
     the file may lead (``edgetorch.runtime.file_paths``).
+    ``optimize`` says which load passes this load runs (``runtime.optimize.Options``: ``name
+    in optimize``); a backend runs its own declared passes through ``optimize.guard``, which
+    reports a failure in the method's load report. None: every pass, failures raise.
     """
 
     method_name: str
     named_data: Callable[[str], memoryview]
     options: Mapping[str, Any] = field(default_factory=dict)
     program_dir: str | None = None
+    optimize: Any = None
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,13 @@ class Backend(Protocol):
     def is_available(self) -> bool: ...
 
 
-BACKENDS: dict[str, Backend] = {}
+RUNTIME_BACKENDS: dict[str, Backend] = {}
 
 
 def register_backend(name: str, impl: Backend, *, override: bool = False) -> None:
-    if name in BACKENDS and not override:
+    if name in RUNTIME_BACKENDS and not override:
         raise RegistrationError(f"backend {name!r} is already registered")
-    BACKENDS[name] = impl
+    RUNTIME_BACKENDS[name] = impl
 
 
 def backend(name: str):
@@ -81,14 +85,14 @@ def backend(name: str):
 
 
 def get_backend(name: str) -> Backend:
-    impl = BACKENDS.get(name)
+    impl = RUNTIME_BACKENDS.get(name)
     if impl is not None and not impl.is_available():
         # A backend may say why (a missing optional package) through ``unavailable_reason()``.
         reason = getattr(impl, "unavailable_reason", lambda: "")() or "is_available() is False"
         raise BackendNotFoundError(f"backend {name!r} is registered but not available in this "
                                    f"runtime: {reason}")
     if impl is None:
-        known = ", ".join(sorted(BACKENDS)) or "none"
+        known = ", ".join(sorted(RUNTIME_BACKENDS)) or "none"
         raise BackendNotFoundError(
             f"backend {name!r} is not registered in this runtime (registered: {known}); "
             "import the package that provides it, or export without delegating to it")
@@ -100,10 +104,10 @@ class BackendRegistry:
 
     @property
     def registered_backend_names(self) -> list[str]:
-        return sorted(BACKENDS)
+        return sorted(RUNTIME_BACKENDS)
 
     def is_available(self, name: str) -> bool:
-        impl = BACKENDS.get(name)
+        impl = RUNTIME_BACKENDS.get(name)
         return impl is not None and impl.is_available()
 
     def __repr__(self) -> str:

@@ -1,16 +1,19 @@
-"""Compiled instructions as records, and the two loops that run them.
+"""Compiled instructions as records, and the loops that run them.
 
 ``load_method`` turns every instruction of the chain into an :class:`InstructionRecord`:
 what it is (index, kind, operator or backend), which values it reads and writes, and the
 pre-bound callable that runs it. Everything that needs to know about an instruction reads the
-record: the plain loop (only the callables), the traced loop (events for the event tracer,
-intermediate outputs), error context and ``str(method)``.
+record: the loops, the event tracer, error context and ``str(method)``. Three loops:
+:func:`run_steps` runs straight-line code (a method's closures or its load passes' steps, and
+XNNPACK's nodes on its reference path), :func:`run_jumps` a method with jumps (under an
+instruction budget), :func:`run_traced` either with one event per instruction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -25,17 +28,6 @@ Instr = Callable[[], Any]
 # that loops forever): ExecuTorch's ``ET_MAX_INSTRUCTIONS``, failing with InvalidProgram.
 MAX_INSTRUCTIONS = 10_000_000
 
-# np.errstate(all="ignore") costs about a microsecond per entry, a tenth of a tiny model's
-# call; setting NumPy's error-state context variable directly costs a third of that. Where a
-# NumPy version lacks it, run_steps falls back to np.errstate.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
-
-    with np.errstate(all="ignore"):
-        _SILENT = _ERRSTATE.get()
-except (ImportError, AttributeError):  # pragma: no cover - other NumPy versions
-    _ERRSTATE = None
-
 # Kernels ExecuTorch registers as prim ops: their calls get OPERATOR_CALL only (no
 # native_call_* event, no logged outputs), as its runtime reports them.
 _PRIM_PREFIXES = ("executorch_prim::",)
@@ -43,18 +35,28 @@ _PRIM_OPS = {"aten::sym_size.int", "aten::sym_numel", "aten::sym_stride.int",
              "aten::_local_scalar_dense"}
 
 
+class Kind(str, Enum):
+    """What an instruction is (a ``str``: ``Kind.KERNEL == "kernel"``)."""
+
+    KERNEL = "kernel"
+    DELEGATE = "delegate"
+    MOVE = "move"
+    JUMP_FALSE = "jump_false"
+    FREE = "free"
+
+
 @dataclass(frozen=True)
 class InstructionRecord:
     """One instruction of a loaded method.
 
-    ``kind`` is ``"kernel"``, ``"delegate"``, ``"move"``, ``"jump_false"`` or ``"free"``;
+    ``kind`` is a :class:`Kind` (kernel, delegate, move, jump_false or free);
     ``name`` the operator (``"aten::add.out"``) or backend id; ``args`` the value indices read
     and ``outputs`` those written; ``source`` the user's line when the program was exported
     with ``emit_stacktrace=True``.
     """
 
     index: int
-    kind: str
+    kind: Kind
     name: str
     args: tuple[int, ...]
     outputs: tuple[int, ...]
@@ -65,16 +67,18 @@ class InstructionRecord:
     logged_outputs: tuple[int, ...] = ()
     # A kernel call's value indices as the program lists them, the return slot last.
     call: tuple[int, ...] = ()
+    # A kernel call without a return slot: it writes its first argument in place.
+    in_place: bool = False
 
     @property
     def is_prim(self) -> bool:
-        return self.kind == "kernel" and (self.name.startswith(_PRIM_PREFIXES)
+        return self.kind is Kind.KERNEL and (self.name.startswith(_PRIM_PREFIXES)
                                           or self.name in _PRIM_OPS)
 
     @property
     def native_call_name(self) -> str | None:
         """``native_call_<op>.<overload>`` (the kernel wrapper's event), or None."""
-        if self.kind != "kernel" or self.is_prim:
+        if self.kind is not Kind.KERNEL or self.is_prim:
             return None
         return "native_call_" + self.name.partition("::")[2]
 
@@ -110,22 +114,18 @@ def sources(chain: S.Chain) -> dict[int, str]:
     return out
 
 
-def run_plain(records: Sequence[InstructionRecord], instrs: Sequence[Instr], has_jumps: bool,
-              method: str, budget: int = MAX_INSTRUCTIONS) -> None:
-    """The fast path: the pre-bound callables and nothing else. With jumps, at most
-    ``budget`` instructions run (a straight-line chain is bounded by its length)."""
-    pc = -1
+def run_jumps(records: Sequence[InstructionRecord], instrs: Sequence[Instr], method: str,
+              budget: int = MAX_INSTRUCTIONS) -> None:
+    """The loop of a method with jumps: each pre-bound callable returns the next instruction;
+    at most ``budget`` instructions run (a straight-line chain, bounded by its length, runs
+    in :func:`run_steps`)."""
+    pc, n, left = 0, len(instrs), budget
     try:
-        if not has_jumps:
-            for pc, fn in enumerate(instrs):  # noqa: B007 (pc names the failing instruction)
-                fn()
-        else:
-            pc, n, left = 0, len(instrs), budget
-            while pc < n:
-                if left == 0:
-                    raise _over_budget(method, budget)
-                left -= 1
-                pc = instrs[pc]()
+        while pc < n:
+            if left == 0:
+                raise _over_budget(method, budget)
+            left -= 1
+            pc = instrs[pc]()
     except Exception as e:
         _raise_in_context(e, method, records, pc)
 
@@ -137,27 +137,23 @@ def _over_budget(method: str, budget: int) -> InvalidProgramError:
         f"ExecuTorch stops at ET_MAX_INSTRUCTIONS = {MAX_INSTRUCTIONS})")
 
 
-def run_steps(steps: Sequence[Instr], owner: Sequence[int],
-              records: Sequence[InstructionRecord], method: str) -> None:
-    """The fastest path: the load-time steps (``fastpath.plan_steps``), ``owner[k]`` being the
-    instruction step ``k`` belongs to (for the error's context)."""
+def run_steps(steps: Sequence[Instr], fail: Callable[[int, Exception], None],
+              each: Callable[[int, int, int], None] | None = None) -> None:
+    """The straight-line loop (a method's steps, a delegate's nodes): each step in turn;
+    ``fail(k, error)`` raises the error of step ``k`` in its context; ``each(k, start, end)``
+    (an event tracer's, in ns) is told about every step when given."""
     k = -1
-    # The kernels silence NumPy's floating-point warnings (torch has none: inf and nan are
-    # values); their prepared steps are bare ufuncs, so the whole loop runs silenced.
-    token = _ERRSTATE.set(_SILENT) if _ERRSTATE is not None else None
     try:
-        if token is None:
-            with np.errstate(all="ignore"):
-                for k, fn in enumerate(steps):  # noqa: B007 (k names the failing step)
-                    fn()
+        if each is None:
+            for k, fn in enumerate(steps):  # noqa: B007 (k names the failing step)
+                fn()
         else:
             for k, fn in enumerate(steps):  # noqa: B007
+                start = now_ns()
                 fn()
+                each(k, start, now_ns())
     except Exception as e:
-        _raise_in_context(e, method, records, owner[k] if 0 <= k < len(owner) else -1)
-    finally:
-        if token is not None:
-            _ERRSTATE.reset(token)
+        fail(k, e)
 
 
 def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: EventTracer,
@@ -174,7 +170,7 @@ def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: 
             tracer.set_instruction(chain, pc)
             start = now_ns()
             nxt = rec.run()
-            if rec.kind == "kernel":
+            if rec.kind is Kind.KERNEL:
                 end = now_ns()
                 native = rec.native_call_name  # None for prim ops: OPERATOR_CALL only
                 if native is not None:
@@ -183,7 +179,7 @@ def run_traced(records: Sequence[InstructionRecord], values: list[Any], tracer: 
                             tracer.log_evalue(_resolve(values, idx))
                     tracer.log_profiling(native, chain, pc, start, end)
                 tracer.log_profiling("OPERATOR_CALL", chain, pc, start, now_ns())
-            elif rec.kind == "delegate":
+            elif rec.kind is Kind.DELEGATE:
                 if log_values:
                     for idx in rec.args:
                         tracer.log_evalue(_resolve(values, idx))

@@ -33,22 +33,25 @@ from ..kernels import accel
 from ..kernels.portable._util import can_cast
 from ..kernels.registry import NO_RETURN_SLOT, get_kernel
 from ..schema import program as S
+from . import optimize
 from .backends import BackendExecutionContext, BackendInitContext, get_backend
 from .buffers import BufferTable, MutableBuffer
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, now_ns
-from .fastpath import plan_steps
 from .instructions import (
     MAX_INSTRUCTIONS,
     Instr,
     InstructionRecord,
+    Kind,
+    _raise_in_context,
     kernel_io,
-    run_plain,
+    run_jumps,
     run_steps,
     run_traced,
     sources,
 )
 from .interop import is_torch_tensor, to_numpy, to_torch
 from .meta import MethodMeta, TensorInfo, method_meta
+from .quiet import Quiet
 from .values import (
     DTYPES,
     MAX_UNPLANNED_BYTES,
@@ -71,7 +74,8 @@ class Method:
     """One method of a loaded program, ready to ``execute``."""
 
     def __init__(self, program: Program, plan: S.ExecutionPlan,
-                 max_instructions: int = MAX_INSTRUCTIONS) -> None:
+                 max_instructions: int = MAX_INSTRUCTIONS,
+                 optimize_: bool | set[str] | None = None) -> None:
         init_start = now_ns()
         if max_instructions < 1:
             raise InvalidArgumentError(f"max_instructions must be positive, got {max_instructions}")
@@ -92,18 +96,29 @@ class Method:
         self.buffers = BufferTable(plan.name)
         # Tensors neither planned nor constants of the program: bound at run time.
         self._bound: set[int] = set()
+        self._buffer_values: set[int] = set()  # mutable buffers: their values outlive a call
         self._materialize_values()
+        # Which load passes run (optimize/): the delegates' init runs its backend's passes.
+        opts = optimize.options(optimize_, optimize.PASSES, self.name)
+        #: What the load passes did (``str()`` prints it): which ran, which failed and why.
+        self.load_report = opts.report
+        self._optimize = opts
         self.records: list[InstructionRecord] = []
         self._instrs: list[Instr] = []
         self._delegate_handles: list[Any] = []
         self._has_jumps = False
         self._compile()
         self._prepare_io()
-        # The plain loop's steps: prepared kernels and folded constants (fastpath.py). While
-        # the compiled kernels warm up (accel.pending) they are planned later, at the first
-        # execute after: planned now, they would keep the NumPy paths for good.
-        self._steps_pending = accel.pending()
-        self._steps = None if self._steps_pending else plan_steps(self, self._written)
+        # The plain loop's steps after the load passes (None: the records' closures run),
+        # silenced once per call (quiet.py), and how a failing step names its instruction.
+        # While the compiled kernels warm up (accel.pending) the passes run later, at the
+        # first execute after: run now, the prepared steps would keep the NumPy paths for good.
+        self._quiet = Quiet()
+        self._steps_pending = not self._has_jumps and accel.pending()
+        self._steps: tuple[list[Any], list[int]] | None = None
+        self._fail = self._failing(None)
+        if not self._has_jumps and not self._steps_pending:
+            self._run_load_passes()
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -242,6 +257,7 @@ class Method:
             initial = self._program._mutable_initial(int(t.data_buffer_idx), t, nbytes, self.name)
         info = t.extra_tensor_info
         name = info.fully_qualified_name if info is not None and info.fully_qualified_name else f"value_{i}"
+        self._buffer_values.add(i)
         self.buffers.add(MutableBuffer(name, view, self._slots[i].dim_order, initial))
 
     @property
@@ -260,6 +276,15 @@ class Method:
     def reset_buffers(self) -> None:
         """Put every mutable buffer back to its initial state."""
         self.buffers.reset()
+
+    def _run_load_passes(self) -> None:
+        self._steps = optimize.run_passes(self._dataflow(), self._optimize)
+        self._fail = self._failing(self._steps[1] if self._steps is not None else None)
+
+    def _dataflow(self) -> optimize.Dataflow:
+        return optimize.Dataflow(self.name, self._vals, self._slots, self._bound, self._written,
+                                 self.records, map(int, self._plan.inputs), self._outputs,
+                                 self._buffer_values)
 
     def _written_slots(self) -> set[int]:
         written = set(int(i) for i in self._plan.inputs)
@@ -303,37 +328,38 @@ class Method:
             where = f"method {self.name!r} instruction {pc}"
             if isinstance(a, S.KernelCall):
                 call = tuple(map(int, a.args))
-                fn, desc = self._compile_kernel(pc, a.op_index, call, where)
+                fn, desc, in_place = self._compile_kernel(pc, a.op_index, call, where)
                 name = self._plan.operators[a.op_index].qualified_name
                 args, outs, logged = kernel_io(self._plan, call)
-                if desc.endswith(" in place"):  # no return slot: the first argument is written
+                if in_place:  # no return slot: the first argument is written
                     args, outs, logged = call, args[:1], args[:1]
-                rec = InstructionRecord(pc, "kernel", name, args, outs, fn, desc,
-                                        where_from.get(pc), logged, call)
+                rec = InstructionRecord(pc, Kind.KERNEL, name, args, outs, fn, desc,
+                                        where_from.get(pc), logged, call, in_place)
             elif isinstance(a, S.DelegateCall):
                 fn, desc = self._compile_delegate(pc, a, where)
                 name = self._plan.delegates[a.delegate_index].id
                 args = tuple(int(x) for x in a.args)
-                rec = InstructionRecord(pc, "delegate", name, args, args, fn, desc, where_from.get(pc))
+                rec = InstructionRecord(pc, Kind.DELEGATE, name, args, args, fn, desc, where_from.get(pc))
             elif isinstance(a, S.MoveCall):
                 fn, desc = self._compile_move(pc, a, where)
-                rec = InstructionRecord(pc, "move", "move", (int(a.move_from),),
+                rec = InstructionRecord(pc, Kind.MOVE, "move", (int(a.move_from),),
                                         (int(a.move_to),), fn, desc)
             elif isinstance(a, S.JumpFalseCall):
                 fn, desc = self._compile_jump(pc, a, where, len(instructions))
                 self._has_jumps = True
-                rec = InstructionRecord(pc, "jump_false", "jump_false",
+                rec = InstructionRecord(pc, Kind.JUMP_FALSE, "jump_false",
                                         (int(a.cond_value_index),), (), fn, desc)
             elif isinstance(a, S.FreeCall):
                 fn, desc = self._compile_free(pc, a, where)
-                rec = InstructionRecord(pc, "free", "free", (int(a.value_index),), (), fn, desc)
+                rec = InstructionRecord(pc, Kind.FREE, "free", (int(a.value_index),), (), fn, desc)
             else:
                 raise InvalidProgramError(f"{where}: unknown instruction {type(a).__name__}")
             self.records.append(rec)
             self._instrs.append(fn)
 
     def _compile_kernel(self, pc: int, op_index: int, call: tuple[int, ...],
-                        where: str) -> tuple[Instr, str]:
+                        where: str) -> tuple[Instr, str, bool]:
+        """(the closure, its description, whether it writes its first argument in place)."""
         ops = self._plan.operators
         if not 0 <= op_index < len(ops):
             raise InvalidProgramError(f"{where}: operator index {op_index} out of range "
@@ -342,7 +368,7 @@ class Method:
         entry = get_kernel(name)
         args = list(call)
         if len(args) == entry.num_args and name in NO_RETURN_SLOT:
-            return self._compile_in_place(pc, entry.fn, name, args, where)
+            return (*self._compile_in_place(pc, entry.fn, name, args, where), True)
         if len(args) != entry.num_args + 1:
             raise InvalidProgramError(
                 f"{where}: {name} is called with {len(args)} values; its kernel takes "
@@ -378,7 +404,7 @@ class Method:
                 if res is not vals[ret]:
                     store(ret, res, name)
                 return pc + 1
-        return run, desc
+        return run, desc, False
 
     def _compile_in_place(self, pc: int, fn: Callable[..., Any], name: str, args: list[int],
                           where: str) -> tuple[Instr, str]:
@@ -413,7 +439,8 @@ class Method:
         try:
             handle = backend.init(blob, specs, BackendInitContext(
                 self.name, self._program.named_data,
-                self._program.backend_options.get(delegate.id, {}), self._program.folder))
+                self._program.backend_options.get(delegate.id, {}), self._program.folder,
+                self._optimize))
         except EdgeTorchError:
             raise
         except Exception as e:  # the backend's own parser refused its blob
@@ -672,7 +699,7 @@ class Method:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
         if self._steps_pending and not accel.pending():
             self._steps_pending = False
-            self._steps = plan_steps(self, self._written)
+            self._run_load_passes()
         want_torch = False
         if not self._set_inputs_fast(inputs):
             want_torch = any(is_torch_tensor(x) for x in inputs)
@@ -682,10 +709,11 @@ class Method:
         if tracer is not None:
             self._run_traced(tracer)
         elif self._steps is not None:
-            run_steps(self._steps[0], self._steps[1], self.records, self.name)
+            self._quiet.run(run_steps, self._steps[0], self._fail)
+        elif not self._has_jumps:
+            run_steps(self._instrs, self._fail)  # the reference: every kernel by its closure
         else:
-            run_plain(self.records, self._instrs, self._has_jumps, self.name,
-                      self.max_instructions)
+            run_jumps(self.records, self._instrs, self.name, self.max_instructions)
         self.last_run_seconds = time.perf_counter() - start
         vals = self._vals
         if copy_outputs:
@@ -700,6 +728,16 @@ class Method:
         if want_torch:
             outs = [to_torch(v) if isinstance(v, np.ndarray) else v for v in outs]
         return outs
+
+    def _failing(self, owner: list[int] | None) -> Callable[[int, Exception], None]:
+        """``fail(k, error)`` for ``run_steps``: raise the error of step ``k`` (of instruction
+        ``owner[k]``, or ``k`` itself without ``owner``) in that instruction's context."""
+        records, name = self.records, self.name
+
+        def fail(k: int, e: Exception) -> None:
+            index = k if owner is None else owner[k] if 0 <= k < len(owner) else -1
+            _raise_in_context(e, name, records, index)
+        return fail
 
     def _run_traced(self, tracer: Any) -> None:
         """One "Execute" run block: the instructions' events, ``Method::execute`` around

@@ -68,15 +68,18 @@ class Program:
             raise InvalidProgramError(f"{self._source} method {method_name!r}: {e}") from e
 
     @paused_gc()  # (gc_pause.py)
-    def load_method(self, name: str, *, max_instructions: int | None = None) -> Method:
-        """Load method ``name``. ``max_instructions`` bounds the instructions one ``execute``
-        runs in a method with jumps (default ExecuTorch's 10,000,000; beyond it the call
-        fails with InvalidProgram)."""
+    def load_method(self, name: str, *, optimize: bool | set[str] | None = None,
+                    max_instructions: int | None = None) -> Method:
+        """Load method ``name``. ``optimize``: which load passes run (``runtime.optimize``):
+        True for all, False for none (every instruction runs its kernel: the reference), a
+        set of pass names; None reads ``EDGETORCH_OPTIMIZE`` (unset: all).
+        ``max_instructions`` bounds the instructions one ``execute`` runs in a method with
+        jumps (default ExecuTorch's 10,000,000; beyond it the call fails with InvalidProgram)."""
         plan = self._plan(name)
         start = now_ns()
         try:
             method = Method(self, plan, max_instructions if max_instructions is not None
-                            else MAX_INSTRUCTIONS)
+                            else MAX_INSTRUCTIONS, optimize)
         except EdgeTorchError:
             raise
         except Exception as e:

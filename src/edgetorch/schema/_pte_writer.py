@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..errors import FormatError
-from . import program as s
+from . import program as S
 from .fbs import aligned, as_byte_view, check_alignment
 from .flatbuffer import DEFAULT_DELEGATE_ALIGNMENT, program_to_flatbuffer
 
@@ -91,7 +91,7 @@ def _content_key(data) -> tuple[int, bytes]:
     return len(data), hashlib.sha256(data).digest()
 
 
-def detach_program(program: s.Program) -> s.Program:
+def detach_program(program: S.Program) -> S.Program:
     """A copy of ``program`` whose segment-related fields and delegates can be changed freely."""
     plans = [
         dataclasses.replace(
@@ -112,15 +112,15 @@ def detach_program(program: s.Program) -> s.Program:
     )
 
 
-def _extract_delegate_segments(program: s.Program, segments: list) -> None:
+def _extract_delegate_segments(program: S.Program, segments: list) -> None:
     """Move non-empty inline delegate blobs into segments (identical blobs share one)."""
-    remaining: list[s.BackendDelegateInlineData] = []
+    remaining: list[S.BackendDelegateInlineData] = []
     seen: set[int] = set()
     segment_of: dict[tuple[int, bytes], int] = {}
     for plan in program.execution_plan:
         for delegate in plan.delegates:
             ref = delegate.processed
-            if ref.location != s.DataLocation.INLINE:
+            if ref.location != S.DataLocation.INLINE:
                 raise FormatError(
                     f"delegate {delegate.id!r} already points at segment {ref.index}; pass "
                     "programs whose delegates are INLINE references into delegate_blobs."
@@ -138,10 +138,10 @@ def _extract_delegate_segments(program: s.Program, segments: list) -> None:
                 if index is None:
                     index = segment_of[key] = len(segments)
                     segments.append((inline.data, 1))
-                delegate.processed = s.BackendDelegateDataReference(s.DataLocation.SEGMENT, index)
+                delegate.processed = S.BackendDelegateDataReference(S.DataLocation.SEGMENT, index)
             else:
-                delegate.processed = s.BackendDelegateDataReference(
-                    s.DataLocation.INLINE, len(remaining)
+                delegate.processed = S.BackendDelegateDataReference(
+                    S.DataLocation.INLINE, len(remaining)
                 )
                 remaining.append(inline)
     unused = set(range(len(program.backend_delegate_data))) - seen
@@ -154,7 +154,7 @@ def _extract_delegate_segments(program: s.Program, segments: list) -> None:
 
 
 def serialize_pte(
-    program: s.Program,
+    program: S.Program,
     *,
     constant_buffers: list[bytes],
     delegate_blobs: list[bytes] | None,
@@ -218,7 +218,7 @@ def serialize_pte(
         )
     pieces, offsets = _pack_subsegments(constants, constant_tensor_alignment)
     if offsets:
-        program.constant_segment = s.SubsegmentOffsets(len(segments), offsets)
+        program.constant_segment = S.SubsegmentOffsets(len(segments), offsets)
         program.constant_buffer = []
         segments.append((pieces, 1))
 
@@ -227,7 +227,7 @@ def serialize_pte(
             [as_byte_view(m, f"mutable_buffers[{i}]") for i, m in enumerate(mutable_buffers)], None
         )
         if sum(len(p) for p in pieces):
-            program.mutable_data_segments = [s.SubsegmentOffsets(len(segments), offsets)]
+            program.mutable_data_segments = [S.SubsegmentOffsets(len(segments), offsets)]
             segments.append((pieces, 1))
 
     if delegate_blobs is not None:
@@ -237,7 +237,7 @@ def serialize_pte(
                 "delegate_blobs; pass them in delegate_blobs only."
             )
         program.backend_delegate_data = [
-            s.BackendDelegateInlineData(cast(bytes, as_byte_view(b, f"delegate_blobs[{i}]")))
+            S.BackendDelegateInlineData(cast(bytes, as_byte_view(b, f"delegate_blobs[{i}]")))
             for i, b in enumerate(delegate_blobs)
         ]
     if extract_delegate_segments:
@@ -248,7 +248,7 @@ def serialize_pte(
             raise FormatError(
                 "the program already has named_data entries; pass them in named_data only."
             )
-        entries: list[s.NamedData] = []
+        entries: list[S.NamedData] = []
         segment_of: dict[tuple[int, bytes], int] = {}
         for key, (data, alignment) in named_data.items():
             if not isinstance(alignment, int) or alignment <= 0:
@@ -261,7 +261,7 @@ def serialize_pte(
             if index is None:
                 index = segment_of[content] = len(segments)
                 segments.append((view, alignment))
-            entries.append(s.NamedData(key, index))
+            entries.append(S.NamedData(key, index))
         program.named_data = entries
 
     # Lay out the segments back to back, each aligned, offsets relative to the first one.
@@ -271,7 +271,7 @@ def serialize_pte(
         parts = data if isinstance(data, list) else [data]
         size = sum(len(p) for p in parts)
         offset = aligned(end, math.lcm(segment_alignment, alignment))
-        program.segments.append(s.DataSegment(offset, size))
+        program.segments.append(S.DataSegment(offset, size))
         if offset > end:
             blobs.append(bytes(offset - end))
         blobs.extend(parts)

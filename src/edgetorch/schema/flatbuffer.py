@@ -7,7 +7,7 @@ identical to ExecuTorch's, not only equivalent; its reader checks every offset a
 
 from __future__ import annotations
 
-from . import program as s
+from . import program as S
 from .fbs import (
     BOOL,
     BYTE,
@@ -44,110 +44,110 @@ PROGRAM = Schema(
     "program.fbs",
     OBJECT_API,
     {
-        s.ContainerMetadata: [F("encoded_inp_str", STRING), F("encoded_out_str", STRING)],
-        s.Null: [],
-        s.AllocationDetails: [
+        S.ContainerMetadata: [F("encoded_inp_str", STRING), F("encoded_out_str", STRING)],
+        S.Null: [],
+        S.AllocationDetails: [
             F("memory_id", UINT),
             F("memory_offset_low", UINT),
             F("memory_offset_high", UINT),
         ],
-        s.ExtraTensorInfo: [
+        S.ExtraTensorInfo: [
             F("mutable_data_segments_idx", ULONG),
             F("fully_qualified_name", STRING, optional=True),
-            F("location", Enum(s.TensorDataLocation)),
-            F("device_type", Enum(s.DeviceType)),
+            F("location", Enum(S.TensorDataLocation)),
+            F("device_type", Enum(S.DeviceType)),
             F("device_index", BYTE),
         ],
-        s.Tensor: [
+        S.Tensor: [
             F("scalar_type", Enum(ScalarType)),
             F("storage_offset", INT),
             F("sizes", [INT]),
             F("dim_order", [UBYTE]),
             F("requires_grad", BOOL),
             F("data_buffer_idx", UINT),
-            F("allocation_info", s.AllocationDetails),
+            F("allocation_info", S.AllocationDetails),
             F("layout", BYTE),
-            F("shape_dynamism", Enum(s.TensorShapeDynamism)),
-            F("extra_tensor_info", s.ExtraTensorInfo),
+            F("shape_dynamism", Enum(S.TensorShapeDynamism)),
+            F("extra_tensor_info", S.ExtraTensorInfo),
         ],
-        s.Int: [F("int_val", LONG)],
-        s.Bool: [F("bool_val", BOOL)],
-        s.Double: [F("double_val", DOUBLE)],
-        s.String: [F("string_val", STRING)],
-        s.IntList: _items(LONG),
-        s.DoubleList: _items(DOUBLE),
-        s.BoolList: _items(BOOL),
-        s.TensorList: _items(INT),
-        s.OptionalTensorList: _items(INT),
-        s.EValue: [F("val", Union(s.KERNEL_TYPES))],
-        s.Operator: [F("name", STRING), F("overload", STRING)],
-        s.KernelCall: [F("op_index", INT), F("args", [INT])],
-        s.DelegateCall: [F("delegate_index", INT), F("args", [INT])],
-        s.MoveCall: [F("move_from", INT), F("move_to", INT)],
-        s.JumpFalseCall: [F("cond_value_index", INT), F("destination_instruction", INT)],
-        s.FreeCall: [F("value_index", INT)],
-        s.Instruction: [F("instr_args", Union(s.INSTRUCTION_TYPES))],
-        s.Frame: [
+        S.Int: [F("int_val", LONG)],
+        S.Bool: [F("bool_val", BOOL)],
+        S.Double: [F("double_val", DOUBLE)],
+        S.String: [F("string_val", STRING)],
+        S.IntList: _items(LONG),
+        S.DoubleList: _items(DOUBLE),
+        S.BoolList: _items(BOOL),
+        S.TensorList: _items(INT),
+        S.OptionalTensorList: _items(INT),
+        S.EValue: [F("val", Union(S.KERNEL_TYPES))],
+        S.Operator: [F("name", STRING), F("overload", STRING)],
+        S.KernelCall: [F("op_index", INT), F("args", [INT])],
+        S.DelegateCall: [F("delegate_index", INT), F("args", [INT])],
+        S.MoveCall: [F("move_from", INT), F("move_to", INT)],
+        S.JumpFalseCall: [F("cond_value_index", INT), F("destination_instruction", INT)],
+        S.FreeCall: [F("value_index", INT)],
+        S.Instruction: [F("instr_args", Union(S.INSTRUCTION_TYPES))],
+        S.Frame: [
             F("filename", STRING),
             F("lineno", INT),
             F("name", STRING),
             F("context", STRING),
         ],
-        s.FrameList: [F("items", [s.Frame])],
-        s.BackendDelegateDataReference: [F("location", Enum(s.DataLocation)), F("index", UINT)],
-        s.CompileSpec: [F("key", STRING), F("value", Bytes(copy=True))],
-        s.BackendDelegate: [
+        S.FrameList: [F("items", [S.Frame])],
+        S.BackendDelegateDataReference: [F("location", Enum(S.DataLocation)), F("index", UINT)],
+        S.CompileSpec: [F("key", STRING), F("value", Bytes(copy=True))],
+        S.BackendDelegate: [
             F("id", STRING),
-            F("processed", s.BackendDelegateDataReference, required=True),
-            F("compile_specs", [s.CompileSpec]),
+            F("processed", S.BackendDelegateDataReference, required=True),
+            F("compile_specs", [S.CompileSpec]),
         ],
-        s.Chain: [
+        S.Chain: [
             F("inputs", [INT]),
             F("outputs", [INT]),
-            F("instructions", [s.Instruction]),
-            F("stacktrace", [s.FrameList], optional=True),
+            F("instructions", [S.Instruction]),
+            F("stacktrace", [S.FrameList], optional=True),
         ],
-        s.NonConstBufferDevice: [
+        S.NonConstBufferDevice: [
             F("buffer_idx", INT),
-            F("device_type", Enum(s.DeviceType)),
+            F("device_type", Enum(S.DeviceType)),
             F("device_index", BYTE),
         ],
-        s.ExecutionPlan: [
+        S.ExecutionPlan: [
             F("name", STRING),
-            F("container_meta_type", s.ContainerMetadata, default=s.ContainerMetadata),
-            F("values", [s.EValue]),
+            F("container_meta_type", S.ContainerMetadata, default=S.ContainerMetadata),
+            F("values", [S.EValue]),
             F("inputs", [INT]),
             F("outputs", [INT]),
-            F("chains", [s.Chain]),
-            F("operators", [s.Operator]),
-            F("delegates", [s.BackendDelegate]),
+            F("chains", [S.Chain]),
+            F("operators", [S.Operator]),
+            F("delegates", [S.BackendDelegate]),
             F("non_const_buffer_sizes", [LONG]),
-            F("non_const_buffer_device", [s.NonConstBufferDevice], optional=True),
+            F("non_const_buffer_device", [S.NonConstBufferDevice], optional=True),
         ],
         # Constants and delegate blobs read as zero-copy views (they can be hundreds of MB).
-        s.Buffer: [F("storage", Bytes(DEFAULT_TENSOR_ALIGNMENT, "Buffer.storage"))],
-        s.BackendDelegateInlineData: [
+        S.Buffer: [F("storage", Bytes(DEFAULT_TENSOR_ALIGNMENT, "Buffer.storage"))],
+        S.BackendDelegateInlineData: [
             F("data", Bytes(DEFAULT_DELEGATE_ALIGNMENT, "BackendDelegateInlineData.data"))
         ],
-        s.DataSegment: [F("offset", ULONG), F("size", ULONG)],
-        s.SubsegmentOffsets: [F("segment_index", UINT), F("offsets", [ULONG])],
-        s.NamedData: [F("key", STRING), F("segment_index", UINT)],
-        s.Program: [
+        S.DataSegment: [F("offset", ULONG), F("size", ULONG)],
+        S.SubsegmentOffsets: [F("segment_index", UINT), F("offsets", [ULONG])],
+        S.NamedData: [F("key", STRING), F("segment_index", UINT)],
+        S.Program: [
             F("version", UINT),
-            F("execution_plan", [s.ExecutionPlan]),
-            F("constant_buffer", [s.Buffer]),
-            F("backend_delegate_data", [s.BackendDelegateInlineData]),
-            F("segments", [s.DataSegment]),
-            F("constant_segment", s.SubsegmentOffsets),
-            F("mutable_data_segments", [s.SubsegmentOffsets], optional=True),
-            F("named_data", [s.NamedData], optional=True),
+            F("execution_plan", [S.ExecutionPlan]),
+            F("constant_buffer", [S.Buffer]),
+            F("backend_delegate_data", [S.BackendDelegateInlineData]),
+            F("segments", [S.DataSegment]),
+            F("constant_segment", S.SubsegmentOffsets),
+            F("mutable_data_segments", [S.SubsegmentOffsets], optional=True),
+            F("named_data", [S.NamedData], optional=True),
         ],
     },
 )
 
 
 def program_to_flatbuffer(
-    program: s.Program,
+    program: S.Program,
     *,
     constant_tensor_alignment: int = DEFAULT_TENSOR_ALIGNMENT,
     delegate_alignment: int = DEFAULT_DELEGATE_ALIGNMENT,
@@ -162,7 +162,7 @@ def program_to_flatbuffer(
     check_alignment(delegate_alignment, "delegate_alignment")
     return PROGRAM.write(
         program,
-        identifier=s.FILE_IDENTIFIER,
+        identifier=S.FILE_IDENTIFIER,
         aligns={
             "Buffer.storage": constant_tensor_alignment,
             "BackendDelegateInlineData.data": delegate_alignment,
@@ -170,7 +170,7 @@ def program_to_flatbuffer(
     )
 
 
-def program_from_flatbuffer(data: bytes | bytearray | memoryview) -> s.Program:
+def program_from_flatbuffer(data: bytes | bytearray | memoryview) -> S.Program:
     """Parse ``program.fbs`` flatbuffer bytes into ``Program`` dataclasses.
 
     Every offset and length is checked against ``data``; problems raise ``FormatError`` naming
@@ -180,5 +180,5 @@ def program_from_flatbuffer(data: bytes | bytearray | memoryview) -> s.Program:
     ``mutable_data_segments``, ``named_data``), which read as ``None`` as ExecuTorch writes them.
     """
     return PROGRAM.read(
-        data, s.Program, identifiers=(s.FILE_IDENTIFIER,), what="program flatbuffer", hint=_HINT
+        data, S.Program, identifiers=(S.FILE_IDENTIFIER,), what="program flatbuffer", hint=_HINT
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FormatError
-from . import program as s
+from . import program as S
 from ._pte_writer import ExtendedHeader, detach_program, serialize_pte
 from .flatbuffer import program_from_flatbuffer
 
@@ -36,7 +36,7 @@ class PteFile:
     """A parsed .pte file. Accessors return zero-copy, bounds-checked slices of ``data``."""
 
     data: memoryview
-    program: s.Program
+    program: S.Program
     header: ExtendedHeader | None
     program_size: int  # bytes of the flatbuffer part (the whole file without a header)
     segment_base: int  # file offset of segment data, 0 without segments
@@ -59,9 +59,9 @@ class PteFile:
                 f"not a .pte file: bytes 4..8 are {magic!r}, expected 'ET' and two letters or "
                 "digits (e.g. b'ET12'). Check that this is an ExecuTorch program file."
             )
-        if magic != s.FILE_IDENTIFIER:
+        if magic != S.FILE_IDENTIFIER:
             raise FormatError(
-                f"unsupported .pte version {magic!r}: this reader supports {s.FILE_IDENTIFIER!r} "
+                f"unsupported .pte version {magic!r}: this reader supports {S.FILE_IDENTIFIER!r} "
                 "(ExecuTorch 1.x). Re-export the model with a matching exporter."
             )
         header = ExtendedHeader.parse(view)
@@ -100,10 +100,10 @@ class PteFile:
 
     def _validate(self) -> None:
         p = self.program
-        if p.version != s.SCHEMA_VERSION:
+        if p.version != S.SCHEMA_VERSION:
             raise FormatError(
                 f".pte program schema version {p.version} is not supported: this reader (as "
-                f"ExecuTorch 1.5) reads version {s.SCHEMA_VERSION}. {_HINT}")
+                f"ExecuTorch 1.5) reads version {S.SCHEMA_VERSION}. {_HINT}")
         if self.header is not None and not self.segment_base and any(g.size for g in p.segments):
             raise FormatError(
                 f".pte segment base offset is 0, but the program lists {len(p.segments)} "
@@ -145,7 +145,7 @@ class PteFile:
         for plan in p.execution_plan:
             for d in plan.delegates:
                 ref = d.processed
-                if ref.location == s.DataLocation.SEGMENT:
+                if ref.location == S.DataLocation.SEGMENT:
                     self._segment(ref.index, f"delegate {d.id!r} of plan {plan.name!r}")
                 elif ref.index >= len(p.backend_delegate_data):
                     raise FormatError(
@@ -155,7 +155,7 @@ class PteFile:
         for nd in p.named_data or []:
             self._segment(nd.segment_index, f"named data {nd.key!r}")
 
-    def _segment(self, index: int, user: str) -> s.DataSegment:
+    def _segment(self, index: int, user: str) -> S.DataSegment:
         if not 0 <= index < len(self.program.segments):
             raise FormatError(
                 f".pte {user} references segment {index}, but the file has "
@@ -170,7 +170,7 @@ class PteFile:
         return self.data[start : start + seg.size]
 
     def _subsegment(
-        self, sub: s.SubsegmentOffsets, idx: int, nbytes: int | None, what: str
+        self, sub: S.SubsegmentOffsets, idx: int, nbytes: int | None, what: str
     ) -> memoryview:
         if not 0 <= idx < len(sub.offsets):
             raise FormatError(f".pte has no {what} {idx}: there are {len(sub.offsets)}. {_HINT}")
@@ -225,10 +225,10 @@ class PteFile:
             subs[mutable_segment_idx], data_buffer_idx, nbytes, "mutable buffer"
         )
 
-    def delegate_bytes(self, delegate: s.BackendDelegate) -> memoryview:
+    def delegate_bytes(self, delegate: S.BackendDelegate) -> memoryview:
         """The processed blob of ``delegate``, inline or in a segment."""
         ref = delegate.processed
-        if ref.location == s.DataLocation.SEGMENT:
+        if ref.location == S.DataLocation.SEGMENT:
             return self.segment_bytes(ref.index)
         inline = self.program.backend_delegate_data
         if not 0 <= ref.index < len(inline):
@@ -282,7 +282,7 @@ class PteFile:
                 d.processed.index
                 for plan in p.execution_plan
                 for d in plan.delegates
-                if d.processed.location == s.DataLocation.SEGMENT
+                if d.processed.location == S.DataLocation.SEGMENT
             ],
         )
         add("named_data", [nd.segment_index for nd in p.named_data or []])
@@ -309,7 +309,7 @@ class PteFile:
             args["constant_buffers"] = [
                 self._subsegment(c, i, None, "constant buffer") for i in range(len(c.offsets))
             ]
-            program.constant_segment = s.SubsegmentOffsets(0, [])
+            program.constant_segment = S.SubsegmentOffsets(0, [])
         if p.mutable_data_segments:
             if len(p.mutable_data_segments) > 1:
                 raise FormatError(
@@ -326,11 +326,11 @@ class PteFile:
         extracted = False
         for plan in program.execution_plan:
             for d in plan.delegates:
-                if d.processed.location == s.DataLocation.SEGMENT:
+                if d.processed.location == S.DataLocation.SEGMENT:
                     extracted = True
                     blobs.append(self.segment_bytes(d.processed.index))
-                    d.processed = s.BackendDelegateDataReference(
-                        s.DataLocation.INLINE, len(blobs) - 1
+                    d.processed = S.BackendDelegateDataReference(
+                        S.DataLocation.INLINE, len(blobs) - 1
                     )
         program.backend_delegate_data = []
         args["delegate_blobs"] = blobs

@@ -7,11 +7,11 @@ from types import ModuleType
 
 import numpy as np
 
-_ml_dtypes: ModuleType | None
+_ml: ModuleType | None
 try:  # bfloat16 and float8 come from ml_dtypes when it is installed (optional extra).
-    import ml_dtypes as _ml_dtypes
+    import ml_dtypes as _ml
 except ImportError:  # pragma: no cover - exercised in the minimal runtime environment
-    _ml_dtypes = None
+    _ml = None
 
 
 class ScalarType(IntEnum):
@@ -65,12 +65,12 @@ _TO_NUMPY: dict[ScalarType, np.dtype] = {
     ScalarType.UINT32: np.dtype(np.uint32),
     ScalarType.UINT64: np.dtype(np.uint64),
 }
-if _ml_dtypes is not None:
-    _TO_NUMPY[ScalarType.BFLOAT16] = np.dtype(_ml_dtypes.bfloat16)
-    _TO_NUMPY[ScalarType.FLOAT8E5M2] = np.dtype(_ml_dtypes.float8_e5m2)
-    _TO_NUMPY[ScalarType.FLOAT8E4M3FN] = np.dtype(_ml_dtypes.float8_e4m3fn)
-    _TO_NUMPY[ScalarType.FLOAT8E5M2FNUZ] = np.dtype(_ml_dtypes.float8_e5m2fnuz)
-    _TO_NUMPY[ScalarType.FLOAT8E4M3FNUZ] = np.dtype(_ml_dtypes.float8_e4m3fnuz)
+if _ml is not None:
+    _TO_NUMPY[ScalarType.BFLOAT16] = np.dtype(_ml.bfloat16)
+    _TO_NUMPY[ScalarType.FLOAT8E5M2] = np.dtype(_ml.float8_e5m2)
+    _TO_NUMPY[ScalarType.FLOAT8E4M3FN] = np.dtype(_ml.float8_e4m3fn)
+    _TO_NUMPY[ScalarType.FLOAT8E5M2FNUZ] = np.dtype(_ml.float8_e5m2fnuz)
+    _TO_NUMPY[ScalarType.FLOAT8E4M3FNUZ] = np.dtype(_ml.float8_e4m3fnuz)
 
 # Reverse map: the first (canonical) ScalarType for each NumPy dtype.
 _FROM_NUMPY: dict[np.dtype, ScalarType] = {}

@@ -5,6 +5,7 @@ MobileNetV2-style block), Winograd transforms (bit-identical) and the GEMM epilo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,10 +21,11 @@ from torch import nn
 
 import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
 from edgetorch.backends.xnnpack import XnnpackPartitioner
-from edgetorch.backends.xnnpack import kernels as K
-from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack.runtime import kernels as K
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.kernels import accel
+from edgetorch.kernels.conv import nhwc
 from edgetorch.runtime import Runtime
 
 pytest.importorskip("numba")
@@ -61,14 +63,14 @@ def test_compiled_depthwise_matches_eager_and_numpy(k, stride, dil, pad, mult, c
     filt = (rng.standard_normal((1, k, k, c * mult)) / k).astype(np.float32)
     bias = rng.standard_normal(c * mult, dtype=np.float32)
     top, right, bottom, left = pad
-    win = K.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
-    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    win = nhwc.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
+    scratch, numpy_scratch = nhwc.Scratch(), nhwc.Scratch()
     for seed in range(2):  # the second call reuses the first call's output buffer
         x = np.random.default_rng(seed).standard_normal((2, 11, 9, c), dtype=np.float32)
         with accel.enabled():
-            got = K.depthwise_conv2d(x, filt, bias, win, mult, scratch, True, lo, hi).copy()
+            got = nhwc.depthwise_conv2d(x, filt, bias, win, mult, scratch, True, lo, hi).copy()
         with accel.disabled():
-            ref = K.depthwise_conv2d(x, filt, bias, win, mult, numpy_scratch, True, lo, hi)
+            ref = nhwc.depthwise_conv2d(x, filt, bias, win, mult, numpy_scratch, True, lo, hi)
         want = _eager_dw(x, filt, bias, win, mult, lo, hi)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
@@ -80,11 +82,11 @@ def test_compiled_depthwise_without_bias_and_nan():
     filt = rng.standard_normal((1, 3, 3, 16), dtype=np.float32)
     x = rng.standard_normal((1, 6, 6, 16), dtype=np.float32)
     x[0, 2, 3, 4] = np.nan
-    win = K.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
+    win = nhwc.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
     with accel.enabled():
-        got = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+        got = nhwc.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
     with accel.disabled():
-        ref = K.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
+        ref = nhwc.depthwise_conv2d(x, filt, None, win, 1, None, False, 0.0, 6.0)
     assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.isnan(got).sum() == 9
     want = _eager_dw(x, filt, None, win, 1, 0.0, 6.0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -95,9 +97,9 @@ def test_compiled_depthwise_float64():
     filt = rng.standard_normal((1, 3, 3, 8))
     bias = rng.standard_normal(8)
     x = rng.standard_normal((1, 7, 7, 8))
-    win = K.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
+    win = nhwc.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
     with accel.enabled():
-        got = K.depthwise_conv2d(x, filt, bias, win, 1)
+        got = nhwc.depthwise_conv2d(x, filt, bias, win, 1)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, _eager_dw(x, filt, bias, win, 1, -math.inf, math.inf),
                                rtol=1e-12, atol=1e-12)
@@ -111,7 +113,7 @@ def test_int8_depthwise_accumulators_exact_both_paths(stride):
     c = 24
     filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
     xp = rng.integers(-255, 256, (1, 10, 9, c)).astype(np.float32)  # already padded
-    win = K.Window(3, 3, stride, stride)
+    win = nhwc.Window(3, 3, stride, stride)
     oh, ow = win.out_size(10, 9)
     want = np.zeros((1, oh, ow, c), np.int64)
     for i in range(3):
@@ -121,7 +123,7 @@ def test_int8_depthwise_accumulators_exact_both_paths(stride):
             want += tap * filt[0, i, j].astype(np.int64)
     for mode in (accel.enabled, accel.disabled):
         with mode():
-            acc = Q.conv_acc(xp, "dwconv", filt, win, c, (1,), K.Scratch())
+            acc = Q.conv_acc(xp, "dwconv", filt, win, c, (1,), nhwc.Scratch())
         assert np.array_equal(acc, want)
 
 
@@ -177,7 +179,8 @@ def test_compiled_winograd_transforms_equal_numpy_bit_for_bit(hw, clamp):
     results, bias and clamp included, also on odd sizes (cropped edge tiles). (The GEMMs
     between them are compared below within float32 rounding: how a BLAS splits a GEMM's rows
     changes its last bits on some CPUs, e.g. OpenBLAS's Haswell kernels.)"""
-    from edgetorch.kernels.portable import conv_accel, winograd
+    from edgetorch.kernels.conv import compiled as conv_accel
+    from edgetorch.kernels.conv import winograd
     rng = np.random.default_rng(hw[0] * 10 + hw[1])
     cin, cout = 16, 24
     th, tw = winograd.tiles(*hw)
@@ -210,23 +213,24 @@ def test_compiled_winograd_equals_numpy_path_and_eager(hw, clamp, blocks, monkey
     """The compiled path (blocks of tile rows, forced to 1-2 rows with ``blocks``, a partial
     last block on odd sizes) against the NumPy path and eager PyTorch."""
     if blocks:
-        from edgetorch.kernels.portable import winograd
+        from edgetorch.kernels.conv import dispatch
         tw = -(-hw[1] // 2)
-        monkeypatch.setattr(winograd, "BLOCK_BYTES", 2 * tw * 16 * (16 + 24) * 4 + 3)
-        monkeypatch.setattr(winograd, "MIN_BLOCK_TILES", 1)
+        monkeypatch.setattr(dispatch, "THRESHOLDS", dataclasses.replace(
+            dispatch.THRESHOLDS, winograd_block_bytes=2 * tw * 16 * (16 + 24) * 4 + 3,
+            winograd_min_block_tiles=1))
     rng = np.random.default_rng(hw[0] * 10 + hw[1])
     cin, cout = 16, 24
     filt = (rng.standard_normal((cout, 3, 3, cin)) / 12).astype(np.float32)
     bias = rng.standard_normal(cout, dtype=np.float32)
-    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
-    u = K.winograd_filter(filt)
-    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    win = nhwc.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    u = nhwc.winograd_filter(filt)
+    scratch, numpy_scratch = nhwc.Scratch(), nhwc.Scratch()
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((2, *hw, cin), dtype=np.float32)
         with accel.enabled():
-            got = K.conv2d_winograd(x, u, bias, win, scratch, *clamp).copy()
+            got = nhwc.conv2d_winograd(x, u, bias, win, scratch, *clamp).copy()
         with accel.disabled():
-            ref = K.conv2d_winograd(x, u, bias, win, numpy_scratch, *clamp)
+            ref = nhwc.conv2d_winograd(x, u, bias, win, numpy_scratch, *clamp)
         xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
         ours = winograd_error_bound(xp, filt, bias)  # clamping never widens a difference
         assert_within(got, ref, 2 * ours)
@@ -244,8 +248,8 @@ def test_compiled_gemm_epilogue_matches_eager(k, stride, groups):
     filt = (rng.standard_normal((cout, k, k, cin // groups)) / k).astype(np.float32)
     bias = rng.standard_normal(cout, dtype=np.float32)
     pad = k // 2
-    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
-    wmat = K.conv_filter_matrix(filt, groups)
+    win = nhwc.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = nhwc.conv_filter_matrix(filt, groups)
     x = rng.standard_normal((1, 9, 10, cin), dtype=np.float32)
     w = torch.from_numpy(filt.transpose(0, 3, 1, 2).copy())
     want = nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), w,
@@ -253,7 +257,7 @@ def test_compiled_gemm_epilogue_matches_eager(k, stride, groups):
     want = torch.clamp(want, -1.0, 1.5).numpy().transpose(0, 2, 3, 1)
     for mode in (accel.enabled, accel.disabled):
         with mode():
-            got = K.conv2d(x, wmat, bias, win, groups, K.Scratch(), -1.0, 1.5)
+            got = nhwc.conv2d(x, wmat, bias, win, groups, nhwc.Scratch(), -1.0, 1.5)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -269,7 +273,7 @@ def test_int8_depthwise_compiled_equals_numpy_bit_for_bit(stride, pad, izp, ozp,
     filt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.float32)
     bias = rng.integers(-3000, 3000, c).astype(np.float32)
     scale = rng.uniform(1e-4, 4e-3, c).astype(np.float32)
-    win = K.Window(3, 3, stride, stride, 1, 1, pad, pad, pad, pad)
+    win = nhwc.Window(3, 3, stride, stride, 1, 1, pad, pad, pad, pad)
     split = Q.exact_splits(filt.reshape(-1, c), Q.input_absmax(izp), bias)
     assert len(split) == 2
     lo, hi = bounds
@@ -279,7 +283,7 @@ def test_int8_depthwise_compiled_equals_numpy_bit_for_bit(stride, pad, izp, ozp,
         for mode in (accel.enabled, accel.disabled):
             with mode():
                 got[mode] = Q.static_conv(x, izp, "dwconv", filt, win, c, (1,), bias, split,
-                                          scale, ozp, lo, hi, K.Scratch()).copy()
+                                          scale, ozp, lo, hi, nhwc.Scratch()).copy()
         assert got[accel.enabled].dtype == np.int8
         assert np.array_equal(got[accel.enabled], got[accel.disabled])
         # and both are the exact integer arithmetic, requantized
@@ -303,8 +307,8 @@ def test_int8_conv_compiled_requantization_equals_numpy_bit_for_bit(k, groups):
     filt = rng.integers(-127, 128, (o, k, k, cin // groups)).astype(np.float32)
     bias = rng.integers(-4000, 4000, o).astype(np.float32)
     scale = rng.uniform(1e-4, 2e-3, o).astype(np.float32)
-    win = K.Window(k, k, 1, 1, 1, 1, k // 2, k // 2, k // 2, k // 2)
-    w = K.conv_filter_matrix(filt, groups)
+    win = nhwc.Window(k, k, 1, 1, 1, 1, k // 2, k // 2, k // 2, k // 2)
+    w = nhwc.conv_filter_matrix(filt, groups)
     wk = w if groups == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1)
     split = Q.exact_splits(wk, Q.input_absmax(izp), bias)
     x = rng.integers(-128, 128, (1, 7, 6, cin), dtype=np.int8)
@@ -312,10 +316,10 @@ def test_int8_conv_compiled_requantization_equals_numpy_bit_for_bit(k, groups):
     for mode in (accel.enabled, accel.disabled):
         with mode():
             got[mode] = (Q.static_conv(x, izp, "conv", w, win, groups, (), bias, split, scale,
-                                       ozp, -120, 127, K.Scratch()).copy(),
+                                       ozp, -120, 127, nhwc.Scratch()).copy(),
                          Q.static_fc(x.reshape(-1, cin), izp, filt.reshape(o, -1)[:, :cin].T
                                      .copy(), bias, [0, cin], scale, ozp, -128, 100,
-                                     K.Scratch()).copy())
+                                     nhwc.Scratch()).copy())
     for a, b in zip(got[accel.enabled], got[accel.disabled]):
         assert a.dtype == np.int8 and np.array_equal(a, b)
 
@@ -326,8 +330,8 @@ def test_compiled_max_pool_matches_eager_and_numpy(k, stride, dil, pad):
     """The compiled max pool (one pass) against eager max_pool2d and the NumPy taps,
     including a NaN (it wins, as np.maximum lets it) and a reused output buffer."""
     top, right, bottom, left = pad
-    win = K.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
-    scratch, numpy_scratch = K.Scratch(), K.Scratch()
+    win = nhwc.Window(k, k, stride, stride, dil, dil, top, right, bottom, left)
+    scratch, numpy_scratch = nhwc.Scratch(), nhwc.Scratch()
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((2, 11, 9, 5), dtype=np.float32)
         x[1, 4, 4, 2] = np.nan
@@ -351,7 +355,7 @@ def test_compiled_depthwise_layouts_same_bits_and_near_float64(k, stride, dil):
     order -- bias, taps in (row, column) order, clamp -- so they give the same bits, on
     inputs small enough that every pixel is a border pixel and on larger ones; both within
     float32 rounding of a float64 sum."""
-    from edgetorch.kernels.portable import conv_accel as CA
+    from edgetorch.kernels.conv import compiled as CA
 
     rng = np.random.default_rng(7)
     for h, w, pad in [(1, 2, (0, 0)), (5, 4, (1, 0)), (12, 11, (1, 2)), (17, 20, (2, 1))]:

@@ -4,6 +4,8 @@ and node buffers reused across calls with different inputs (results must not lea
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -17,10 +19,11 @@ from torch import nn
 
 import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
 from edgetorch.backends.xnnpack import XnnpackPartitioner
-from edgetorch.backends.xnnpack import kernels as K
-from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.kernels import accel
+from edgetorch.kernels.conv import dispatch, nhwc
+from edgetorch.kernels.conv.dispatch import Algorithm
 from edgetorch.runtime import Runtime
 
 
@@ -50,9 +53,9 @@ def test_winograd_error_is_the_direct_gemms(cin):
     rng = np.random.default_rng(cin)
     filt = rng.standard_normal((32, 3, 3, cin), dtype=np.float32)
     x = rng.standard_normal((1, 14, 14, cin), dtype=np.float32)
-    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
-    wino = K.conv2d_winograd(x, K.winograd_filter(filt), None, win)
-    direct = K.conv2d(x, K.conv_filter_matrix(filt, 1), None, win, 1)
+    win = nhwc.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    wino = nhwc.conv2d_winograd(x, nhwc.winograd_filter(filt), None, win)
+    direct = nhwc.conv2d(x, nhwc.conv_filter_matrix(filt, 1), None, win, 1)
     exact = torch.nn.functional.conv2d(
         torch.from_numpy(x.transpose(0, 3, 1, 2).astype(np.float64)),
         torch.from_numpy(filt.transpose(0, 3, 1, 2).astype(np.float64)), padding=1)
@@ -66,15 +69,15 @@ def test_winograd_error_is_the_direct_gemms(cin):
 def test_winograd_matches_eager(hw, cin, cout, pad):
     rng = np.random.default_rng(0)
     top, right, bottom, left = (pad,) * 4 if isinstance(pad, int) else pad
-    win = K.Window(3, 3, pad_top=top, pad_right=right, pad_bottom=bottom, pad_left=left)
-    assert K.winograd_eligible(win, 1, cin, cout)
+    win = nhwc.Window(3, 3, pad_top=top, pad_right=right, pad_bottom=bottom, pad_left=left)
+    assert nhwc.choose(win, 1, cin, cout, None, True) is Algorithm.WINOGRAD
     filt = _layer_weights(rng, (cout, 3, 3, cin))
     bias = rng.standard_normal(cout, dtype=np.float32)
-    u = K.winograd_filter(filt)
-    scratch = K.Scratch()
+    u = nhwc.winograd_filter(filt)
+    scratch = nhwc.Scratch()
     for seed in range(2):  # the second call reuses the first call's (dirty) buffers
         x = np.random.default_rng(seed + 1).standard_normal((2, *hw, cin), dtype=np.float32)
-        got = K.conv2d_winograd(x, u, bias, win, scratch)
+        got = nhwc.conv2d_winograd(x, u, bias, win, scratch)
         xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
         want = _torch_conv(xp, filt, bias, 1, 0)
         assert_within(got, want, _winograd_vs_eager_bound(xp, filt, bias))
@@ -100,12 +103,12 @@ def test_conv_im2col_reuses_buffers(k, stride, pad, dil):
     rng = np.random.default_rng(1)
     filt = _layer_weights(rng, (8, k, k, 5))
     bias = rng.standard_normal(8, dtype=np.float32)
-    win = K.Window(k, k, stride, stride, dil, dil, pad, pad, pad, pad)
-    wmat = K.conv_filter_matrix(filt, 1)
-    scratch = K.Scratch()
+    win = nhwc.Window(k, k, stride, stride, dil, dil, pad, pad, pad, pad)
+    wmat = nhwc.conv_filter_matrix(filt, 1)
+    scratch = nhwc.Scratch()
     for shape in [(1, 11, 10, 5), (1, 11, 10, 5), (2, 9, 12, 5)]:  # repeat, then a new shape
         x = rng.standard_normal(shape, dtype=np.float32)
-        got = K.conv2d(x, wmat, bias, win, 1, scratch).copy()
+        got = nhwc.conv2d(x, wmat, bias, win, 1, scratch).copy()
         np.testing.assert_allclose(got, _torch_conv(x, filt, bias, stride, pad, dil),
                                    rtol=1e-5, atol=1e-5)
 
@@ -114,19 +117,19 @@ def test_conv_im2col_reuses_buffers(k, stride, pad, dil):
 @pytest.mark.parametrize("stride,mult,dil", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2)])
 def test_depthwise_tiled_filter_reuse(stride, mult, dil, blocked, monkeypatch):
     if blocked:  # large layers run in blocks of rows: force blocks of 2-3 rows here
-        monkeypatch.setattr(K, "DW_WHOLE_MAX", 0)
-        monkeypatch.setattr(K, "DW_BLOCK", 2 * 10 * 6 * mult + 7)
+        monkeypatch.setattr(dispatch, "THRESHOLDS", dataclasses.replace(
+            dispatch.THRESHOLDS, depthwise_whole_max=0, depthwise_block=2 * 10 * 6 * mult + 7))
     rng = np.random.default_rng(2)
     c = 6
     filt = rng.standard_normal((1, 3, 3, c * mult), dtype=np.float32)
     bias = rng.standard_normal(c * mult, dtype=np.float32)
-    win = K.Window(3, 3, stride, stride, dil, dil, 1, 1, 1, 1)
-    scratch = K.Scratch()
+    win = nhwc.Window(3, 3, stride, stride, dil, dil, 1, 1, 1, 1)
+    scratch = nhwc.Scratch()
     torch_filt = filt[0].transpose(2, 0, 1)[:, None].copy()  # [C*M, 1, 3, 3]
     for seed in range(3):
         x = np.random.default_rng(seed).standard_normal((1, 9, 10, c), dtype=np.float32)
         with accel.disabled():  # the NumPy taps (test_xnnpack_conv_accel: compiled loops)
-            got = K.depthwise_conv2d(x, filt, bias, win, mult, scratch, constant_filter=True)
+            got = nhwc.depthwise_conv2d(x, filt, bias, win, mult, scratch, constant_filter=True)
         want = torch.nn.functional.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),
                                           torch.from_numpy(torch_filt), torch.from_numpy(bias),
                                           stride, 1, dil, c)
@@ -137,9 +140,9 @@ def test_quantized_conv_acc_exact_with_reused_buffers():
     """Integer accumulators through the reused buffers stay exact (float64 sums of ints)."""
     rng = np.random.default_rng(3)
     filt = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.float64)
-    win = K.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
-    wmat = K.conv_filter_matrix(filt, 1)
-    scratch = K.Scratch()
+    win = nhwc.Window(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)
+    wmat = nhwc.conv_filter_matrix(filt, 1)
+    scratch = nhwc.Scratch()
     for _ in range(2):
         x = rng.integers(-128, 128, (1, 6, 7, 3)).astype(np.float64)
         acc = Q.conv_acc(x, "conv", wmat, win, 1, (), scratch)
@@ -181,15 +184,15 @@ def test_static_int8_conv_float32_path_is_exact(cin, groups, split):
     if split:
         filt[:, :, :, :] = np.where(filt >= 0, 127, -127)  # the worst case
     bias = rng.integers(-5000, 5000, o).astype(np.float64)
-    win = K.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
-    w = K.conv_filter_matrix(filt, groups)
+    win = nhwc.Window(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)
+    w = nhwc.conv_filter_matrix(filt, groups)
     wk = w if groups == 1 else w.transpose(1, 0, 2).reshape(w.shape[1], -1)
     bounds = Q.exact_splits(wk, Q.input_absmax(izp), bias)
     assert (len(bounds) > 2) == split
     for lo_k, hi_k in zip(bounds[:-1], bounds[1:]):  # every chunk's worst case is exact
         assert 255 * np.abs(wk[lo_k:hi_k]).sum(axis=0).max() < 2**24
     scale = rng.uniform(1e-6, 1e-4, o).astype(np.float32)
-    scratch = K.Scratch()
+    scratch = nhwc.Scratch()
     for seed in range(2):
         x = np.random.default_rng(seed).integers(-128, 128, (1, 9, 8, cin), dtype=np.int8)
         got = Q.static_conv(x, izp, "conv", w.astype(np.float32), win, groups, (),
@@ -248,39 +251,39 @@ def test_winograd_only_with_enough_tiles():
     """Small feature maps (4x4: 4 output tiles) take the direct GEMM: Winograd's 16 filter
     matrices cost more to read than they save there; ResNet-18's 7x7x512 layers (16 tiles)
     are Winograd's."""
-    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
-    assert K.winograd_eligible(win, 1, 64, 64, (1, 56, 56, 64))
-    assert K.winograd_eligible(win, 1, 256, 256, (1, 14, 14, 256))
-    assert K.winograd_eligible(win, 1, 512, 512, (1, 7, 7, 512))
-    assert not K.winograd_eligible(win, 1, 512, 512, (1, 4, 4, 512))
-    assert not K.winograd_eligible(win, 1, 512, 512, (1, 6, 6, 512))  # 9 tiles
-    assert K.winograd_eligible(win, 1, 512, 512, (4, 4, 4, 512))  # 4 images: 16 tiles
-    assert K.winograd_eligible(win, 1, 512, 512)  # dims unknown: the shape-free rule
+    win = nhwc.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    assert nhwc.choose(win, 1, 64, 64, (1, 56, 56, 64), True) is Algorithm.WINOGRAD
+    assert nhwc.choose(win, 1, 256, 256, (1, 14, 14, 256), True) is Algorithm.WINOGRAD
+    assert nhwc.choose(win, 1, 512, 512, (1, 7, 7, 512), True) is Algorithm.WINOGRAD
+    assert nhwc.choose(win, 1, 512, 512, (1, 4, 4, 512), True) is not Algorithm.WINOGRAD
+    assert nhwc.choose(win, 1, 512, 512, (1, 6, 6, 512), True) is not Algorithm.WINOGRAD  # 9 tiles
+    assert nhwc.choose(win, 1, 512, 512, (4, 4, 4, 512), True) is Algorithm.WINOGRAD  # 4 images: 16 tiles
+    assert nhwc.choose(win, 1, 512, 512, None, True) is Algorithm.WINOGRAD  # dims unknown: the shape-free rule
 
 
 def test_workspace_shared_by_nodes_does_not_leak_results():
     """Convolutions of one graph share their temporaries (patch matrices, Winograd tiles):
     each node's result is its own, whatever ran before it with the same memory."""
     rng = np.random.default_rng(5)
-    work = K.Workspace()
+    work = nhwc.Workspace()
     layers = []
     for k, stride, cin, cout, hw in [(3, 1, 16, 16, 12), (3, 2, 16, 24, 9), (3, 1, 24, 16, 5),
                                      (5, 1, 3, 16, 12), (3, 1, 16, 16, 13)]:
         filt = _layer_weights(rng, (cout, k, k, cin))
-        win = K.Window(k, k, stride, stride, 1, 1, k // 2, k // 2, k // 2, k // 2)
-        layers.append((filt, win, stride, k // 2, cin, hw, K.Scratch()))
+        win = nhwc.Window(k, k, stride, stride, 1, 1, k // 2, k // 2, k // 2, k // 2)
+        layers.append((filt, win, stride, k // 2, cin, hw, nhwc.Scratch()))
     for _ in range(2):
         outs = []
         for filt, win, stride, pad, cin, hw, scratch in layers:
             x = rng.standard_normal((1, hw, hw, cin), dtype=np.float32)
             xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
             bound = _direct_bound(xp, filt, None, stride)
-            if K.winograd_eligible(win, 1, cin, filt.shape[0], x.shape):
-                got = K.conv2d_winograd(x, K.winograd_filter(filt), None, win, scratch,
+            if nhwc.choose(win, 1, cin, filt.shape[0], x.shape, True) is Algorithm.WINOGRAD:
+                got = nhwc.conv2d_winograd(x, nhwc.winograd_filter(filt), None, win, scratch,
                                         work=work)
                 bound = bound + winograd_error_bound(xp, filt)
             else:
-                got = K.conv2d(x, K.conv_filter_matrix(filt, 1), None, win, 1, scratch,
+                got = nhwc.conv2d(x, nhwc.conv_filter_matrix(filt, 1), None, win, 1, scratch,
                                work=work)
                 bound = 2 * bound
             outs.append((got, _torch_conv(x, filt, None, stride, pad), bound))
@@ -296,17 +299,18 @@ def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypa
     if compiled:
         pytest.importorskip("numba")
     # 1 output row a block: 6 patch rows of k*k*5 values and 6 x 8 results
-    monkeypatch.setattr(K, "GEMM_BLOCK_BYTES", 2 * 6 * (8 + k * k * 5) * 4 - 1)
+    monkeypatch.setattr(dispatch, "THRESHOLDS", dataclasses.replace(
+        dispatch.THRESHOLDS, gemm_block_bytes=2 * 6 * (8 + k * k * 5) * 4 - 1))
     rng = np.random.default_rng(k + stride)
     filt = _layer_weights(rng, (8, k, k, 5))
     bias = rng.standard_normal(8, dtype=np.float32)
-    win = K.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
-    wmat = K.conv_filter_matrix(filt, 1)
-    scratch, work = K.Scratch(), K.Workspace()
+    win = nhwc.Window(k, k, stride, stride, 1, 1, pad, pad, pad, pad)
+    wmat = nhwc.conv_filter_matrix(filt, 1)
+    scratch, work = nhwc.Scratch(), nhwc.Workspace()
     for shape in [(2, 11, 6 * stride, 5), (1, 7, 6 * stride, 5)]:
         x = rng.standard_normal(shape, dtype=np.float32)
         with accel.enabled() if compiled else accel.disabled():
-            got = K.conv2d(x, wmat, bias, win, 1, scratch, 0.0, 1.5, work).copy()
+            got = nhwc.conv2d(x, wmat, bias, win, 1, scratch, 0.0, 1.5, work).copy()
         want = np.clip(_torch_conv(x, filt, bias, stride, pad), 0.0, 1.5)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -314,7 +318,7 @@ def test_conv_in_blocks_of_rows_matches_eager(k, stride, pad, compiled, monkeypa
 @pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
 def test_sigmoid_matches_torch_with_and_without_compiled_loops(compiled):
     """XNNSigmoid: exp(-|x|) in compiled passes around NumPy's exp, or tanh in NumPy."""
-    from edgetorch.backends.xnnpack.lowering import _sigmoid
+    from edgetorch.backends.xnnpack.runtime.nodes import _sigmoid
 
     if compiled and not accel.available():
         pytest.skip("numba is not installed")

@@ -13,7 +13,7 @@ from xnn_helpers import GraphBuilder
 
 from edgetorch.backends.xnnpack import XnnpackBackend
 from edgetorch.backends.xnnpack import schema as x
-from edgetorch.backends.xnnpack.runtime import compile_blob
+from edgetorch.backends.xnnpack.runtime.backend import compile_blob
 from edgetorch.backends.xnnpack.serialization import (
     XNNHeader,
     deserialize_xnnpack_binary,

@@ -1,4 +1,4 @@
-"""The XNNPACK graph's arena for convolution and pooling outputs (``memory_plan``): values
+"""The XNNPACK graph's arena for convolution and pooling outputs (``runtime/arena.py``): values
 share memory only when their lifetimes do not overlap, residual inputs and views stay intact,
 external outputs are never overwritten, and results equal eager PyTorch on every call."""
 
@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 import edgetorch.backends.xnnpack  # noqa: F401  (registers the runtime backend)
-from edgetorch.backends.xnnpack import XnnpackPartitioner, memory_plan
+from edgetorch.backends.xnnpack import XnnpackPartitioner
+from edgetorch.backends.xnnpack.runtime import arena
 from edgetorch.exir import to_edge_transform_and_lower
 from edgetorch.kernels import accel
 from edgetorch.runtime import Runtime
@@ -41,13 +42,12 @@ class _Net(nn.Module):
 
 def _plans(monkeypatch) -> list[dict[int, np.ndarray]]:
     plans = []
-    orig = memory_plan.plan_outputs
+    orig = arena.plan_outputs
 
     def record(*args, **kwargs):
         plans.append(orig(*args, **kwargs))
         return plans[-1]
-    monkeypatch.setattr(memory_plan, "plan_outputs", record)
-    import edgetorch.backends.xnnpack.runtime as xr
+    import edgetorch.backends.xnnpack.runtime.backend as xr
     monkeypatch.setattr(xr, "plan_outputs", record)
     return plans
 
@@ -63,7 +63,7 @@ def test_planned_graph_matches_eager_on_every_call(mode, monkeypatch):
     prog = to_edge_transform_and_lower(torch.export.export(model, ex),
                                        partitioner=[XnnpackPartitioner()]).to_executorch()
     with mode():
-        method = Runtime.get().load_program(prog.buffer).load_method("forward")
+        method = Runtime.get().load_program(prog.buffer).load_method("forward", optimize=True)
         plan = plans[-1]
         for seed in range(3):
             x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(seed))
@@ -109,9 +109,9 @@ def test_lifetimes_decide_sharing():
     nodes = [conv(0, 1), x.XNode(x.XNNStaticReshape(4, [1, 4, 4, 4], 1, 2)), conv(0, 3),
              conv(3, 4), x.XNode(x.XNNAdd(2, 4, 5)), conv(5, 7), conv(7, 8), conv(8, 9)]
     ctx = _FakeCtx(range(10), {s: (1, 4, 4, 4) for s in range(10)})
-    plan = memory_plan.plan_outputs(nodes, ctx, {9})
+    plan = arena.plan_outputs(nodes, ctx, {9})
     assert set(plan) == {1, 3, 4, 7, 8}  # 9 is an external output: the runtime copies it out
     for a, b in [(1, 3), (1, 4), (3, 4), (7, 8)]:
         assert not np.shares_memory(plan[a], plan[b]), (a, b)
     assert np.shares_memory(plan[7], plan[3]) and np.shares_memory(plan[8], plan[1])
-    assert all(p.ctypes.data % memory_plan.ALIGN == 0 for p in plan.values())
+    assert all(p.ctypes.data % arena.ALIGN == 0 for p in plan.values())

@@ -14,7 +14,7 @@ from xnn_helpers import graph_program
 
 from edgetorch.backends.xnnpack import XnnpackBackend
 from edgetorch.backends.xnnpack import schema as x
-from edgetorch.backends.xnnpack.lowering import RULES
+from edgetorch.backends.xnnpack.runtime.nodes import NODE_RULES as RULES
 from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
 
 REF_SCRIPT = Path(__file__).with_name("xnn_ref.py")

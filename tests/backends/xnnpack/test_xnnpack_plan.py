@@ -11,13 +11,16 @@ from xnn_cases import CASES
 from xnn_helpers import GraphBuilder
 
 from edgetorch.backends.xnnpack import XnnpackBackend
-from edgetorch.backends.xnnpack import plan as planning
 from edgetorch.backends.xnnpack import schema as x
 from edgetorch.backends.xnnpack.serialization import serialize_xnnpack_binary
 from edgetorch.errors import KernelError
 from edgetorch.kernels import accel
+from edgetorch.runtime import optimize
 
 IDS = [c.name for c in CASES]
+# the built-in examples (edgetorch.examples needs torch: the names are listed here)
+EXAMPLE_NAMES = ["bert_encoder", "cnn", "llama_decoder", "mlp", "mobilenet_v2", "resnet18",
+                 "shape_ops", "simple_model", "tiny_classifier", "transformer_encoder"]
 
 
 class _Context:
@@ -187,13 +190,17 @@ def test_traced_calls_take_the_reference_path_with_an_event_per_node():
     assert _same(traced, _call(backend, handle, b, inputs))
 
 
-def test_plans_can_be_switched_off(monkeypatch):
-    monkeypatch.setattr(planning, "PLAN_AFTER", 0)
+def test_plans_can_be_switched_off():
     b, inputs = _chain()
-    backend, handle = _handle(b)
-    for _ in range(3):
-        _call(backend, handle, b, inputs)
-    assert not handle.plans
+    context = _Context(b.named)
+    context.optimize = optimize.options({"xnnpack.fuse_chains"}, optimize.PASSES, "m")
+    backend = XnnpackBackend()
+    handle = backend.init(serialize_xnnpack_binary(b.build()), {}, context)
+    reference = [_call(backend, handle, b, inputs) for _ in range(3)]
+    assert not handle.plans and not handle.fusions and all(_same(reference[0], r)
+                                                          for r in reference)
+    report = context.optimize.report
+    assert report["xnnpack.plan"].status == "off" and report["xnnpack.arena"].status == "off"
 
 
 # ---- fused chains (fusion.py) ---------------------------------------------------------------
@@ -325,10 +332,10 @@ def test_large_fully_connected_filters_are_read_transposed_with_the_reference_bi
     """Filters over PACK_MAX_BYTES stay views of the file (not packed at load): the compiled
     GEMM reads them transposed, on the reference path and in the plan alike."""
     torch = pytest.importorskip("torch")
-    from edgetorch.backends.xnnpack import lowering_nn
+    from edgetorch.backends.xnnpack.runtime import nodes_nn
 
     o, k = 300, 256
-    assert o * k * 4 > lowering_nn.PACK_MAX_BYTES
+    assert o * k * 4 > nodes_nn.PACK_MAX_BYTES
     rng = np.random.default_rng(4)
     w, bias, xs = (rng.standard_normal(s).astype(np.float32) for s in ((o, k), (o,), (2, 3, k)))
     b = GraphBuilder()
@@ -452,9 +459,12 @@ def test_heads_product_also_read_by_the_method_keeps_its_own_layout():
 # ---- whole programs --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama_decoder", "bert_encoder", "transformer_encoder", "cnn"])
-def test_example_program_plans_match_eager_and_the_reference_bits(name):
+@pytest.mark.parametrize("name", sorted(EXAMPLE_NAMES))
+def test_every_load_pass_on_example_programs_gives_the_reference_results(name):
+    """Every example lowered to XNNPACK: each load pass alone and all together (the plans and
+    their fused chains included) against the reference path, and eager PyTorch."""
     pytest.importorskip("torch")
+    from pass_equivalence import assert_passes_match_the_kernels
     from xnn_aot_cases import eager, lower
 
     from edgetorch.examples import EXAMPLES
@@ -462,10 +472,10 @@ def test_example_program_plans_match_eager_and_the_reference_bits(name):
 
     model, inputs = EXAMPLES[name].build()
     _, et = lower(model, inputs)
-    method = Runtime.get().load_program(et.buffer).load_method("forward")
-    runs = [[np.asarray(o) for o in method.execute(list(inputs))] for _ in range(4)]
-    for run in runs[1:]:  # the first call ran the reference path, the next ones the plans
-        assert _same(runs[0], run), name
+    args = [x.numpy() for x in inputs]
+    assert_passes_match_the_kernels(et.buffer, args, name)
+    method = Runtime.get().load_program(et.buffer).load_method("forward", optimize=True)
+    runs = [method.execute(args) for _ in range(3)]
     for got, want in zip(runs[-1], eager(model, inputs)):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4, err_msg=name)
 
@@ -477,7 +487,7 @@ def test_dynamic_batch_programs_plan_each_size():
     from edgetorch.runtime import Runtime
 
     for name, model, et, batches in dynamic_batch_programs():
-        method = Runtime.get().load_program(et.buffer).load_method("forward")
+        method = Runtime.get().load_program(et.buffer).load_method("forward", optimize=True)
         for inputs in batches * 3:
             got, want = np.asarray(method.execute(list(inputs))[0]), eager(model, inputs)[0]
             assert got.shape == want.shape

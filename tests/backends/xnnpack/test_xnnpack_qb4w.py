@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from edgetorch.backends.xnnpack import kernels_qb4w as QB
-from edgetorch.backends.xnnpack import kernels_quant as Q
+from edgetorch.backends.xnnpack.runtime import kernels_qb4w as QB
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 from edgetorch.kernels import accel
 from edgetorch.runtime import Runtime
 

@@ -20,11 +20,11 @@ pytest.importorskip("torchao")
 from xnn_quant_common import build, quantize  # noqa: E402
 
 from edgetorch.backends.xnnpack import schema as x  # noqa: E402
+from edgetorch.backends.xnnpack.aot.quant import pack_int4  # noqa: E402
 from edgetorch.backends.xnnpack.partition import (  # noqa: E402
     ConfigPrecisionType,
     XnnpackPartitioner,
 )
-from edgetorch.backends.xnnpack.preprocess_quant import pack_int4  # noqa: E402
 from edgetorch.backends.xnnpack.quantizer.xnnpack_quantizer import (  # noqa: E402
     XNNPACKQuantizer,
     get_symmetric_quantization_config,

@@ -20,9 +20,9 @@ from xnn_qhelpers import (
     sym_weights,
 )
 
-from edgetorch.backends.xnnpack import kernels_quant as Q
-from edgetorch.backends.xnnpack import runtime as R
 from edgetorch.backends.xnnpack import schema as x
+from edgetorch.backends.xnnpack.runtime import backend as R
+from edgetorch.backends.xnnpack.runtime import kernels_quant as Q
 
 IN_SCALE, IN_ZP = 0.02, 3
 
@@ -326,17 +326,17 @@ def test_dynamic_conv2d_per_image():
 def test_static_depthwise_multiplier_and_transposed_conv():
     """Depth multiplier 2 and a stride-2 transposed convolution, against the float kernels
     (themselves tested against torch) on dequantized values."""
-    from edgetorch.backends.xnnpack import kernels as K
+    from edgetorch.kernels.conv import nhwc
 
     rng = np.random.default_rng(11)
     qx, xv = _grid_input(rng, (1, 4, 4, 2))
     xf = dequantize_ref(qx, IN_SCALE, IN_ZP)
     dw, dws = sym_weights(rng, (1, 3, 3, 4), axis=3)
-    win = K.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
-    ref_dw = K.depthwise_conv2d(xf, dw * dws.astype(np.float64), None, win, 2)
+    win = nhwc.Window(3, 3, pad_top=1, pad_right=1, pad_bottom=1, pad_left=1)
+    ref_dw = nhwc.depthwise_conv2d(xf, dw * dws.astype(np.float64), None, win, 2)
     tw, tws = sym_weights(rng, (3, 2, 2, 2))
-    ref_t = K.deconv2d(xf, tw * tws[:, None, None, None].astype(np.float64), None,
-                       K.Window(2, 2, 2, 2), 1, 0, 0)
+    ref_t = nhwc.deconv2d(xf, tw * tws[:, None, None, None].astype(np.float64), None,
+                       nhwc.Window(2, 2, 2, 2), 1, 0, 0)
     for ref, make in [
         (ref_dw, lambda b, i, o: x.XNNDepthwiseConv2d(
             1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, i, b.per_channel(dw, dws, 3),
@@ -402,10 +402,11 @@ def test_static_clamp_folded_into_conv_gives_the_same_int8(lo, hi, folds, monkey
     folded = []
 
     def spy(nodes, ctx, external):
-        plan(nodes, ctx, external)
-        folded.append(len(ctx.folded))
-    plan = R.plan_clamp_fusion
-    monkeypatch.setattr(R, "plan_clamp_fusion", spy)
+        fused, clamps = fold(nodes, ctx, external)
+        folded.append(len(clamps))
+        return fused, clamps
+    fold = R.fold_clamps
+    monkeypatch.setattr(R, "fold_clamps", spy)
     outs = []
     for also_output in (False, True):
         b = QGraphBuilder()

@@ -77,6 +77,16 @@ def test_checked_in_executorch_quantized_program(name):
         assert min(report.values()) == 1.0, report
 
 
+@pytest.mark.parametrize("name", CHECKED_IN)
+def test_checked_in_quantized_programs_load_passes_give_the_reference_results(name):
+    from pass_equivalence import assert_passes_match_the_kernels
+
+    pte = (FIXTURES / f"et_q_{name}.pte").read_bytes()
+    with np.load(FIXTURES / f"et_q_{name}.io.npz") as d:
+        inputs = [d[f"in_{k}"] for k in range(sum(k.startswith("in_") for k in d))]
+    assert_passes_match_the_kernels(pte, inputs, name)
+
+
 @pytest.fixture(scope="session")
 def quant_exports(tmp_path_factory):
     if not ref_available():

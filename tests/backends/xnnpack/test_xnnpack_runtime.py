@@ -27,7 +27,7 @@ from edgetorch.errors import (
 )
 from edgetorch.runtime import Runtime
 from edgetorch.runtime import backends as runtime_backends
-from edgetorch.runtime.backends import BACKENDS
+from edgetorch.runtime.backends import RUNTIME_BACKENDS
 from edgetorch.schema.pte import PteFile
 
 ATOL = 1e-4
@@ -67,7 +67,7 @@ RUNTIME_HAS_HOOK = hasattr(runtime_backends, "BackendInitContext")
 
 def run_method(pte_bytes: bytes, inputs, monkeypatch) -> list[np.ndarray]:
     if not RUNTIME_HAS_HOOK:
-        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
+        monkeypatch.setitem(RUNTIME_BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(pte_bytes)))
     method = Runtime.get().load_program(pte_bytes).load_method("forward")
     return method.execute(inputs)
 
@@ -283,6 +283,18 @@ def test_executorch_xnnpack_program_matches_eager(name, xnnpack_exports, monkeyp
         np.testing.assert_allclose(got, want, atol=ATOL, rtol=0, err_msg=name)
 
 
+@pytest.mark.compat
+@pytest.mark.parametrize("name", MODELS)
+def test_executorch_xnnpack_program_load_passes_give_the_reference_results(name,
+                                                                           xnnpack_exports):
+    """ExecuTorch's XNNPACK files: each load pass alone (the backend plan's among them) and
+    all together against the reference path."""
+    from pass_equivalence import assert_passes_match_the_kernels
+
+    export = xnnpack_exports.get(name)
+    assert_passes_match_the_kernels(export.pte.read_bytes(), export.inputs(), name)
+
+
 @pytest.fixture(scope="module")
 def dynamic_export(tmp_path_factory):
     """ExecuTorch's XNNPACK lowering of a model with a dynamic batch (1..10), with inputs and
@@ -330,7 +342,7 @@ def test_executorch_dynamic_batch_blob(dynamic_export):
 def test_executorch_dynamic_batch_program(dynamic_export, monkeypatch):
     data, cases = dynamic_export
     if not RUNTIME_HAS_HOOK:
-        monkeypatch.setitem(BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(data)))
+        monkeypatch.setitem(RUNTIME_BACKENDS, BACKEND_ID, WithNamedData(PteFile.parse(data)))
     method = Runtime.get().load_program(data).load_method("forward")
     for inp, want in cases:
         (out,) = method.execute([inp])

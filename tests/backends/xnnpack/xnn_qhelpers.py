@@ -13,7 +13,7 @@ import numpy as np
 from xnn_helpers import INVALID, GraphBuilder
 
 from edgetorch.backends.xnnpack import schema as x
-from edgetorch.backends.xnnpack.runtime import compile_blob, run
+from edgetorch.backends.xnnpack.runtime.backend import compile_blob, run
 from edgetorch.backends.xnnpack.serialization import (
     deserialize_xnnpack_binary,
     serialize_xnnpack_binary,

@@ -4,7 +4,8 @@
 ``.pte``). It turns a delegated Edge subgraph into ExecuTorch 1.5's XNNPACK blob: the
 ``XH00`` header, the ``XN01`` ``XNNGraph`` flatbuffer and an empty constant region, with the
 weights in the program's named data (``PreprocessResult.data_store_output``). The runtime half
-is ``edgetorch.backends.xnnpack.runtime.XnnpackBackend`` (same id, no torch); ExecuTorch's own
+is ``edgetorch.backends.xnnpack.runtime.XnnpackBackend`` (same id, no torch); the rules that
+turn each operator into XNNPACK nodes are in ``aot/``; ExecuTorch's own
 runtime with the real XNNPACK reads the same blobs.
 
 The delegate's arguments are its user inputs in placeholder order, then its outputs
@@ -17,11 +18,11 @@ from torch.export import ExportedProgram
 
 from ...exir._serialize._named_data_store import NamedDataStore
 from ...exir.backend import BackendDetails, CompileSpec, PreprocessResult
-from . import preprocess_nn, preprocess_ops  # noqa: F401  (register the operator rules)
-from .preprocess_builder import RULES, Builder
+from .aot import nn, ops  # noqa: F401  (register the operator rules)
+from .aot.builder import OP_RULES, Builder
 from .serialization import serialize_xnnpack_binary
 
-__all__ = ["RULES", "XnnpackBackend"]
+__all__ = ["OP_RULES", "XnnpackBackend"]
 
 
 class XnnpackBackend(BackendDetails):

@@ -50,7 +50,7 @@ class XnnpackValues:
         other transpose is one the lowering added (to channels-last and back)."""
         permutes = permutes or {}
         from ...backends.xnnpack import schema as x
-        from ...backends.xnnpack.lowering import node_value_ids
+        from ...backends.xnnpack.runtime.nodes import node_value_ids
         from ...backends.xnnpack.serialization import deserialize_xnnpack_binary
 
         graph = deserialize_xnnpack_binary(blob).graph

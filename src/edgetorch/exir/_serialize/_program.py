@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...schema import program as s
+from ...schema import program as S
 from ...schema._pte_writer import ExtendedHeader
 from ...schema.pte import PteFile, serialize_pte
 from ._named_data_store import NamedDataStoreOutput, buffer_bytes
@@ -28,8 +28,8 @@ class PTEFile:
     """A program whose constants and delegate blobs are inline (``constant_buffer``,
     ``backend_delegate_data``), the initial data of its mutable buffers, and its named data."""
 
-    program: s.Program
-    mutable_data: list[s.Buffer] | None = None
+    program: S.Program
+    mutable_data: list[S.Buffer] | None = None
     named_data: NamedDataStoreOutput | None = None
 
 
@@ -37,14 +37,14 @@ def deserialize_pte_binary(program_data: bytes) -> PTEFile:
     """Parse a ``.pte`` file; segment data goes back into the program as ExecuTorch's
     ``_restore_segments`` puts it (constants into ``constant_buffer``, delegate blobs inline)."""
     args = PteFile.parse(program_data).to_serialize_args()
-    program: s.Program = args["program"]
+    program: S.Program = args["program"]
     if args["constant_buffers"]:
-        program.constant_buffer = [s.Buffer(bytes(b)) for b in args["constant_buffers"]]
-    program.backend_delegate_data = [s.BackendDelegateInlineData(bytes(b))
+        program.constant_buffer = [S.Buffer(bytes(b)) for b in args["constant_buffers"]]
+    program.backend_delegate_data = [S.BackendDelegateInlineData(bytes(b))
                                      for b in args["delegate_blobs"]]
     mutable = None
     if args["mutable_buffers"] is not None:
-        mutable = [s.Buffer(bytes(b)) for b in args["mutable_buffers"]]
+        mutable = [S.Buffer(bytes(b)) for b in args["mutable_buffers"]]
     named = None
     if args["named_data"]:
         named = NamedDataStoreOutput()
@@ -61,7 +61,7 @@ def serialize_pte_binary(pte_file: PTEFile, *, extract_delegate_segments: bool =
     """The bytes of ``pte_file`` (ExecuTorch's defaults: delegate blobs stay inline unless
     ``extract_delegate_segments``; constants go to a constant segment)."""
     # serialize_pte takes constants and blobs as arguments, not inside the program.
-    program = s.Program(**{**vars(pte_file.program), "constant_buffer": [],
+    program = S.Program(**{**vars(pte_file.program), "constant_buffer": [],
                            "backend_delegate_data": []})
     constants = [b.storage for b in pte_file.program.constant_buffer]
     blobs = [d.data for d in pte_file.program.backend_delegate_data]
@@ -153,6 +153,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _program_to_json(program: s.Program) -> str:
+def _program_to_json(program: S.Program) -> str:
     """The program as JSON (for comparing and diffing programs)."""
     return json.dumps(_jsonable(program))

@@ -7,7 +7,7 @@ subgraph to bytes) plus a ``Partitioner`` that tags what it takes; lower with
 """
 
 from .backend_api import to_backend
-from .backend_details import BACKENDS, BackendDetails, PreprocessResult, get_backend_details
+from .backend_details import BACKEND_DETAILS, BackendDetails, PreprocessResult, get_backend_details
 from .compile_spec_schema import CompileSpec
 from .lowered_backend_module import (
     LoweredBackendModule,
@@ -17,7 +17,7 @@ from .lowered_backend_module import (
 from .partitioner import DelegationSpec, Partitioner, PartitionResult
 
 __all__ = [
-    "BACKENDS",
+    "BACKEND_DETAILS",
     "BackendDetails",
     "CompileSpec",
     "DelegationSpec",

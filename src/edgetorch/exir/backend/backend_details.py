@@ -2,7 +2,7 @@
 
 A backend is a subclass of ``BackendDetails`` implementing ``preprocess``; its class name is
 the backend id stored in the ``.pte`` (ExecuTorch's convention), and defining the class
-registers it in ``BACKENDS`` under that id -- the one way a backend becomes known to
+registers it in ``BACKEND_DETAILS`` under that id -- the one way a backend becomes known to
 ``to_backend``. No module scanning: the module that defines the class must be imported.
 """
 
@@ -35,7 +35,7 @@ class PreprocessResult:
     data_store_output: Any = None
 
 
-BACKENDS: dict[str, type[BackendDetails]] = {}
+BACKEND_DETAILS: dict[str, type[BackendDetails]] = {}
 
 
 class BackendDetails(ABC):
@@ -66,22 +66,22 @@ class BackendDetails(ABC):
 
 def _register(cls: type[BackendDetails]) -> None:
     backend_id = cls.__name__
-    old = BACKENDS.get(backend_id)
+    old = BACKEND_DETAILS.get(backend_id)
     # A class of the same name from the same module replaces the old one (a module reload, a
     # notebook cell, a test defining its backend inside each test function).
     if old is not None and old.__module__ != cls.__module__:
         raise RegistrationError(
             f"backend id {backend_id!r} is already taken by {old.__module__}.{old.__qualname__}; "
             f"rename {cls.__module__}.{cls.__qualname__} (the class name is the backend id)")
-    BACKENDS[backend_id] = cls
+    BACKEND_DETAILS[backend_id] = cls
 
 
 def get_backend_details(backend_id: str) -> type[BackendDetails]:
     """The ``BackendDetails`` subclass registered as ``backend_id``."""
-    cls = BACKENDS.get(backend_id)
+    cls = BACKEND_DETAILS.get(backend_id)
     if cls is None:
-        known = ", ".join(sorted(BACKENDS)) or "none"
-        close = near_matches(backend_id, BACKENDS)
+        known = ", ".join(sorted(BACKEND_DETAILS)) or "none"
+        close = near_matches(backend_id, BACKEND_DETAILS)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownBackendError(
             f"Backend {backend_id} was not found. Registered backends: {known}.{hint} "

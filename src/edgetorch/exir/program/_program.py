@@ -231,6 +231,8 @@ class EdgeProgramManager:
         config = config or ExecutorchBackendConfig()
         if config.fold_constants is None:  # see ExecutorchBackendConfig.fold_constants
             config = dataclasses.replace(config, fold_constants=self._etrecord is None)
+        if config.fuse_batch_norm is None:  # (the same for fuse_batch_norm)
+            config = dataclasses.replace(config, fuse_batch_norm=self._etrecord is None)
         state = ProgramState()
         lowered: dict[str, ExportedProgram] = {}
         plans = []

@@ -259,10 +259,35 @@ def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
                 row[i] = v
 
 
-def channel_bias_clamp(out: np.ndarray, bias: np.ndarray, lo, hi, relu: bool) -> None:
-    """``_channel_bias_clamp`` on ``out`` viewed (N, C, P) (contiguous), ``lo``/``hi`` of
-    its dtype."""
-    _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)
+@accel.jit
+def _channel_bias_clamp_from(src, out, bias, lo, hi, relu):  # pragma: no cover - compiled
+    """``_channel_bias_clamp`` reading ``src`` (N, C, P), writing ``out`` (apart from it;
+    a separate loop: one array read and written in place vectorizes, two that might overlap
+    would not)."""
+    nb, c, p = out.shape
+    for n in range(nb):
+        for ch in range(c):
+            b = bias[ch]
+            row, res = src[n, ch], out[n, ch]
+            for i in range(p):
+                v = row[i] + b
+                if v == v:
+                    if relu:
+                        v = v if v >= lo else lo
+                    else:
+                        v = v if v > lo else lo
+                        v = v if v < hi else hi
+                res[i] = v
+
+
+def channel_bias_clamp(src: np.ndarray, out: np.ndarray, bias: np.ndarray, lo, hi,
+                       relu: bool) -> None:
+    """``out`` = clamp(src + bias per channel), both viewed (N, C, P) (contiguous; ``src`` is
+    ``out`` or apart from it), ``lo``/``hi`` of their dtype."""
+    if src is out:
+        _channel_bias_clamp.compiled()(out, bias, lo, hi, relu)
+    else:
+        _channel_bias_clamp_from.compiled()(src, out, bias, lo, hi, relu)
 
 
 # ---- softmax over the last axis: the two row passes around NumPy's exp ------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conv.nchw import flat_crop, flat_result, flat_taps
 from ..registry import kernel
 from ._util import (
     INT64,
@@ -20,7 +21,6 @@ from ._util import (
     opmath,
     windows,
 )
-from .nn import flat_crop, flat_result, flat_taps
 
 
 def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode, op):

@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from .. import accel
-from ..registry import prepares
+from ..registry import Copy, prepares
 from . import index_accel, linalg, norm_accel, special_accel
 from ._util import INT64, invalid, scalar
 from .pooling import _pool_params, pool_pads
@@ -286,10 +286,10 @@ def _copy(view, out):
     if type(view) is not np.ndarray or view.shape != out.shape or not _apart(out, view):
         return None
     if view.dtype == out.dtype:
-        return [partial(np.copyto, out, view)]
+        return [Copy(out, view)]
     if view.dtype.kind not in "biuf" or out.dtype.kind not in "biuf":
         return None
-    return [partial(np.copyto, out, view, casting="unsafe")]  # (steps run warnings-silenced)
+    return [Copy(out, view, casting="unsafe")]  # (steps run warnings-silenced)
 
 
 def _dim(d, ndim):

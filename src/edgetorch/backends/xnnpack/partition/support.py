@@ -1,5 +1,5 @@
 """Which nodes XNNPACK takes, and why not: the checks every operator shares plus each
-operator's own (``RULES[op].check``, next to its lowering)."""
+operator's own (``OP_RULES[op].check``, next to its lowering)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from torch.export import ExportedProgram
 
 from ....exir.passes.spec_prop import upper_bound
 from .. import xnnpack_preprocess  # noqa: F401  (registers the operator rules)
-from ..preprocess_builder import RULES
-from ..preprocess_quant import (
+from ..aot.builder import OP_RULES
+from ..aot.quant import (
     AFFINE_CHOOSE,
     AFFINE_DQ,
     AFFINE_Q,
@@ -52,7 +52,7 @@ def why_not(node: torch.fx.Node, ep: ExportedProgram) -> str | None:
     """Why XNNPACK cannot take ``node`` (an operator call), or None when it can."""
     if node.op != "call_function":
         return "not an operator call"
-    rule = RULES.get(node.target)  # type: ignore[arg-type]
+    rule = OP_RULES.get(node.target)  # type: ignore[arg-type]
     if rule is None:
         return f"XNNPACK has no lowering for {node.target}"
     if node.target in QDQ_OPS:  # integer tensors: the rule checks them itself

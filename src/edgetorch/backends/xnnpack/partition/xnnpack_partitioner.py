@@ -28,8 +28,8 @@ from ....errors import ExportError
 from ....exir.backend import DelegationSpec, Partitioner, PartitionResult
 from ....exir.backend.partitioner import TAG
 from ....exir.backend.utils import tag_constant_data
-from ..preprocess_builder import RULES
-from ..preprocess_quant import (
+from ..aot.builder import OP_RULES
+from ..aot.quant import (
     AFFINE_CHOOSE,
     AFFINE_DQ,
     AFFINE_Q,
@@ -227,7 +227,7 @@ class XnnpackPartitioner(Partitioner):
                 return all(_affine_linear_ok(n) for n in _affine_linears(node))
             # A kept node must be delegated later; one whose weight is shared might not be.
             return why_not(node, ep) is None and all(
-                len(w.users) == 1 for w in RULES[node.target].statics(node))
+                len(w.users) == 1 for w in OP_RULES[node.target].statics(node))
 
         ops = list(KEEP_WHOLE)
         if ConfigPrecisionType.DYNAMIC_QUANT in self.precisions:  # torchao's 8da4w chain
@@ -255,7 +255,7 @@ class XnnpackPartitioner(Partitioner):
                 self._prune_quantized(gm.graph, supported)
                 continue
             shared = {(n, w) for n in supported if n in group
-                      for w in RULES[n.target].statics(n)
+                      for w in OP_RULES[n.target].statics(n)
                       if any(group.get(u) != group[n] for u in w.users)}
             if not shared:
                 return partitions
