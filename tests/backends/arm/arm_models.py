@@ -268,3 +268,58 @@ def two_partitions():
 def scalar_ops():
     """Scalar operands (``x * 0.5``, ``+ 1.0``, ``- 0.25``): quantized constants, as ExecuTorch."""
     return _conv_then(lambda y: (y * 0.5 + 1.0) - 0.25)
+
+
+class TinyTransformer(nn.Module):
+    """One post-norm encoder block: nn.MultiheadAttention, LayerNorm, a GELU MLP (issue 31)."""
+
+    def __init__(self, dim: int = 16, heads: int = 2):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm1 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        x = self.norm1(x + self.attn(x, x, x, need_weights=False)[0])
+        return self.norm2(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+def tiny_tfm():
+    torch.manual_seed(0)
+    return TinyTransformer().eval(), _inputs((1, 8, 16))
+
+
+class TinyViT(nn.Module):
+    """ViT-style: a strided conv patch embedding, a position embedding, one pre-norm block
+    with hand-written softmax attention, mean pooling over tokens and a Linear head."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, patch: int = 4, size: int = 16,
+                 classes: int = 5):
+        super().__init__()
+        self.heads = heads
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.randn(1, (size // patch) ** 2, dim) * 0.1)
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, d // self.heads) \
+            .permute(2, 0, 3, 1, 4)
+        att = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, n, d))
+        x = x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+        return self.head(x.mean(1))
+
+
+def tiny_vit():
+    torch.manual_seed(0)
+    return TinyViT().eval(), _inputs((1, 3, 16, 16))

@@ -26,7 +26,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ....errors import ExportError
+from ....errors import ExportError, LoweringRefusedError
 from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
 from .specification import TosaSpecification
 from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
@@ -325,7 +325,13 @@ class _Lowering:
                 self.placeholder(node)
             elif node.op == "call_function":
                 self.call(node)
-        outputs = self._to_nchw_outputs([self.values[o] for o in gm.graph.output_node().args[0]])
+        results = list(gm.graph.output_node().args[0])
+        outputs = self._to_nchw_outputs([self.values[o] for o in results])
+        for node, out in zip(results, outputs):
+            if not isinstance(out, TOp):  # Vela refuses an output tensor no operator writes
+                raise LoweringRefusedError(
+                    f"TOSA lowering: %{node.name} passes a delegate input (or constant) "
+                    "through unchanged; a delegate output must be computed", node.name)
         consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
         nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
         assign_names(nodes)
@@ -339,8 +345,10 @@ class _Lowering:
         val = node.meta["val"]
         dtype = _DTYPES.get(val.dtype)
         if dtype is None:
-            raise ExportError(f"TOSA lowering: delegate input %{node.name} is {val.dtype}; "
-                              "the INT profile takes int8/int16/int32 tensors")
+            user = next(iter(node.users), None)
+            raise LoweringRefusedError(
+                f"TOSA lowering: delegate input %{node.name} is {val.dtype}; the INT profile "
+                "takes int8/int16/int32 tensors", user.name if user is not None else None)
         t = TInput(et_name(node.name), self.shape(node), dtype)
         self.order.append(t)
         value = Value(t)
@@ -356,13 +364,16 @@ class _Lowering:
             src = node.args[0]
             self.values[node] = self.values[src]
             return
-        handler = _HANDLERS.get(target)
-        if handler is None and str(target) in IDENTITY_NAMES:
-            handler = _Lowering.identity
+        handler = _rule(node)
         if handler is None:
-            raise ExportError(f"TOSA lowering has no rule for %{node.name} ({target}); "
-                              "the partitioner should have rejected it -- please report this")
-        handler(self, node)
+            raise LoweringRefusedError(f"edgetorch's TOSA lowering has no rule for {target}",
+                                       node.name)
+        try:
+            handler(self, node)
+        except LoweringRefusedError:
+            raise
+        except ExportError as e:  # the partitioner leaves this node on the CPU
+            raise LoweringRefusedError(e.args[0], node.name) from e
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -387,6 +398,12 @@ class _Lowering:
         adjusted, or the input SLICEd, so the output size is exact (as for convolutions)."""
         x = self.int8_input(node.args[0])
         args = list(node.args) + [None] * 6
+        if args[4] not in (None, 1, [1, 1], (1, 1)) or args[5]:
+            raise ExportError(f"TOSA lowering: %{node.name} max_pool2d with dilation or "
+                              "ceil_mode is not lowered yet")
+        if any(u.target is operator.getitem and u.args[1] != 0 for u in node.users):
+            raise ExportError(f"TOSA lowering: %{node.name} max_pool2d whose indices are used "
+                              "is not lowered yet")
         kernel = list(args[1])
         stride = list(args[2] or kernel)
         padding = list(args[3] or [0, 0])
@@ -413,6 +430,9 @@ class _Lowering:
     def cat(self, node: Node) -> None:
         """CONCAT of int8 tensors sharing one set of qparams (the quantizer shares them)."""
         xs = [self.int8_input(a) for a in node.args[0]]
+        if len({(x.qp.scale, x.qp.zp) for x in xs}) > 1:
+            raise ExportError(f"TOSA lowering: %{node.name} a cat of inputs with different "
+                              "quantization parameters is not lowered yet")
         rank = len(xs[0].t.shape)
         dim = (node.args[1] if len(node.args) > 1 else 0) % rank
         if xs[0].nhwc:
@@ -451,6 +471,12 @@ class _Lowering:
         """Both int8 operands RESCALEd to int32 at scale 1 (zero points removed), MUL with
         shift 0, RESCALE by ``s_a * s_b / s_out`` to int8 (ExecuTorch's INT mul)."""
         a, b = (self.int8_input(x) for x in node.args[:2])
+        shapes = [list(a.t.shape), list(b.t.shape)]
+        if any(len(s) != 4 for s in shapes):
+            raise ExportError(f"TOSA lowering: %{node.name} a mul on tensors other than rank 4 "
+                              "is not lowered yet")
+        if shapes[0] != shapes[1] and 1 not in (int(np.prod(shapes[0])), int(np.prod(shapes[1]))):
+            raise ExportError(f"TOSA lowering: %{node.name} a broadcasting mul is not lowered yet")
         out_qp = self.out_qparams(node)
         ra = self.rescale(a.t, [1.0], a.qp.zp, 0, "INT32")
         rb = self.rescale(b.t, [1.0], b.qp.zp, 0, "INT32") \
@@ -477,6 +503,9 @@ class _Lowering:
         """RESCALE int8 -> int32 (scale 1), one REDUCE_SUM per reduced axis (in TOSA's
         layout, ascending), RESCALE by ``s_in / s_out`` to int8."""
         x = self.int8_input(node.args[0])
+        if len(x.t.shape) != 4 or not (len(node.args) > 2 and node.args[2]):
+            raise ExportError(f"TOSA lowering: %{node.name} a sum without keepdim or on a tensor "
+                              "other than rank 4 is not lowered yet")
         out_qp = self.out_qparams(node)
         rank = len(x.t.shape)
         dims = sorted({d % rank for d in node.args[1]})
@@ -685,6 +714,9 @@ class _Lowering:
         self.values[node] = x
 
     def getitem(self, node: Node) -> None:
+        if node.args[0] not in self.values:
+            raise ExportError(f"TOSA lowering: %{node.name} reads an output of "
+                              f"%{node.args[0].name}, which is not lowered")
         self.values[node] = self.values[node.args[0]]
 
 
@@ -711,6 +743,19 @@ _HANDLERS = {
     aten.dropout.default: _Lowering.identity,
     operator.getitem: _Lowering.getitem,
 }
+
+
+def _rule(node: Node):
+    handler = _HANDLERS.get(node.target)
+    if handler is None and str(node.target) in IDENTITY_NAMES:
+        handler = _Lowering.identity
+    return handler
+
+
+def has_rule(node: Node) -> bool:
+    """Whether the lowering has a rule for ``node``'s operator at all (it may still refuse
+    the node for its arguments: ``lower_to_tosa`` then raises ``LoweringRefusedError``)."""
+    return _rule(node) is not None or node.target in DQ_OPS or node.target in Q_OPS
 
 
 
