@@ -323,3 +323,104 @@ class TinyViT(nn.Module):
 def tiny_vit():
     torch.manual_seed(0)
     return TinyViT().eval(), _inputs((1, 3, 16, 16))
+
+
+# Single transformer components (issue 31), each quantized and lowered on its own.
+class _Fn(nn.Module):
+    def __init__(self, fn, *modules):
+        super().__init__()
+        self.mods = nn.ModuleList(modules)
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(self.mods, *xs)
+
+
+def _fn(fn, *shapes, modules=lambda: ()):
+    """``modules`` is a factory, so the seed is set before any weight is drawn."""
+    torch.manual_seed(0)
+    return _Fn(fn, *modules()).eval(), _inputs(*shapes)
+
+
+def linear_3d():
+    return _fn(lambda m, x: m[0](x), (1, 4, 16), modules=lambda: [nn.Linear(16, 8)])
+
+
+def linear_2d():
+    return _fn(lambda m, x: m[0](x), (4, 16), modules=lambda: [nn.Linear(16, 8)])
+
+
+def linear_nobias_4d():
+    return _fn(lambda m, x: m[0](x), (1, 2, 4, 16), modules=lambda: [nn.Linear(16, 8, bias=False)])
+
+
+def bmm():
+    return _fn(lambda m, a, b: torch.bmm(a, b), (2, 4, 8), (2, 8, 6))
+
+
+def matmul_4d():
+    return _fn(lambda m, a, b: a @ b, (1, 2, 4, 8), (1, 2, 8, 4))
+
+
+def softmax_last():
+    return _fn(lambda m, x: torch.softmax(x, dim=-1), (1, 4, 8))
+
+
+def log_softmax_last():
+    return _fn(lambda m, x: torch.log_softmax(x, dim=-1), (1, 4, 8))
+
+
+def layer_norm_only():
+    return _fn(lambda m, x: m[0](x), (1, 4, 16), modules=lambda: [nn.LayerNorm(16)])
+
+
+def gelu():
+    return _fn(lambda m, x: F.gelu(x), (1, 4, 16))
+
+
+def gelu_tanh():
+    return _fn(lambda m, x: F.gelu(x, approximate="tanh"), (1, 4, 16))
+
+
+def silu_3d():
+    return _fn(lambda m, x: F.silu(x), (1, 4, 16))
+
+
+def permute_3d():
+    return _fn(lambda m, x: (x * 2.0).permute(0, 2, 1), (1, 4, 8))
+
+
+def transpose_4d():
+    return _fn(lambda m, x: (x + x).transpose(1, 2), (1, 2, 4, 8))
+
+
+def reshape_3d():
+    return _fn(lambda m, x: (x + x).reshape(1, 2, 16), (1, 4, 8))
+
+
+def mean_last():
+    return _fn(lambda m, x: x.mean(-1, keepdim=True), (1, 4, 16))
+
+
+def mean_tokens():
+    return _fn(lambda m, x: x.mean(1), (1, 4, 16))
+
+
+def add_3d():
+    return _fn(lambda m, a, b: a + b, (1, 4, 16), (1, 4, 16))
+
+
+def add_broadcast():
+    return _fn(lambda m, a, b: a + b, (1, 4, 16), (1, 1, 16))
+
+
+def mul_3d():
+    return _fn(lambda m, a, b: a * b, (1, 4, 16), (1, 4, 16))
+
+
+def select_slice():
+    return _fn(lambda m, x: (x + x)[:, 1:3, ::2] + (x + x)[:, 0:2, 1::2], (1, 4, 16))
+
+
+def cat_3d():
+    return _fn(lambda m, a, b: torch.cat([a + a, b + b], dim=1), (1, 4, 16), (1, 2, 16))

@@ -65,20 +65,35 @@ def op_name(node: Node) -> str:
     return parts[1] if len(parts) >= 3 else parts[0]
 
 
+# Operators that only move int8 values (a decomposed ``unbind`` is a slice then a squeeze
+# with no quantize between them): a chain of them between a dequantize and a quantize is
+# quantized as a whole, as ExecuTorch's annotation meta marks every node of it.
+DATA_MOVEMENT = {aten.slice_copy.Tensor, aten.squeeze_copy.dims, aten.squeeze_copy.dim,
+                 aten.unsqueeze_copy.default, aten.view_copy.default, aten.select_copy.int,
+                 aten.permute_copy.default, aten.expand_copy.default, aten.clone.default,
+                 aten.alias_copy.default}
+
+
+def _moves_only(node: Node) -> bool:
+    return node.target in DATA_MOVEMENT or str(node.target) in IDENTITY_NAMES
+
+
 def _float_inputs_dequantized(node: Node) -> bool:
     for arg in node.all_input_nodes:
         val = arg.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.dtype.is_floating_point and arg.target not in DQ_OPS:
+        if isinstance(val, torch.Tensor) and val.dtype.is_floating_point and \
+                arg.target not in DQ_OPS and not (_moves_only(arg) and _float_inputs_dequantized(arg)):
             return False
     return True
 
 
 def _outputs_quantized(node: Node) -> bool:
     """Every user is a quantize (through the getitem of a multi-output op such as
-    max_pool2d_with_indices)."""
+    max_pool2d_with_indices, or data movement that ends in quantizes)."""
     users = [v for u in node.users
              for v in (u.users if u.target is operator.getitem else [u])]
-    return bool(users) and all(u.target in Q_OPS for u in users)
+    return bool(users) and all(u.target in Q_OPS or (_moves_only(u) and _outputs_quantized(u))
+                               for u in users)
 
 
 FUSED_ACTIVATIONS = {aten.relu.default, aten.hardtanh.default}
