@@ -31,6 +31,7 @@ from ....errors import ExportError, LoweringRefusedError
 from .lowering_tensor import RULES as TENSOR_RULES
 from .lowering_tensor import TensorRules
 from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
+from .propagation import propagate_data_movement
 from .specification import TosaSpecification
 from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
 
@@ -141,10 +142,14 @@ class _Lowering(TensorRules):
         # ExecuTorch re-traces each delegated subgraph, so its operator nodes are numbered
         # within the partition (the first convolution of every delegate is
         # ``aten_convolution_default``); placeholders keep the names of the whole graph.
+        self.duplicate_of = self._duplicates()
+        self.const_shapes: dict[tuple[int, ...], TOp] = {}
+        self.movable: set[int] = set()  # RESHAPE/TRANSPOSE of the model's views and permutes
+        self.anchors: dict[int, TOp] = {}  # a folded view-of-constant -> where the view was
         self.local: dict[Node, str] = {}
         seen: dict[object, int] = {}
         for n in gm.graph.nodes:
-            if n.op == "call_function":
+            if n.op == "call_function" and n not in self.duplicate_of:
                 # ExecuTorch decomposes linear into a convolution before numbering them
                 target = aten.convolution.default if n.target == aten.linear.default \
                     else n.target
@@ -154,6 +159,44 @@ class _Lowering(TensorRules):
                     f"aten_convolution_default{f'_{k}' if k else ''}"
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _duplicates(self) -> dict[Node, Node]:
+        """ExecuTorch's FuseDuplicateUsersPass (after Q/DQ folding): an operator with the
+        same target and arguments as an earlier one -- arguments compared through their
+        quantize/dequantize, i.e. the int8 values they read -- is that earlier one (the
+        mean that layer_norm and its var both compute). Maps each duplicate to it; equal
+        output qparams are required so a fused value is read as it was quantized."""
+        duplicate_of: dict[Node, Node] = {}
+
+        def source(a: Node) -> Node:
+            for _ in range(len(self.ep.graph_module.graph.nodes)):  # bounded walk
+                if a.target not in Q_OPS and a.target not in DQ_OPS:
+                    break
+                a = a.args[0]
+            return duplicate_of.get(a, a)
+
+        def key(value):
+            if isinstance(value, Node):
+                return ("node", source(value).name)
+            if isinstance(value, (list, tuple)):
+                return tuple(key(v) for v in value)
+            if isinstance(value, dict):
+                return tuple(sorted((k, key(v)) for k, v in value.items()))
+            return repr(value)
+
+        def out_q(n: Node):
+            return tuple((u.args[1], u.args[2]) for u in n.users if u.target in Q_OPS)
+
+        first: dict[tuple, Node] = {}
+        for n in self.ep.graph_module.graph.nodes:
+            if n.op != "call_function" or n.target in Q_OPS or n.target in DQ_OPS or \
+                    not any(isinstance(a, Node) for a in n.all_input_nodes):
+                continue
+            sig = (str(n.target), key(n.args), key(n.kwargs))
+            rep = first.setdefault(sig, n)
+            if rep is not n and out_q(rep) == out_q(n):
+                duplicate_of[n] = rep
+        return duplicate_of
 
     def _equal_constants(self) -> dict[str, tuple[str, int]]:
         """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes) into one named ``<first>_common`` where the first one was; a zero bias
@@ -185,7 +228,9 @@ class _Lowering(TensorRules):
         return self.ep.constants[spec.target]
 
     def insert_after(self, anchor, new) -> None:
-        if isinstance(anchor, TConst):  # e.g. the RESCALE of a constant operand
+        if isinstance(anchor, TConst) and id(anchor) in self.anchors:
+            anchor = self.anchors[id(anchor)]  # a folded view: where the view node was
+        elif isinstance(anchor, TConst):  # e.g. the RESCALE of a constant operand
             self.attached.setdefault(id(anchor), []).append(new)
             return
         self.order.insert(self.order.index(anchor) + 1, new)
@@ -279,9 +324,7 @@ class _Lowering(TensorRules):
         such permutes to views."""
         shape = [t.shape[i] for i in perm]
         if [i for i in perm if t.shape[i] != 1] == [i for i, d in enumerate(t.shape) if d != 1]:
-            cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
-                         values=shape)
-            return self.op("RESHAPE", "tosa_reshape_default", [t, cs], shape, t.dtype)
+            return self.reshape(t, shape)
         return self.op("TRANSPOSE", "tosa_transpose_default", [t], shape, t.dtype, perms=perm)
 
     def int8_input(self, node: Node) -> Value:
@@ -343,6 +386,8 @@ class _Lowering(TensorRules):
                 raise LoweringRefusedError(
                     f"TOSA lowering: %{node.name} passes a delegate input (or constant) "
                     "through unchanged; a delegate output must be computed", node.name)
+        propagate_data_movement(self.order, outputs, self.movable)
+        self._finish_order()
         used = {id(i) for op in [*self.order, *(a for v in self.attached.values() for a in v)]
                 for i in getattr(op, "inputs", ())}
         consts = sorted((c for c in self.consts if id(c) in used),  # constants a rule replaced
@@ -351,6 +396,18 @@ class _Lowering(TensorRules):
         nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
         assign_names(nodes)
         return nodes, outputs
+
+    def _finish_order(self) -> None:
+        """Drop the anchors of folded views; put each shared CONST_SHAPE right before its
+        first reader (ExecuTorch creates it there), after any reordering."""
+        self.order = [o for o in self.order if not (isinstance(o, TOp) and o.op == "ANCHOR")]
+        for cs in self.const_shapes.values():
+            if cs not in self.order:
+                continue
+            self.order.remove(cs)
+            first = next(i for i, o in enumerate(self.order)
+                         if isinstance(o, TOp) and any(x is cs for x in o.inputs))
+            self.order.insert(first, cs)
 
     def placeholder(self, node: Node) -> None:
         spec = self.specs.get(node.name)
@@ -382,6 +439,9 @@ class _Lowering(TensorRules):
                 self.values[node] = Value(const, False, None, _per_tensor(node))
                 return
             self.values[node] = self.values[src]
+            return
+        if node in self.duplicate_of:
+            self.values[node] = self.values[self.duplicate_of[node]]
             return
         handler = _rule(node)
         if handler is None:
@@ -715,9 +775,17 @@ class _Lowering(TensorRules):
         value = Value(self.reshape(out.t, self.shape(node)), False, None, out.qp)
         self.values[node] = self.values[act] = value
 
+    def const_shape(self, values: list[int]) -> TOp:
+        """The CONST_SHAPE of a RESHAPE or TILE: one per distinct shape, as ExecuTorch's
+        InsertConstShapesPass caches them (placed before its first reader)."""
+        key = tuple(int(v) for v in values)
+        if key not in self.const_shapes:
+            self.const_shapes[key] = self.op("CONST_SHAPE", "tosa_const_shape_default", [],
+                                             [len(key)], "SHAPE", values=list(key))
+        return self.const_shapes[key]
+
     def reshape(self, t, shape: list[int]) -> TOp:
-        cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
-                     values=list(shape))
+        cs = self.const_shape(shape)
         return self.op("RESHAPE", "tosa_reshape_default", [t, cs], list(shape), t.dtype)
 
     def mean(self, node: Node) -> None:

@@ -74,9 +74,14 @@ class TensorRules:
         if isinstance(src, TConst):  # ExecuTorch's ComputeConstantOpsAOTPass
             const = self.derived_const(src, src.values.reshape(shape),
                                        f"{self.local[node]}_fused_const")
+            # The view node stays where it was until folded: what reads it (a RESCALE) is
+            # placed there, not after the constants.
+            self.anchors[id(const)] = self.op("ANCHOR", "", [], [], "")
             self._torch_value(node, const, x.qp)
             return
-        self._torch_value(node, self.reshape(src, shape), x.qp)
+        view = self.reshape(src, shape)
+        self.movable.add(id(view))  # a view of the model: ExecuTorch's passes move it
+        self._torch_value(node, view, x.qp)
 
     def permute_copy(self, node: Node) -> None:
         x = self.int8_input(node.args[0])
@@ -88,6 +93,7 @@ class TensorRules:
             return
         shape = [src.shape[p] for p in perm]
         t = self.op("TRANSPOSE", "tosa_transpose_default", [src], shape, src.dtype, perms=perm)
+        self.movable.add(id(t))
         self._torch_value(node, t, x.qp)
 
     def _slice(self, src, start: list[int], size: list[int]):
@@ -170,8 +176,7 @@ class TensorRules:
         if len(src.shape) != len(shape):
             src = self.reshape(src, [1] * (len(shape) - len(src.shape)) + list(src.shape))
         multiples = [o // i if i != o else 1 for i, o in zip(src.shape, shape)]
-        cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
-                     values=multiples)
+        cs = self.const_shape(multiples)
         t = self.op("TILE", "tosa_tile_default", [src, cs], shape, src.dtype)
         self._torch_value(node, t, x.qp)
 
