@@ -76,4 +76,5 @@ def _arm_model(name):
 
 
 MODELS = {"add": add, "convnet": convnet, "partial": partial,
-          "tiny_tfm": _arm_model("tiny_tfm"), "tiny_vit": _arm_model("tiny_vit")}
+          "tiny_tfm": _arm_model("tiny_tfm"), "tiny_vit": _arm_model("tiny_vit"),
+          "minilm_layer": _arm_model("minilm_layer")}
