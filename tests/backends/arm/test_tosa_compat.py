@@ -29,10 +29,19 @@ OP_MODELS = ["gap_linear", "gap_keepdim_linear", "conv_crop", "conv_crop_pad", "
              "sigmoid", "tanh", "hardsigmoid", "max_pool2d", "sub", "mul", "cat", "sub_plain",
              "mul_plain"]
 ON_ETHOSU = ["gap_linear", "conv_crop"]
-MAX_STEPS.update(dict.fromkeys(OP_MODELS, 2))
+# Transformer components (issue 31), each on its own: linear on token tensors, bmm/matmul,
+# softmax/log_softmax as ExecuTorch decomposes them, GELU/SiLU tables, means, broadcasts.
+TRANSFORMER_OPS = ["linear_3d", "linear_2d", "linear_nobias_4d", "bmm", "matmul_4d",
+                   "softmax_last", "log_softmax_last", "gelu", "gelu_tanh", "silu_3d",
+                   "mean_last", "mean_tokens", "add_3d", "add_broadcast", "mul_3d", "cat_3d",
+                   # layer_norm: its var's mean is fused with its own (FuseDuplicateUsers);
+                   # the views and permutes move as ExecuTorch's propagation passes move them
+                   "layer_norm_only", "permute_3d", "transpose_4d", "reshape_3d"]
+MAX_STEPS.update(dict.fromkeys(OP_MODELS + TRANSFORMER_OPS, 2))
 CASES = [pytest.param("add"), pytest.param("convnet"), pytest.param("nobias"),
          pytest.param(f"convnet@{U55}", id="convnet-u55"),
          *[pytest.param(m) for m in OP_MODELS],
+         *[pytest.param(m) for m in TRANSFORMER_OPS],
          *[pytest.param(f"{m}@{U55}", id=f"{m}-u55") for m in ON_ETHOSU],
          *[pytest.param(f"{m}@{U85}", id=f"{m}-u85") for m in ON_ETHOSU],
          pytest.param("mv2", marks=pytest.mark.slow)]

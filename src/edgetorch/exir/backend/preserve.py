@@ -4,7 +4,9 @@ The named operators are kept out of the core-ATen decomposition table, so the ba
 ``aten.linear`` rather than ``permute_copy`` + ``addmm``. When the partitioner also gives a
 filter, nodes the filter turns down are decomposed after all: the accepted ones are parked
 on a private wrapper operator (which no table decomposes) while everything else is
-decomposed, then put back.
+decomposed, then put back. A kept node that no partitioner took and that the filter, asked
+again after lowering, declines (its backend found it could not lower it) is decomposed then,
+so it runs on the portable kernels rather than failing the export.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ import logging
 from collections.abc import Callable
 
 import torch
+from torch._export.passes.replace_view_ops_with_view_copy_ops_pass import (
+    get_view_copy_of_view_op,
+)
+from torch._guards import detect_fake_mode
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
 
 from ...errors import ExportError
 from ..edge import as_edge_op, name_edge_nodes
+from ..node_meta import copy_provenance
 from .partitioner import Partitioner
 
 logger = logging.getLogger(__name__)
@@ -120,3 +129,68 @@ def check_consumed(method: str, ep: ExportedProgram, preserved: Preserved) -> No
                 f"nor delegated. {type(p).__name__}.ops_to_not_decompose asked to keep it "
                 "whole, but its partition() did not take it. Make partition() take every node "
                 "it keeps (or return a filter that lets this one be decomposed).")
+
+
+def _edge_targets(ops: list[OpOverload]) -> set:
+    return set(ops) | {as_edge_op(op) for op in ops}
+
+
+def decompose_declined(ep: ExportedProgram, preserved: Preserved, table: dict) -> bool:
+    """Decompose (with ``table``) the kept nodes left in ``ep`` after lowering that their
+    partitioner's filter now declines. True if any was."""
+    changed = False
+    for _, ops, node_filter in preserved:
+        if node_filter is None:
+            continue
+        targets = _edge_targets(ops)
+        for node in list(ep.graph.nodes):
+            if node.op == "call_function" and node.target in targets and not node_filter(node):
+                logger.info("%%%s (%s) was kept whole for a backend that did not take it; "
+                            "decomposed for the portable kernels", node.name, node.target)
+                _splice_decomposition(ep.graph_module, node, table)
+                changed = True
+    if changed:
+        ep.graph_module.graph.lint()
+        ep.graph_module.recompile()
+    return changed
+
+
+def _splice_decomposition(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict) -> None:
+    """Replace ``node`` by its decomposition, traced on the node's fake values, in Edge form
+    (views as copies, as ``to_edge`` writes them)."""
+    op = getattr(node.target, "_op", node.target)
+    flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+    where = [i for i, a in enumerate(flat) if isinstance(a, torch.fx.Node)]
+    values = [flat[i].meta["val"] for i in where]
+
+    def call(*tensors):
+        args = list(flat)
+        for i, t in zip(where, tensors):
+            args[i] = t
+        a, kw = pytree.tree_unflatten(args, spec)
+        return op(*a, **kw)
+
+    with detect_fake_mode(values):
+        sub = make_fx(call, decomposition_table=table)(*values)
+    env: dict[torch.fx.Node, object] = {}
+    inputs = iter(flat[i] for i in where)
+    result = None
+    for n in sub.graph.nodes:
+        if n.op == "placeholder":
+            env[n] = next(inputs)
+        elif n.op == "call_function":
+            target = n.target
+            if isinstance(target, OpOverload):
+                target = get_view_copy_of_view_op(target._schema) or target
+                if target == torch.ops.aten._unsafe_view.default:
+                    target = torch.ops.aten.view_copy.default
+            with gm.graph.inserting_before(node):
+                new = gm.graph.call_function(as_edge_op(target),
+                                             *torch.fx.node.map_arg((n.args, n.kwargs), env.get))
+            new.meta["val"] = n.meta.get("val")
+            copy_provenance(node, new)
+            env[n] = new
+        elif n.op == "output":
+            result = torch.fx.node.map_arg(n.args[0], env.get)
+    node.replace_all_uses_with(result)
+    gm.graph.erase_node(node)

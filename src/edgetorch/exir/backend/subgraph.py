@@ -190,6 +190,37 @@ def _fixup_output_node(sub_gm: torch.fx.GraphModule) -> None:
     out.args = (pytree.tree_flatten(result)[0],)
 
 
+def _checked_nodes(owner: Owner, tag: str) -> list[torch.fx.Node] | None:
+    """The nodes tagged ``tag`` in order; None when they compute nothing."""
+    nodes = topo_sort(_partition_nodes(owner, tag))
+    if not any(n.op != "placeholder" for n in nodes):
+        logger.debug("no nodes to delegate for tag %r", tag)
+        return None
+    if not validate_partition(nodes):
+        raise ExportError(
+            f"the nodes tagged {tag!r} do not form one self-contained subgraph: some "
+            "untagged node both depends on a tagged node and feeds another one. Give the two "
+            "sides different tags (or tag the node in between too).")
+    return nodes
+
+
+def tagged_program(ep: ExportedProgram, tag: str) -> ExportedProgram | None:
+    """What ``to_backend`` would hand the backend for the nodes tagged ``tag`` in ``ep``
+    (``ep`` itself is not changed): lets a partitioner try its backend's lowering on a
+    proposed partition before committing to it. Buffer write-backs stay outputs here (the
+    trial does not take the mutations over)."""
+    owner = Owner.of(ep)
+    nodes = _checked_nodes(owner, tag)
+    if nodes is None:
+        return None
+    sub_gm, _, outputs = fuse_as_graphmodule(owner.gm, nodes, f"fused_{tag}")
+    if not outputs:
+        return None
+    _fixup_output_node(sub_gm)
+    consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
+    return _sub_program(owner, sub_gm, consumed, {})
+
+
 def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> bool:
     """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none.
 
@@ -199,15 +230,9 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     ``get_attr`` + ``executorch_call_delegate``), so the program's node order, hence the
     ``.pte``, is ExecuTorch's when several partitions are lowered."""
     gm = owner.gm
-    nodes = topo_sort(_partition_nodes(owner, tag))
-    if not any(n.op != "placeholder" for n in nodes):
-        logger.debug("no nodes to delegate for tag %r", tag)
+    nodes = _checked_nodes(owner, tag)
+    if nodes is None:
         return False
-    if not validate_partition(nodes):
-        raise ExportError(
-            f"the nodes tagged {tag!r} do not form one self-contained subgraph: some "
-            "untagged node both depends on a tagged node and feeds another one. Give the two "
-            "sides different tags (or tag the node in between too).")
     sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}")
     if not outputs:
         logger.info("tag %r computes nothing the program uses; left undelegated", tag)

@@ -103,7 +103,9 @@ def to_edge_transform_and_lower(
         manager = manager.to_backend(
             {name: ps[i] for name, ps in by_method.items() if i < len(ps)})
     for name in manager.methods:
-        preserve.check_consumed(name, manager.exported_program(name), kept[name])
+        ep = manager.exported_program(name)
+        preserve.decompose_declined(ep, kept[name], _decomposition_table(config, []))
+        preserve.check_consumed(name, ep, kept[name])
     result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
     return _with_etrecord(result, programs, before_lowering) if generate_etrecord else result
 

@@ -62,4 +62,19 @@ def partial():
     return Partial().eval(), (torch.randn(1, 3, 8, 8),)
 
 
-MODELS = {"add": add, "convnet": convnet, "partial": partial}
+def _arm_model(name):
+    """A model of ``tests/backends/arm/arm_models.py`` (the transformers of issue 31)."""
+    def build():
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        import arm_models
+
+        return getattr(arm_models, name)()
+    return build
+
+
+MODELS = {"add": add, "convnet": convnet, "partial": partial,
+          "tiny_tfm": _arm_model("tiny_tfm"), "tiny_vit": _arm_model("tiny_vit"),
+          "minilm_layer": _arm_model("minilm_layer")}

@@ -40,6 +40,18 @@ def test_aot_arm_compiler_add(tmp_path, capsys):
                                                   "cortex_m::dequantize_per_tensor"}
 
 
+def test_aot_arm_compiler_small_transformer(tmp_path, monkeypatch):
+    """Issue 31's reproduction: ``--model_name=<a .py with nn.MultiheadAttention, LayerNorm,
+    GELU, softmax> --delegate --quantize --target=ethos-u55-128`` exports (what the lowering
+    cannot take runs on the CPU) and runs within 2 steps of the quantized eager model."""
+    monkeypatch.setenv("EDGETORCH_AOT_MODEL", "tiny_tfm")
+    result = aot_main([f"--model_name={HERE / 'aot_models.py'}", "--delegate", "--quantize",
+                       "--target=ethos-u55-128", f"--output={tmp_path}", "--evaluate"])
+    (row,) = result.evaluation["comparison"]
+    assert row["max_steps"] <= 2
+    assert all(est["cpu_operators"] == 0 for est in result.estimates)
+
+
 def test_aot_bundleio(tmp_path):
     from edgetorch.runtime.bundled import load_bundled_program
 

@@ -37,19 +37,43 @@ SHARED_OR_INPUT_ACT = {
     aten.alias.default, aten.clone.default, aten.hardtanh.default, aten.hardtanh_.default,
     aten.relu.default, aten.relu_.default, aten.mean.default, aten.mean.dim,
     aten.permute.default, aten.permute_copy.default, aten.avg_pool2d.default,
-    aten.max_pool2d.default, aten.flatten.using_ints, aten.dropout.default,
-    aten.adaptive_avg_pool2d.default, aten.alias_copy.default}
+    aten.max_pool2d.default, aten.flatten.using_ints, aten.dropout.default, aten.dropout_.default,
+    aten.adaptive_avg_pool2d.default, aten.alias_copy.default, aten.pixel_shuffle.default,
+    aten.pixel_unshuffle.default}
+# Operators whose output shares the input's qparams (ExecuTorch's
+# ``_one_to_one_shared_input_qspec``): they move or select values without changing them.
 SHARED_INPUT = {
-    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
-    aten.reshape.default, aten.view.default, aten.view_copy.default, aten._unsafe_view.default,
-    aten.select.int, aten.slice.Tensor, aten.transpose.int, aten.t.default,
-    aten.contiguous.default, aten.pad.default, aten.clamp.default, aten.flip.default,
-    aten.repeat.default, aten.expand.default, aten.neg.default, aten.amax.default,
-    aten.amin.default, aten.upsample_nearest2d.vec}
-OWN_IO = {aten.sigmoid.default, aten.tanh.default, aten.exp.default, aten.log.default,
-          aten.hardswish.default, aten.hardsigmoid.default, aten.gelu.default,
-          aten.silu.default, aten.rsqrt.default, aten.reciprocal.default, aten.abs.default,
-          aten.leaky_relu.default, aten.sum.dim_IntList}
+    aten.squeeze.default, aten.squeeze_copy.default, aten.squeeze_copy.dim, aten.squeeze_.dim,
+    aten.squeeze.dim, aten.squeeze.dims, aten.unbind.int, aten.unsqueeze.default,
+    aten.unsqueeze_copy.default, aten.reshape.default, aten.repeat.default,
+    aten.repeat_interleave.self_int, aten.expand_copy.default, aten.expand.default,
+    aten.view.default, aten.view_as.default, aten.view_copy.default, aten._unsafe_view.default,
+    aten.select.int, aten.select_copy.int, aten.slice.Tensor, aten.slice_copy.Tensor,
+    aten.split.Tensor, aten.split_with_sizes.default, aten.split_copy.Tensor,
+    aten.transpose.int, aten.transpose_copy.int, aten.moveaxis.int, aten.moveaxis.intlist,
+    aten.movedim.int, aten.movedim.intlist, aten.t_copy.default, aten.tile.default,
+    aten.flip.default, aten.chunk.default, aten.contiguous.default,
+    aten.upsample_bilinear2d.vec, aten.upsample_nearest2d.vec, aten.pad.default,
+    aten.amax.default, aten.amin.default, aten.clamp.default, aten.clamp.Tensor,
+    aten.unflatten.int, aten.gather.default, aten.unfold_copy.default, aten.index_select.default,
+    aten.index.Tensor, aten.as_strided_copy.default, aten.neg.default, aten.detach_copy.default,
+    aten.t.default}
+# Their own input and output qparams (ExecuTorch's ``_one_to_one``).
+OWN_IO = {
+    aten.abs.default, aten.ceil.default, aten.erf.default, aten.erfinv.default,
+    aten.exp.default, aten.expm1.default, aten.elu.default, aten.selu.default, aten.celu.default,
+    aten.floor.default, aten.round.default, aten.log.default, aten.reciprocal.default,
+    aten.rsqrt.default, aten.sigmoid.default, aten.cos.default, aten.sin.default,
+    aten.tanh.default, aten.sum.dim_IntList, aten.sum.default, aten.hardsigmoid.default,
+    aten.hardswish.default, aten.hardswish_.default, aten.leaky_relu.default,
+    aten.leaky_relu_.default, aten.full_like.default, aten.zeros_like.default,
+    aten.pow.Tensor_Scalar, aten.gelu.default, aten.silu.default, aten.silu_.default,
+    aten.sinh.default, aten.atan.default, aten.log1p.default, aten.log10.default,
+    aten.acosh.default, aten.sign.default, aten.asinh.default, aten.cosh.default,
+    aten.cumsum.default, aten.remainder.Scalar, aten.tan.default}
+# Constants created in the graph: only their output is observed.
+CONSTANT_OPS = {aten.full.default, aten.zeros.default, aten.ones.default,
+                aten.scalar_tensor.default}
 
 
 def is_annotated(node: Node) -> bool:
@@ -129,6 +153,8 @@ def annotate_node(node: Node, cfg: QuantizationConfig) -> None:  # noqa: C901 - 
         _annotate(node, {true_node: in_spec, other: shared}, shared)
     elif target in OWN_IO:
         _annotate(node, {node.args[0]: act_in}, act_out)
+    elif target in CONSTANT_OPS:
+        _annotate(node, {}, act_out)
     elif target in SHARED_INPUT:
         src = node.args[0]
         _annotate(node, {src: act_in}, SharedQuantizationSpec((src, node)))
@@ -185,53 +211,7 @@ def adaptive_pool_as_avg_pool(gm: GraphModule) -> None:
     gm.recompile()
 
 
-def mean_as_sum_mul(gm: GraphModule) -> None:
-    """``mean.dim(x, dims, keepdim)`` on a rank-4 ``x`` -> ``sum.dim_IntList(x, dims, True)``
-    times a ``[1, 1, 1, 1]`` constant ``1/N`` (then a reshape when ``keepdim`` is False), as
-    ExecuTorch's annotation pipeline decomposes it (DecomposeMeanDimPass): the sum, the
-    constant and the product each get their own observer, so the qparams match ExecuTorch's.
-    Dimensions of size 1 are not reduced (they do not change the mean)."""
-    count = 0
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.mean.dim:
-            continue
-        val = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
-        out = node.meta.get("val")
-        if val is None or out is None or val.dim() != 4:
-            continue
-        dims = sorted({d % 4 for d in node.args[1]} if node.args[1] else range(4))
-        dims = [d for d in dims if int(val.shape[d]) != 1]
-        n = 1
-        for d in dims:
-            n *= int(val.shape[d])
-        while hasattr(gm, f"_tensor_constant{count}"):
-            count += 1
-        name = f"_tensor_constant{count}"
-        gm.register_buffer(name, torch.full((1, 1, 1, 1), 1.0 / n, dtype=val.dtype))
-        with gm.graph.inserting_before(node):
-            x = node.args[0]
-            if dims:
-                x = gm.graph.call_function(aten.sum.dim_IntList, (x, dims, True))
-                x.meta["val"] = val.sum(dims, keepdim=True)
-                const = gm.graph.get_attr(name)
-                const.meta["val"] = getattr(gm, name)
-                x_val = x.meta["val"]
-                x = gm.graph.call_function(aten.mul.Tensor, (x, const))
-                x.meta["val"] = x_val
-            if list(x.meta["val"].shape) != list(out.shape):
-                shaped = gm.graph.call_function(aten.reshape.default, (x, list(out.shape)))
-                shaped.meta["val"] = out
-                x = shaped
-        for key in ("nn_module_stack", "stack_trace"):
-            for new in (x, *x.all_input_nodes):
-                if key in node.meta and new is not node.args[0]:
-                    new.meta.setdefault(key, node.meta[key])
-        node.replace_all_uses_with(x)
-        gm.graph.erase_node(node)
-    gm.recompile()
-
-
-SCALAR_OPERAND_OPS = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
+SCALAR_OPERAND_OPS = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor}
 
 
 def scalars_to_attributes(gm: GraphModule) -> None:

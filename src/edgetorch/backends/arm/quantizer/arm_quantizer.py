@@ -24,10 +24,10 @@ from .annotator import (
     annotate_io,
     drop_guard_calls,
     get_attrs_before_use,
-    mean_as_sum_mul,
     relu6_as_hardtanh,
     scalars_to_attributes,
 )
+from .decompositions import decompose_for_annotation
 from .quantization_config import get_symmetric_quantization_config
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
@@ -99,8 +99,7 @@ class TOSAQuantizer(Quantizer):
         drop_guard_calls(model)
         relu6_as_hardtanh(model)
         adaptive_pool_as_avg_pool(model)
-        mean_as_sum_mul(model)
-        scalars_to_attributes(model)
+        decompose_for_annotation(model, scalars_to_attributes)
         get_attrs_before_use(model)
         return model
 

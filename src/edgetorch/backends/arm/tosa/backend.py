@@ -14,16 +14,25 @@ from ....exir.backend.compile_spec_schema import CompileSpec
 from ....exir.backend.partitioner import TAG
 from ..common.arm_compile_spec import ArmCompileSpec
 from .compile_spec import TosaCompileSpec
-from .lowering import lower_to_tosa
+from .lowering import TABLE_FUNCTIONS, lower_to_tosa
+from .operator_support import DQ_OPS, Q_OPS
 
 logger = logging.getLogger(__name__)
 
 
 def first_delegation_tag(ep: ExportedProgram) -> str:
+    """The tag ExecuTorch names the file after: it reads it after its passes, when the folded
+    quantize/dequantize nodes are gone and each quantized table operator has been replaced by
+    a TABLE node that does not inherit the tag (InsertTableOpsPass) -- a partition of table
+    operators alone is dumped untagged."""
     for node in ep.graph_module.graph.nodes:
         tag = node.meta.get(TAG)
-        if tag:
-            return tag
+        if not tag or node.op != "call_function" or node.target in Q_OPS | DQ_OPS:
+            continue
+        src = node.args[0] if node.args else None
+        if node.target in TABLE_FUNCTIONS and getattr(src, "target", None) in DQ_OPS:
+            continue
+        return tag
     return ""
 
 

@@ -17,6 +17,7 @@ producing its input) and named ``tosa_<op>_default[_N]`` in that order (``tosa_i
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from dataclasses import dataclass
@@ -26,8 +27,11 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ....errors import ExportError
+from ....errors import ExportError, LoweringRefusedError
+from .lowering_tensor import RULES as TENSOR_RULES
+from .lowering_tensor import TensorRules
 from .operator_support import DQ_OPS, IDENTITY_NAMES, Q_OPS
+from .propagation import propagate_data_movement
 from .specification import TosaSpecification
 from .tosa_ir import TConst, TInput, TOp, assign_names, serialize
 
@@ -68,6 +72,7 @@ TABLE_FUNCTIONS = {
     aten.rsqrt.default: torch.rsqrt,
     aten.reciprocal.default: torch.reciprocal,
     aten.erf.default: torch.erf,
+    aten.gelu.default: torch.nn.functional.gelu,
 }
 
 
@@ -113,13 +118,15 @@ def _per_tensor(node: Node) -> QParams:
     return QParams(float(node.args[1]), int(node.args[2]))
 
 
-class _Lowering:
+class _Lowering(TensorRules):
     def __init__(self, ep: ExportedProgram, spec: TosaSpecification):
         self.ep = ep
         self.spec = spec
         self.order: list = []
         self.consts: list[TConst] = []
         self.values: dict[Node, Value] = {}
+        self.float_consts: dict[Node, np.ndarray] = {}  # folded ahead of time (``full``)
+        self.foldable: set[int] = set()  # ids of constants folded ahead of time
         self.pool_count = 0
         self.zero_biases = 0
         self.tables = 0
@@ -135,16 +142,61 @@ class _Lowering:
         # ExecuTorch re-traces each delegated subgraph, so its operator nodes are numbered
         # within the partition (the first convolution of every delegate is
         # ``aten_convolution_default``); placeholders keep the names of the whole graph.
+        self.duplicate_of = self._duplicates()
+        self.const_shapes: dict[tuple[int, ...], TOp] = {}
+        self.movable: set[int] = set()  # RESHAPE/TRANSPOSE of the model's views and permutes
+        self.anchors: dict[int, TOp] = {}  # a folded view-of-constant -> where the view was
         self.local: dict[Node, str] = {}
         seen: dict[object, int] = {}
         for n in gm.graph.nodes:
-            if n.op == "call_function":
-                k = seen.get(n.target, 0)
-                seen[n.target] = k + 1
-                self.local[n] = et_op_name(n, k)
-        self.next_conv = seen.get(aten.convolution.default, 0)
+            if n.op == "call_function" and n not in self.duplicate_of:
+                # ExecuTorch decomposes linear into a convolution before numbering them
+                target = aten.convolution.default if n.target == aten.linear.default \
+                    else n.target
+                k = seen.get(target, 0)
+                seen[target] = k + 1
+                self.local[n] = et_op_name(n, k) if target is n.target else \
+                    f"aten_convolution_default{f'_{k}' if k else ''}"
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _duplicates(self) -> dict[Node, Node]:
+        """ExecuTorch's FuseDuplicateUsersPass (after Q/DQ folding): an operator with the
+        same target and arguments as an earlier one -- arguments compared through their
+        quantize/dequantize, i.e. the int8 values they read -- is that earlier one (the
+        mean that layer_norm and its var both compute). Maps each duplicate to it; equal
+        output qparams are required so a fused value is read as it was quantized."""
+        duplicate_of: dict[Node, Node] = {}
+
+        def source(a: Node) -> Node:
+            for _ in range(len(self.ep.graph_module.graph.nodes)):  # bounded walk
+                if a.target not in Q_OPS and a.target not in DQ_OPS:
+                    break
+                a = a.args[0]
+            return duplicate_of.get(a, a)
+
+        def key(value):
+            if isinstance(value, Node):
+                return ("node", source(value).name)
+            if isinstance(value, (list, tuple)):
+                return tuple(key(v) for v in value)
+            if isinstance(value, dict):
+                return tuple(sorted((k, key(v)) for k, v in value.items()))
+            return repr(value)
+
+        def out_q(n: Node):
+            return tuple((u.args[1], u.args[2]) for u in n.users if u.target in Q_OPS)
+
+        first: dict[tuple, Node] = {}
+        for n in self.ep.graph_module.graph.nodes:
+            if n.op != "call_function" or n.target in Q_OPS or n.target in DQ_OPS or \
+                    not any(isinstance(a, Node) for a in n.all_input_nodes):
+                continue
+            sig = (str(n.target), key(n.args), key(n.kwargs))
+            rep = first.setdefault(sig, n)
+            if rep is not n and out_q(rep) == out_q(n):
+                duplicate_of[n] = rep
+        return duplicate_of
 
     def _equal_constants(self) -> dict[str, tuple[str, int]]:
         """ExecuTorch merges equal constant placeholders (same dtype, shape and bytes) into one named ``<first>_common`` where the first one was; a zero bias
@@ -176,7 +228,9 @@ class _Lowering:
         return self.ep.constants[spec.target]
 
     def insert_after(self, anchor, new) -> None:
-        if isinstance(anchor, TConst):  # e.g. the RESCALE of a constant operand
+        if isinstance(anchor, TConst) and id(anchor) in self.anchors:
+            anchor = self.anchors[id(anchor)]  # a folded view: where the view node was
+        elif isinstance(anchor, TConst):  # e.g. the RESCALE of a constant operand
             self.attached.setdefault(id(anchor), []).append(new)
             return
         self.order.insert(self.order.index(anchor) + 1, new)
@@ -270,13 +324,13 @@ class _Lowering:
         such permutes to views."""
         shape = [t.shape[i] for i in perm]
         if [i for i in perm if t.shape[i] != 1] == [i for i, d in enumerate(t.shape) if d != 1]:
-            cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
-                         values=shape)
-            return self.op("RESHAPE", "tosa_reshape_default", [t, cs], shape, t.dtype)
+            return self.reshape(t, shape)
         return self.op("TRANSPOSE", "tosa_transpose_default", [t], shape, t.dtype, perms=perm)
 
     def int8_input(self, node: Node) -> Value:
         """The int8 value and qparams behind a dequantize argument."""
+        if node.target not in DQ_OPS and node in self.values and self.values[node].qp is not None:
+            return self.values[node]  # int8 data movement chained without a quantize between
         if node.target not in DQ_OPS:
             raise ExportError(f"TOSA lowering: %{node.name} ({node.target}) should be a "
                               "dequantize; quantize the model with TOSAQuantizer first")
@@ -325,11 +379,35 @@ class _Lowering:
                 self.placeholder(node)
             elif node.op == "call_function":
                 self.call(node)
-        outputs = self._to_nchw_outputs([self.values[o] for o in gm.graph.output_node().args[0]])
-        consts = sorted(self.consts, key=lambda c: self.const_key.get(id(c), 0))
+        results = list(gm.graph.output_node().args[0])
+        outputs = self._to_nchw_outputs([self.values[o] for o in results])
+        for node, out in zip(results, outputs):
+            if not isinstance(out, TOp):  # Vela refuses an output tensor no operator writes
+                raise LoweringRefusedError(
+                    f"TOSA lowering: %{node.name} passes a delegate input (or constant) "
+                    "through unchanged; a delegate output must be computed", node.name)
+        propagate_data_movement(self.order, outputs, self.movable)
+        self._finish_order()
+        used = {id(i) for op in [*self.order, *(a for v in self.attached.values() for a in v)]
+                for i in getattr(op, "inputs", ())}
+        consts = sorted((c for c in self.consts if id(c) in used),  # constants a rule replaced
+                        key=lambda c: self.const_key.get(id(c), 0))  # (reshaped...) go
+        consts = self._merge_equal(consts)
         nodes = [n for c in consts for n in (c, *self.attached.get(id(c), ()))] + self.order
         assign_names(nodes)
         return nodes, outputs
+
+    def _finish_order(self) -> None:
+        """Drop the anchors of folded views; put each shared CONST_SHAPE right before its
+        first reader (ExecuTorch creates it there), after any reordering."""
+        self.order = [o for o in self.order if not (isinstance(o, TOp) and o.op == "ANCHOR")]
+        for cs in self.const_shapes.values():
+            if cs not in self.order:
+                continue
+            self.order.remove(cs)
+            first = next(i for i, o in enumerate(self.order)
+                         if isinstance(o, TOp) and any(x is cs for x in o.inputs))
+            self.order.insert(first, cs)
 
     def placeholder(self, node: Node) -> None:
         spec = self.specs.get(node.name)
@@ -339,8 +417,10 @@ class _Lowering:
         val = node.meta["val"]
         dtype = _DTYPES.get(val.dtype)
         if dtype is None:
-            raise ExportError(f"TOSA lowering: delegate input %{node.name} is {val.dtype}; "
-                              "the INT profile takes int8/int16/int32 tensors")
+            user = next(iter(node.users), None)
+            raise LoweringRefusedError(
+                f"TOSA lowering: delegate input %{node.name} is {val.dtype}; the INT profile "
+                "takes int8/int16/int32 tensors", user.name if user is not None else None)
         t = TInput(et_name(node.name), self.shape(node), dtype)
         self.order.append(t)
         value = Value(t)
@@ -354,21 +434,90 @@ class _Lowering:
             return  # folded into the users' input qparams
         if target in Q_OPS:
             src = node.args[0]
+            if src in self.float_consts:
+                const = self.quantized_constant(node, self.float_consts[src])
+                self.values[node] = Value(const, False, None, _per_tensor(node))
+                return
             self.values[node] = self.values[src]
             return
-        handler = _HANDLERS.get(target)
-        if handler is None and str(target) in IDENTITY_NAMES:
-            handler = _Lowering.identity
+        if node in self.duplicate_of:
+            self.values[node] = self.values[self.duplicate_of[node]]
+            return
+        handler = _rule(node)
         if handler is None:
-            raise ExportError(f"TOSA lowering has no rule for %{node.name} ({target}); "
-                              "the partitioner should have rejected it -- please report this")
-        handler(self, node)
+            raise LoweringRefusedError(f"edgetorch's TOSA lowering has no rule for {target}",
+                                       node.name)
+        try:
+            handler(self, node)
+        except LoweringRefusedError:
+            raise
+        except ExportError as e:  # the partitioner leaves this node on the CPU
+            raise LoweringRefusedError(e.args[0], node.name) from e
 
     # -- operators ----------------------------------------------------------------------------
 
+    def binary_operands(self, node: Node) -> tuple[Value, Value, bool]:
+        """The two int8 operands in one layout and rank (TOSA broadcasts only equal ranks:
+        the lower-rank one gets leading 1s, ExecuTorch's MatchArgRanksPass); True if the
+        result is NHWC."""
+        a, b = (self.int8_input(x) for x in node.args[:2])
+        ta, tb = a.t, b.t
+        nhwc = a.nhwc and (b.nhwc or all(d == 1 for d in b.t.shape))
+        nhwc = nhwc or (b.nhwc and all(d == 1 for d in a.t.shape))
+        if not nhwc or a.flat_of is not None or b.flat_of is not None:
+            nhwc = False
+            ta, tb = self.as_torch(a), self.as_torch(b)
+        rank = max(len(ta.shape), len(tb.shape))
+        ta, tb = (self._rank(t, rank) for t in (ta, tb))
+        return Value(ta, nhwc, None, a.qp), Value(tb, nhwc, None, b.qp), nhwc
+
+    def _rank(self, t, rank: int):
+        if len(t.shape) == rank:
+            return t
+        shape = [1] * (rank - len(t.shape)) + list(t.shape)
+        if isinstance(t, TConst):
+            return self.derived_const(t, t.values.reshape(shape))
+        return self.reshape(t, shape)
+
+    def derived_const(self, src: TConst, values: np.ndarray, name: str | None = None) -> TConst:
+        """A constant computed from ``src`` ahead of time (reshaped, permuted), where ``src``
+        was; ``src`` is dropped if nothing else reads it. A new ``name`` marks a constant
+        ExecuTorch folds into a placeholder of its own (``<node>_fused_const``): equal ones
+        are merged at the end (``_merge_equal``)."""
+        const = TConst(name or src.name, list(values.shape), src.dtype,
+                       np.ascontiguousarray(values))
+        self.const_key[id(const)] = self.const_key.get(id(src), 0)
+        if name is not None:
+            self.foldable.add(id(const))
+        self.consts.append(const)
+        return const
+
+    def _merge_equal(self, consts: list[TConst]) -> list[TConst]:
+        """Folded constants with equal dtype, shape and bytes become one, named after the
+        first with ``_common`` (ExecuTorch's FuseEqualPlaceholdersPass); its readers are
+        pointed at it."""
+        groups: dict[tuple, list[TConst]] = {}
+        for c in consts:
+            if id(c) in self.foldable:
+                key = (c.dtype, tuple(c.shape), np.ascontiguousarray(c.values).tobytes())
+                groups.setdefault(key, []).append(c)
+        replace: dict[int, TConst] = {}
+        for members in groups.values():
+            if len(members) > 1:
+                members[0].name += "_common"
+                replace.update((id(m), members[0]) for m in members[1:])
+        if not replace:
+            return consts
+        for op in [*self.order, *(a for v in self.attached.values() for a in v)]:
+            if isinstance(op, TOp):
+                op.inputs = [replace.get(id(i), i) for i in op.inputs]
+        for dropped, kept in replace.items():
+            self.attached.setdefault(id(kept), []).extend(self.attached.pop(dropped, []))
+        return [c for c in consts if id(c) not in replace]
+
     def add(self, node: Node, op: str = "ADD") -> None:
         """add/sub: both int8 operands RESCALEd to int32 at ``2*max(s_a, s_b) / 2**20``."""
-        a, b = (self.int8_input(x) for x in node.args[:2])
+        a, b, nhwc = self.binary_operands(node)
         out_qp = self.out_qparams(node)
         scale = 2 * max(a.qp.scale, b.qp.scale) / (1 << ADD_SHIFT_BITS)
         ra = self.rescale(a.t, [a.qp.scale / scale], a.qp.zp, 0, "INT32")
@@ -377,7 +526,7 @@ class _Lowering:
         s = self.op(op, f"tosa_{op.lower()}_default", [ra, rb],
                     _broadcast(ra.shape, rb.shape), "INT32")
         r = self.rescale(s, [scale / out_qp.scale], 0, out_qp.zp, "INT8")
-        self.values[node] = Value(r, a.nhwc, None, out_qp)
+        self.values[node] = Value(r, nhwc, None, out_qp)
 
     def sub(self, node: Node) -> None:
         self.add(node, "SUB")
@@ -387,6 +536,12 @@ class _Lowering:
         adjusted, or the input SLICEd, so the output size is exact (as for convolutions)."""
         x = self.int8_input(node.args[0])
         args = list(node.args) + [None] * 6
+        if args[4] not in (None, 1, [1, 1], (1, 1)) or args[5]:
+            raise ExportError(f"TOSA lowering: %{node.name} max_pool2d with dilation or "
+                              "ceil_mode is not lowered yet")
+        if any(u.target is operator.getitem and u.args[1] != 0 for u in node.users):
+            raise ExportError(f"TOSA lowering: %{node.name} max_pool2d whose indices are used "
+                              "is not lowered yet")
         kernel = list(args[1])
         stride = list(args[2] or kernel)
         padding = list(args[3] or [0, 0])
@@ -409,20 +564,6 @@ class _Lowering:
         t = self.op("MAX_POOL2D", "tosa_max_pool2d_default", [x.t], [n, oh, ow, c], "INT8",
                     kernel=kernel, stride=stride, pad=pad)
         self.values[node] = Value(t, True, None, x.qp)
-
-    def cat(self, node: Node) -> None:
-        """CONCAT of int8 tensors sharing one set of qparams (the quantizer shares them)."""
-        xs = [self.int8_input(a) for a in node.args[0]]
-        rank = len(xs[0].t.shape)
-        dim = (node.args[1] if len(node.args) > 1 else 0) % rank
-        if xs[0].nhwc:
-            dim = NHWC.index(dim)
-        out_qp = self.out_qparams(node)
-        shape = list(xs[0].t.shape)
-        shape[dim] = sum(x.t.shape[dim] for x in xs)
-        t = self.op("CONCAT", "tosa_concat_default", [x.t for x in xs], shape, "INT8",
-                    axis=dim)
-        self.values[node] = Value(t, xs[0].nhwc, None, out_qp)
 
     def clamp(self, node: Node) -> None:
         """clamp / a ReLU or ReLU6 not folded into a convolution: CLAMP with the bounds
@@ -450,7 +591,7 @@ class _Lowering:
     def mul(self, node: Node) -> None:
         """Both int8 operands RESCALEd to int32 at scale 1 (zero points removed), MUL with
         shift 0, RESCALE by ``s_a * s_b / s_out`` to int8 (ExecuTorch's INT mul)."""
-        a, b = (self.int8_input(x) for x in node.args[:2])
+        a, b, nhwc = self.binary_operands(node)
         out_qp = self.out_qparams(node)
         ra = self.rescale(a.t, [1.0], a.qp.zp, 0, "INT32")
         rb = self.rescale(b.t, [1.0], b.qp.zp, 0, "INT32") \
@@ -458,17 +599,23 @@ class _Lowering:
         shape = _broadcast(ra.shape, rb.shape)
         m = self.op("MUL", "tosa_mul_default", [ra, rb], shape, "INT32")
         r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
-        self.values[node] = Value(r, a.nhwc or b.nhwc, None, out_qp)
+        self.values[node] = Value(r, nhwc, None, out_qp)
 
     def table(self, node: Node) -> None:
         """An elementwise function as a 256-entry int8 TABLE; the table is a constant
         ``b_<node>_table_constant`` that ExecuTorch places before every other constant."""
         x = self.int8_input(node.args[0])
         out_qp = self.out_qparams(node)
-        values = int8_table(TABLE_FUNCTIONS[node.target], x.qp, out_qp)
+        fn = TABLE_FUNCTIONS[node.target]
+        if node.target == aten.gelu.default:
+            approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1
+                                          else "none")
+            fn = functools.partial(fn, approximate=approximate)
+        values = int8_table(fn, x.qp, out_qp)
         table = TConst(f"b_{self.local[node]}_table_constant", [256], "INT8", values)
         self.tables += 1
-        self.const_key[id(table)] = -1000 + self.tables  # before the other constants
+        # ExecuTorch puts each new table constant before every placeholder: the last first
+        self.const_key[id(table)] = -1000 - self.tables
         self.consts.append(table)
         t = self.op("TABLE", "tosa_table_default", [x.t, table], x.t.shape, "INT8")
         self.values[node] = Value(t, x.nhwc, x.flat_of, out_qp)
@@ -477,6 +624,9 @@ class _Lowering:
         """RESCALE int8 -> int32 (scale 1), one REDUCE_SUM per reduced axis (in TOSA's
         layout, ascending), RESCALE by ``s_in / s_out`` to int8."""
         x = self.int8_input(node.args[0])
+        keep = len(node.args) > 2 and node.args[2]
+        if not keep or x.flat_of is not None:
+            x = Value(self.as_torch(x), False, None, x.qp)
         out_qp = self.out_qparams(node)
         rank = len(x.t.shape)
         dims = sorted({d % rank for d in node.args[1]})
@@ -488,6 +638,8 @@ class _Lowering:
             shape[axis] = 1
             t = self.op("REDUCE_SUM", "tosa_reduce_sum_default", [t], shape, "INT32", axis=axis)
         r = self.rescale(t, [x.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        if not keep:
+            r = self.reshape(r, self.shape(node))
         self.values[node] = Value(r, x.nhwc, None, out_qp)
 
     def _weights(self, dq: Node) -> tuple[np.ndarray, list[float]]:
@@ -602,22 +754,39 @@ class _Lowering:
         return Value(t, True, None, x.qp)
 
     def linear(self, node: Node) -> None:
+        """ExecuTorch's DecomposeLinearPass: the input viewed as ``[B, Ci, 1, 1]`` (NHWC
+        ``[B, 1, 1, Ci]``: one RESHAPE, or none after a pooled map), a 1x1 CONV2D and a
+        RESHAPE to the output shape."""
         x = self.int8_input(node.args[0])
-        base = x.flat_of
-        if base is None:
-            raise ExportError(f"TOSA lowering: %{node.name} linear on a tensor that is not a "
-                              "pooled [N, 1, 1, C] map is not lowered yet")
-        x4 = Value(base.t, True, None, x.qp)
-        name = f"aten_convolution_default{'' if self.next_conv == 0 else f'_{self.next_conv}'}"
-        self.next_conv += 1
+        if x.flat_of is not None:
+            x4 = Value(x.flat_of.t, True, None, x.qp)
+        elif x.nhwc:
+            raise ExportError(f"TOSA lowering: %{node.name} linear over the W axis of an NHWC "
+                              "map is not lowered yet")
+        else:
+            shape = list(x.t.shape)
+            x4 = Value(self.reshape(x.t, [int(np.prod(shape[:-1])), 1, 1, shape[-1]]), True,
+                       None, x.qp)
         self._conv(node, x4, node.args[1], node.args[2] if len(node.args) > 2 else None,
-                   [1, 1], [0, 0, 0, 0], [1, 1], 1, name, linear=True)
+                   [1, 1], [0, 0, 0, 0], [1, 1], 1, self.local[node], linear=True)
+        act = next((a for a, v in self.values.items() if v is self.values[node] and a is not node),
+                   node)
         out = self.values[node]
-        shape = self.shape(node)
-        cs = self.op("CONST_SHAPE", "tosa_const_shape_default", [], [len(shape)], "SHAPE",
-                     values=shape)
-        rs = self.op("RESHAPE", "tosa_reshape_default", [out.t, cs], shape, "INT8")
-        self.values[node] = Value(rs, False, None, out.qp)
+        value = Value(self.reshape(out.t, self.shape(node)), False, None, out.qp)
+        self.values[node] = self.values[act] = value
+
+    def const_shape(self, values: list[int]) -> TOp:
+        """The CONST_SHAPE of a RESHAPE or TILE: one per distinct shape, as ExecuTorch's
+        InsertConstShapesPass caches them (placed before its first reader)."""
+        key = tuple(int(v) for v in values)
+        if key not in self.const_shapes:
+            self.const_shapes[key] = self.op("CONST_SHAPE", "tosa_const_shape_default", [],
+                                             [len(key)], "SHAPE", values=list(key))
+        return self.const_shapes[key]
+
+    def reshape(self, t, shape: list[int]) -> TOp:
+        cs = self.const_shape(shape)
+        return self.op("RESHAPE", "tosa_reshape_default", [t, cs], list(shape), t.dtype)
 
     def mean(self, node: Node) -> None:
         x = self.int8_input(node.args[0])
@@ -666,18 +835,6 @@ class _Lowering:
                     "INT8", kernel=kernel, stride=stride, pad=pad)
         self.values[node] = Value(t, True, None, out_qp)
 
-    def view_copy(self, node: Node) -> None:
-        x = self.int8_input(node.args[0])
-        shape = self.shape(node)
-        if x.nhwc and x.t.shape[1:3] == [1, 1] and shape == [x.t.shape[0], x.t.shape[3]]:
-            self.values[node] = Value(x.t, False, Value(x.t, True), x.qp)
-            return
-        if x.flat_of is not None and shape == list(x.t.shape[:1]) + [x.t.shape[3]]:
-            self.values[node] = x
-            return
-        raise ExportError(f"TOSA lowering: %{node.name} view to {shape} is not lowered yet "
-                          "(only flattening a pooled [N, C, 1, 1] map)")
-
     def identity(self, node: Node) -> None:
         """clone / alias / dropout(train=False): the int8 value passes through unchanged
         (their quantize/dequantize share one set of qparams)."""
@@ -685,6 +842,9 @@ class _Lowering:
         self.values[node] = x
 
     def getitem(self, node: Node) -> None:
+        if node.args[0] not in self.values:
+            raise ExportError(f"TOSA lowering: %{node.name} reads an output of "
+                              f"%{node.args[0].name}, which is not lowered")
         self.values[node] = self.values[node.args[0]]
 
 
@@ -695,7 +855,6 @@ _HANDLERS = {
     aten.sub.Tensor: _Lowering.sub,
     aten.max_pool2d_with_indices.default: _Lowering.max_pool2d,
     aten.max_pool2d.default: _Lowering.max_pool2d,
-    aten.cat.default: _Lowering.cat,
     aten.clamp.default: _Lowering.clamp,
     aten.sum.dim_IntList: _Lowering.sum,
     aten.convolution.default: _Lowering.convolution,
@@ -703,14 +862,27 @@ _HANDLERS = {
     aten.mean.dim: _Lowering.mean,
     aten._adaptive_avg_pool2d.default: _Lowering.adaptive_avg_pool2d,
     aten.avg_pool2d.default: _Lowering.avg_pool2d,
-    aten.view_copy.default: _Lowering.view_copy,
     aten.relu.default: _Lowering.clamp,
     aten.hardtanh.default: _Lowering.clamp,
     aten.clone.default: _Lowering.identity,
     aten.alias_copy.default: _Lowering.identity,
     aten.dropout.default: _Lowering.identity,
     operator.getitem: _Lowering.getitem,
+    **TENSOR_RULES,
 }
+
+
+def _rule(node: Node):
+    handler = _HANDLERS.get(node.target)
+    if handler is None and str(node.target) in IDENTITY_NAMES:
+        handler = _Lowering.identity
+    return handler
+
+
+def has_rule(node: Node) -> bool:
+    """Whether the lowering has a rule for ``node``'s operator at all (it may still refuse
+    the node for its arguments: ``lower_to_tosa`` then raises ``LoweringRefusedError``)."""
+    return _rule(node) is not None or node.target in DQ_OPS or node.target in Q_OPS
 
 
 

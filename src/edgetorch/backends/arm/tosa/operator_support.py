@@ -1,9 +1,10 @@
 """Which edge operators the TOSA INT profile takes, with the Ethos-U55 restrictions, and why
 a node is rejected (the reason goes into the partitioner's "rejected nodes" report).
 
-The accepted set is ExecuTorch 1.5.1's ``TOSA_PRO_INT_SupportList`` restricted to what
-edgetorch lowers today (``LOWERABLE``); a node ExecuTorch would take but we cannot lower yet is
-rejected with that reason, so the model still runs (on the CPU) rather than failing.
+The accepted set is ExecuTorch 1.5.1's ``TOSA_PRO_INT_SupportList``. Whether edgetorch's
+lowering can take a node is not decided here but by the lowering itself: the partitioner asks
+it (``lowering.has_rule``, then a trial lowering of each proposed partition), so a node the
+lowering cannot take stays on the CPU with the lowering's reason.
 """
 
 from __future__ import annotations
@@ -49,25 +50,10 @@ __lshift__ __rshift__ logical_and logical_or logical_xor logical_not eq ge gt le
 index index_select index_put scatter upsample_bilinear2d where
 """.split())
 
-# What edgetorch's TOSA lowering handles (edge targets).
-LOWERABLE = {
-    aten.add.Tensor, aten.convolution.default, aten.relu.default, aten.hardtanh.default,
-    aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default, aten.mean.dim,
-    aten.view_copy.default, aten.linear.default, aten.clone.default, aten.alias_copy.default,
-    aten.dropout.default, operator.getitem, aten.mul.Tensor, aten.sum.dim_IntList,
-    aten.sigmoid.default, aten.tanh.default, aten.hardsigmoid.default, aten.hardswish.default,
-    aten.silu.default, aten.exp.default, aten.log.default, aten.rsqrt.default,
-    aten.reciprocal.default, aten.erf.default, aten.sub.Tensor, aten.max_pool2d.default,
-    aten.max_pool2d_with_indices.default, aten.cat.default, aten.clamp.default,
-} | QDQ_OPS
-
-
 # Edge copies that keep dtype and layout (dropout in eval mode becomes one).
 IDENTITY_NAMES = {"dim_order_ops._clone_dim_order.default", "dim_order_ops._to_dim_order_copy.default"}
-
-
-def lowerable(node: Node) -> bool:
-    return node.target in LOWERABLE or str(node.target) in IDENTITY_NAMES
+# Operators outside the profile list that are no-ops on int8 values.
+PASS_THROUGH_NAMES = frozenset({"clone", "dropout", "alias_copy"}) | IDENTITY_NAMES
 
 
 def op_name(node: Node) -> str:
@@ -79,20 +65,35 @@ def op_name(node: Node) -> str:
     return parts[1] if len(parts) >= 3 else parts[0]
 
 
+# Operators that only move int8 values (a decomposed ``unbind`` is a slice then a squeeze
+# with no quantize between them): a chain of them between a dequantize and a quantize is
+# quantized as a whole, as ExecuTorch's annotation meta marks every node of it.
+DATA_MOVEMENT = {aten.slice_copy.Tensor, aten.squeeze_copy.dims, aten.squeeze_copy.dim,
+                 aten.unsqueeze_copy.default, aten.view_copy.default, aten.select_copy.int,
+                 aten.permute_copy.default, aten.expand_copy.default, aten.clone.default,
+                 aten.alias_copy.default}
+
+
+def _moves_only(node: Node) -> bool:
+    return node.target in DATA_MOVEMENT or str(node.target) in IDENTITY_NAMES
+
+
 def _float_inputs_dequantized(node: Node) -> bool:
     for arg in node.all_input_nodes:
         val = arg.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.dtype.is_floating_point and arg.target not in DQ_OPS:
+        if isinstance(val, torch.Tensor) and val.dtype.is_floating_point and \
+                arg.target not in DQ_OPS and not (_moves_only(arg) and _float_inputs_dequantized(arg)):
             return False
     return True
 
 
 def _outputs_quantized(node: Node) -> bool:
     """Every user is a quantize (through the getitem of a multi-output op such as
-    max_pool2d_with_indices)."""
+    max_pool2d_with_indices, or data movement that ends in quantizes)."""
     users = [v for u in node.users
              for v in (u.users if u.target is operator.getitem else [u])]
-    return bool(users) and all(u.target in Q_OPS for u in users)
+    return bool(users) and all(u.target in Q_OPS or (_moves_only(u) and _outputs_quantized(u))
+                               for u in users)
 
 
 FUSED_ACTIVATIONS = {aten.relu.default, aten.hardtanh.default}
@@ -120,15 +121,15 @@ def _is_quantized(node: Node) -> bool:
 
 
 def why_not(node: Node, ep: ExportedProgram, spec: TosaSpecification) -> str | None:
-    """Why the TOSA backend for ``spec`` cannot take ``node`` (None: it can)."""
+    """Why the TOSA profile ``spec`` (and, for ``+u55`` specs, Ethos-U55/U65) does not take
+    ``node``; None when it does. Whether edgetorch's lowering handles the node is the
+    lowering's to say (``lowering.has_rule`` and the partitioner's trial lowering)."""
     name = op_name(node)
     if spec.is_U55_subset and name in U55_REJECTED:
         return f"{name} is not supported on Ethos-U55/U65 (EthosU55NotSupported)"
-    if name not in TOSA_PRO_INT_NAMES and not lowerable(node):
+    if name not in TOSA_PRO_INT_NAMES and name not in PASS_THROUGH_NAMES \
+            and str(node.target) not in IDENTITY_NAMES:
         return f"{node.target} is not in the TOSA {spec} operator support list"
-    if not lowerable(node):
-        return (f"{node.target} is in the TOSA INT profile but edgetorch's TOSA lowering does "
-                "not handle it yet; it runs on the CPU")
     if node.target in QDQ_OPS or node.target is operator.getitem:
         return None
     if spec.support_integer() and not spec.support_float():
@@ -138,79 +139,4 @@ def why_not(node: Node, ep: ExportedProgram, spec: TosaSpecification) -> str | N
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor) and val.dim() > 6:
         return f"output rank {val.dim()} exceeds TOSA's 6"
-    return _lowering_limit(node)
-
-
-def _shape(node: object) -> list[int]:
-    val = node.meta.get("val") if isinstance(node, Node) else None
-    return [int(d) for d in val.shape] if isinstance(val, torch.Tensor) else []
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _lowering_limit(node: Node) -> str | None:
-    """The cases edgetorch's lowering does not cover yet (they stay on the CPU)."""
-    t = node.target
-    todo = "is not lowered by edgetorch's TOSA backend yet; it runs on the CPU"
-    if t in FUSED_ACTIVATIONS:
-        src = node.args[0]
-        if not (isinstance(src, Node) and _fused_into(src) is node):
-            return None  # a CLAMP of its own
-        if t == aten.hardtanh.default:
-            q = next(iter(node.users))
-            if q.target not in Q_OPS:
-                return f"a float hardtanh {todo}"
-            top = round(float(node.args[2]) / float(q.args[1])) + int(q.args[2])
-            if node.args[1] != 0 or top < int(q.args[4]):
-                return f"a hardtanh({node.args[1]}, {node.args[2]}) narrower than int8 after a " \
-                       f"convolution (its output is not quantized) {todo}"
-    elif t in (aten.max_pool2d.default, aten.max_pool2d_with_indices.default):
-        extra = list(node.args[4:]) + [None, None]
-        if extra[0] not in (None, 1, [1, 1], (1, 1)) or extra[1]:
-            return f"max_pool2d with dilation or ceil_mode {todo}"
-        if any(u.target is operator.getitem and u.args[1] != 0 for u in node.users):
-            return f"max_pool2d whose indices are used {todo}"
-    elif t == aten.cat.default:
-        scales = {(float(a.args[1]), int(a.args[2])) for a in node.args[0]
-                  if isinstance(a, Node) and a.target in DQ_OPS}
-        if len(scales) > 1:
-            return f"a cat of inputs with different quantization parameters {todo}"
-    elif t in CONVS and _fused_into(node) is not None and _lowering_limit(_fused_into(node)):
-        return f"its activation %{_fused_into(node).name} cannot be folded in; it {todo}"
-    elif t == aten.convolution.default:
-        if node.args[6] or len(node.args[3]) != 2:
-            return f"a transposed or non-2D convolution {todo}"
-    elif t == aten.view_copy.default:
-        src = _shape(node.args[0])
-        if not (len(src) == 4 and src[2:] == [1, 1] and _shape(node) == src[:2]):
-            return f"a view other than flattening a [N, C, 1, 1] map {todo}"
-    elif t == aten.linear.default:
-        src = node.args[0]
-        while isinstance(src, Node) and (src.target in QDQ_OPS or "clone" in str(src.target)):
-            src = src.args[0]
-        if not (isinstance(src, Node) and src.target == aten.view_copy.default):
-            return f"a linear not fed by a flattened pooled map {todo}"
-    elif t == aten.mean.dim:
-        if sorted(d % 4 for d in node.args[1]) != [2, 3] or len(_shape(node.args[0])) != 4:
-            return f"a mean other than over H and W {todo}"
-    elif t in (aten.mul.Tensor, aten.sum.dim_IntList):
-        shapes = [_shape(a) for a in node.all_input_nodes]
-        if any(len(s) != 4 for s in shapes):
-            return f"a {op_name(node)} on tensors other than rank 4 {todo}"
-        if t == aten.mul.Tensor and shapes[0] != shapes[1] and 1 not in (
-                _numel(shapes[0]), _numel(shapes[1])):
-            return f"a broadcasting mul {todo}"
-        if t == aten.sum.dim_IntList and not (len(node.args) > 2 and node.args[2]):
-            return f"a sum without keepdim {todo}"
-    elif t == aten._adaptive_avg_pool2d.default and list(node.args[1]) != [1, 1]:
-        return f"adaptive pooling to other than 1x1 {todo}"
-    elif t == aten.avg_pool2d.default:
-        extra = list(node.args[4:]) + [None] * 3
-        if extra[0] or extra[2] is not None:
-            return f"avg_pool2d with ceil_mode or divisor_override {todo}"
     return None

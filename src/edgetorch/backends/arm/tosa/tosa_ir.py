@@ -180,6 +180,23 @@ def _emit_mul(ser, ts, n: TOp) -> None:
                     attributes=attr, location=None)
 
 
+def _emit_matmul(ser, ts, n: TOp) -> None:
+    a, b = n.inputs
+    a_zp = _const(ser, ts, [1], a.dtype, [n.attrs["a_zp"]], n.name + "_A_ZP")
+    b_zp = _const(ser, ts, [1], b.dtype, [n.attrs["b_zp"]], n.name + "_B_ZP")
+    attr = ts.TosaSerializerAttribute()
+    attr.MatMulAttribute()
+    ser.addOperator(ts.Op.MATMUL, inputs=[a.name, b.name, a_zp, b_zp], outputs=[n.name],
+                    attributes=attr, location=None)
+
+
+def _emit_reduce_max(ser, ts, n: TOp) -> None:
+    attr = ts.TosaSerializerAttribute()
+    attr.ReduceMaxAttribute(axis=n.attrs["axis"], nan_mode=ts.NanPropagationMode.PROPAGATE)
+    ser.addOperator(ts.Op.REDUCE_MAX, inputs=[n.inputs[0].name], outputs=[n.name],
+                    attributes=attr, location=None)
+
+
 _EMIT = {
     "RESCALE": _emit_rescale,
     "ADD": _emit_simple("ADD", "AddAttribute"),
@@ -196,4 +213,7 @@ _EMIT = {
     "TABLE": _emit_simple("TABLE", "TableAttribute"),
     "SLICE": _emit_simple("SLICE", "SliceAttribute"),
     "REDUCE_SUM": _emit_simple("REDUCE_SUM", "ReduceSumAttribute"),
+    "REDUCE_MAX": _emit_reduce_max,
+    "MATMUL": _emit_matmul,
+    "TILE": _emit_simple("TILE", "TileAttribute"),
 }
