@@ -111,13 +111,14 @@ class Method:
         self._prepare_io()
         # The plain loop's steps after the load passes (None: the records' closures run),
         # silenced once per call (quiet.py), and how a failing step names its instruction.
-        # While the compiled kernels warm up (accel.pending) the passes run later, at the
-        # first execute after: run now, the prepared steps would keep the NumPy paths for good.
+        # Built here, so the first execute runs them as every later one does. While the
+        # compiled kernels warm up (accel.pending) they take the NumPy paths, so the passes
+        # run again at the first execute after the warm-up (or they keep those for good).
         self._quiet = Quiet()
-        self._steps_pending = not self._has_jumps and accel.pending()
         self._steps: tuple[list[Any], list[int]] | None = None
         self._fail = self._failing(None)
-        if not self._has_jumps and not self._steps_pending:
+        self._rerun_when_warm = False
+        if not self._has_jumps:
             self._run_load_passes()
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
@@ -278,6 +279,7 @@ class Method:
         self.buffers.reset()
 
     def _run_load_passes(self) -> None:
+        self._rerun_when_warm = accel.pending()
         self._steps = optimize.run_passes(self._dataflow(), self._optimize)
         self._fail = self._failing(self._steps[1] if self._steps is not None else None)
 
@@ -697,8 +699,7 @@ class Method:
 
     def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
-        if self._steps_pending and not accel.pending():
-            self._steps_pending = False
+        if self._rerun_when_warm and not accel.pending():
             self._run_load_passes()
         want_torch = False
         if not self._set_inputs_fast(inputs):

@@ -14,6 +14,7 @@ the kernels' very bits or results within a stated tolerance (``str(PASSES)`` lis
     skip_unread_outputs   preparers skip outputs nothing reads
     forward_copies        a copy's source written straight into the copy's target
     drop_unread_copies    copies of folded results nothing reads are dropped
+    touch_planned_memory  each page of the planned memory written once (not by the first call)
 
 A backend declares the passes its ``init`` runs the same way (``PASSES.add(Pass(...,
 backend=...))``; XNNPACK's plan, fusions, clamp folding and arena) and runs them through
@@ -47,6 +48,7 @@ from .pipeline import (
 from .prepare import prepare_kernels, skip_unread_outputs
 from .safe_softmax import fuse_safe_softmax
 from .steps import Step, StepPlan
+from .touch_memory import touch_planned_memory
 
 
 def _pass(run, tolerance: Tolerance | None = None) -> Pass:
@@ -64,6 +66,7 @@ PASSES = PassList([
     _pass(skip_unread_outputs),
     _pass(forward_copies),
     _pass(drop_unread_copies),
+    _pass(touch_planned_memory),
 ])
 
 
@@ -71,6 +74,7 @@ def run_passes(flow: Dataflow, opts: Options) -> tuple[list[Step], list[int]] | 
     """The plain loop's (steps, instruction of each step) after the enabled method passes,
     or None when none is enabled (the records' closures run)."""
     report = opts.report
+    report.forget(p.name for p in PASSES if p.backend is None)  # (run again after a warm-up)
     plan = StepPlan(flow, opts)
     ran = False
     for p in PASSES:

@@ -91,8 +91,10 @@ def fold_batch_norm(flow: Dataflow, plan: StepPlan) -> None:
     """Fold each inference BatchNorm (and a relu/hardtanh after it) into its convolution."""
     nodes = [r.index for r in flow.records if r.name == BATCH_NORM and not plan.replaced(r.index)]
     for _, m, (conv, fold) in apply(flow, [RULE], nodes):
-        fallback = [flow.records[i].run for i in m.nodes]
-        plan.replace(conv, [plan.later(fold, fallback)])
+        step = plan.build(fold)
+        if step is None:
+            continue
+        plan.replace(conv, [step])
         for i in m.nodes:
             if i != conv:
                 plan.replace(i, [])

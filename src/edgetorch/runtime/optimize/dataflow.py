@@ -175,6 +175,15 @@ class Dataflow:
     def span(self, i: int) -> Span | None:
         return self.spans.get(i)
 
+    def planned_buffers(self) -> list[np.ndarray]:
+        """The method's planned-memory arenas, each once (not the memory of unplanned values,
+        which the runtime binds at run time)."""
+        out: dict[int, np.ndarray] = {}
+        for i, slot in self._slots.items():
+            if slot.buffer is not None and i not in self._bound:
+                out.setdefault(id(slot.buffer), slot.buffer)
+        return list(out.values())
+
     def alias_read(self, y: int, start: int) -> bool:
         """Whether another value sharing y's bytes is read after instruction ``start`` before
         anything writes those bytes: it would read y's value, which a pass that writes y

@@ -125,6 +125,12 @@ class LoadReport:
         self.results.append(result)
         return result
 
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop the results of passes that run again (a method's passes after the compiled
+        kernels' warm-up): the report tells what the method runs now."""
+        drop = set(names)
+        self.results[:] = [r for r in self.results if r.name not in drop]
+
     @property
     def failed(self) -> list[PassResult]:
         return [r for r in self.results if r.status == "failed"]

@@ -11,7 +11,6 @@ folded arrays in place (``reads_folded``). :meth:`StepPlan.flat` lays the result
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -43,11 +42,13 @@ class StepPlan:
     def replace(self, index: int, steps: list[Step]) -> None:
         self.steps[index] = steps
 
-    def later(self, build: Callable[[], Step], fallback: list[Step]) -> Step:
-        """A step built on its first call by ``build`` (load_method stays a matter of
-        milliseconds and leaves the file's weights unread), under the running pass's guard:
-        if building fails, ``fallback`` (the replaced instructions' own closures) runs."""
-        return _Later(build, fallback, self.options, self.current)
+    def build(self, build: Callable[[], Step | None]) -> Step | None:
+        """``build()``, under the running pass's guard of this one build: a step, or None
+        when it refuses the values or fails (reported; the instructions keep their steps).
+        At load, not on a first call: ``execute`` only runs what is built."""
+        if self.options is None:
+            return build()
+        return self.options.guard(self.current, build)
 
     def snapshot(self) -> tuple[Any, ...]:
         return (dict(self.steps), dict(self.folded), dict(self.copies), set(self.prepared),
@@ -74,27 +75,6 @@ class StepPlan:
             steps += new
             owner += [rec.index] * len(new)
         return steps, owner
-
-
-class _Later:
-    __slots__ = ("_build", "_fallback", "_options", "_pass", "_run")
-
-    def __init__(self, build: Callable[[], Step], fallback: list[Step], options: Any,
-                 owner: Any) -> None:
-        self._build, self._fallback, self._options, self._pass = build, fallback, options, owner
-        self._run: Step | None = None
-
-    def __call__(self) -> None:
-        if self._run is None:
-            built = self._options.guard(self._pass, self._build) if self._options is not None \
-                else self._build()
-            self._run = built if built is not None else partial(_chain, self._fallback)
-        self._run()
-
-
-def _chain(steps: list[Step]) -> None:
-    for step in steps:
-        step()
 
 
 def single_out(rec: InstructionRecord) -> int | None:

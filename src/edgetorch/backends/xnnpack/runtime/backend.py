@@ -3,8 +3,9 @@
 ``init`` parses the blob, loads every constant (from the program's named data, the blob's
 constant region, or an old blob's in-flatbuffer buffers) and compiles each node into a
 pre-bound callable (``nodes.py``). ``execute`` binds the external inputs, runs the callables
-and copies the external outputs into the method's tensors. Input shapes a graph has already
-seen run a plan instead (``plan.py``): one generated function over preallocated buffers.
+and copies the external outputs into the method's tensors. The declared input shapes (built
+at load) and shapes a graph has already seen run a plan instead (``plan.py``): one generated
+function over preallocated buffers.
 
 How a delegate call's arguments map to the graph (``XNNExecutor.cpp``): a value flagged
 ``XNN_VALUE_FLAG_EXTERNAL_INPUT``/``_OUTPUT`` with ``external_id = k`` is the call's argument
@@ -89,6 +90,9 @@ class CompiledGraph:
     plan: planning.Plan | None = None
     seen: dict[tuple[tuple[int, ...], ...], int] = field(default_factory=dict)
     plan_after: int = 0
+    # Plans built while the compiled kernels warm up (accel.pending) take the NumPy paths:
+    # they are built again at the first call after the warm-up.
+    warming: bool = False
     options: Options | None = None  # the load's passes (their guard, when a plan is built)
     quiet: Quiet = field(default_factory=Quiet)  # NumPy's warnings off while it runs
 
@@ -122,7 +126,8 @@ class XnnpackBackend:
         output tensor at new (dynamic) sizes and returns it."""
         resize, tracer = getattr(context, "resize", None), getattr(context, "event_tracer", None)
         plan = handle.plan  # the usual call: the plan of the last input shapes, directly
-        if plan is not None and tracer is None and _run_plan(handle, plan, values, args, resize):
+        if plan is not None and tracer is None and not handle.warming and \
+                _run_plan(handle, plan, values, args, resize):
             return
         run(handle, values, args, resize, tracer)
 
@@ -181,16 +186,44 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
     graph = CompiledGraph(env, list(v.consts), [n.step for n in nodes], descriptions,
                           v.inputs, v.outputs, max(externs, default=-1) + 1, v.nbytes, node_ids,
                           nodes, node_slots, options=opts)
-    if _enabled(opts, PLAN, where):  # (every node runs in the plans, built later)
+    if _enabled(opts, PLAN, where):  # (every node runs in the plans)
         graph.plan_after = planning.PLAN_AFTER
-        _ran(opts, PLAN, len(nodes), where)
     if _enabled(opts, FUSE_CHAINS, where) and graph.plan_after:  # (they run in plans)
         found = opts.guard(FUSE_CHAINS, fusions.find, nodes, node_slots, v.consts, io,
                            where=where)
         if found is not None:
             graph.fusions = found
             _ran(opts, FUSE_CHAINS, len(found), where)
+    if graph.plan_after:
+        _plan_at_load(graph, v.dims, v.dtypes)
+        _ran(opts, PLAN, len(nodes), where)
     return graph
+
+
+def _plan_at_load(g: CompiledGraph, dims: list[tuple[int, ...]], dtypes: list[np.dtype]
+                  ) -> None:
+    """The plan for the graph's declared input shapes (the shapes of a static graph, the upper
+    bounds of a dynamic one), built now by a call on zeros into scratch outputs, so the
+    method's first call runs it as later ones do. Its buffers are allocated and written
+    here. A plan is keyed by shapes, never by values: zeros build the one any call would."""
+    values: list[Any] = [None] * g.num_args
+    for ext, s, dtype in g.inputs:
+        values[ext] = np.zeros(dims[s], dtype)
+    for ext, s in g.outputs:
+        values[ext] = np.zeros(dims[s], dtypes[s])
+    ins = [values[ext] for ext, _, _ in g.inputs]
+    opts = g.options if g.options is not None else options_of(None)
+    try:
+        built = opts.guard(PLAN, planning.build, g, ins, values, list(range(g.num_args)), None,
+                           where=f"(XNNPACK delegate, inputs {[a.shape for a in ins]}, at load)")
+    except EdgeTorchError:  # the graph refuses zeros (its calls will say why, in context)
+        built = None
+    finally:
+        g.env[:] = g.initial  # (the zeros and their intermediates are not kept)
+    if built is None:
+        return
+    g.plans[tuple(a.shape for a in ins)] = g.plan = built
+    g.warming = accel.pending()
 
 
 def _enabled(opts: Options, p: Pass, where: str) -> bool:
@@ -341,6 +374,8 @@ def run(g: CompiledGraph, values: list[Any], args: Sequence[int],
             f"XNNPACK delegate takes {g.num_args} arguments (inputs, then outputs), the call "
             f"passes {len(args)}")
     if tracer is None and g.plan_after:
+        if g.warming and not accel.pending():
+            _replan(g)
         plan = g.plan
         if plan is not None and _run_plan(g, plan, values, args, resize):
             return
@@ -371,8 +406,6 @@ def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
     if plan is not None:
         g.plan = plan
         return _run_plan(g, plan, values, args, resize)
-    if accel.pending():  # compiled kernels warming up: plan (and pick paths) once ready
-        return False
     seen = g.seen.get(key, 0) + 1
     if seen < g.plan_after or len(g.plans) >= planning.MAX_PLANS:
         if len(g.seen) >= 4 * planning.MAX_PLANS:
@@ -387,7 +420,18 @@ def _run_planned(g: CompiledGraph, values: list[Any], args: Sequence[int],
         g.plan_after = 0
         return False
     g.plans[key] = g.plan = built
+    g.warming = g.warming or accel.pending()
     return True
+
+
+def _replan(g: CompiledGraph) -> None:
+    """The compiled kernels are ready: the plans built meanwhile (NumPy paths) go, and each
+    of their input shapes is planned again at its next call."""
+    for key in g.plans:
+        g.seen[key] = g.plan_after - 1
+    g.plans.clear()
+    g.plan = None
+    g.warming = False
 
 
 def _bind_inputs(g: CompiledGraph, values: list[Any], args: Sequence[int]) -> list[np.ndarray]:

@@ -27,8 +27,8 @@ ARENA = _declare("xnnpack.arena", "float convolution and pooling outputs placed 
                  "by liveness")
 FUSE_CHAINS = _declare("xnnpack.fuse_chains", "RoPE, RMSNorm's tail, the scaled masked softmax "
                        "and the heads' matmuls each one step of a plan")
-PLAN = _declare("xnnpack.plan", "a graph called again with the same input shapes runs one "
-                "generated function over preallocated buffers")
+PLAN = _declare("xnnpack.plan", "one generated function over preallocated buffers per input "
+                "shape: for the declared shapes built at load, for others at their second call")
 
 
 def options_of(context: Any) -> Options:

@@ -1,8 +1,9 @@
 """A delegate graph compiled for one set of input shapes into one straight-line function.
 
 The reference path (``runtime.run_steps``) runs each node's step, which reads its inputs from
-the environment list and stores a fresh result there. Once a graph has been called
-``PLAN_AFTER`` times with the same input shapes, :func:`build` runs that call node by node and
+the environment list and stores a fresh result there. At load, for the graph's declared input
+shapes (``backend._plan_at_load``: a call on zeros), and once a graph has been called
+``PLAN_AFTER`` times with other input shapes, :func:`build` runs that call node by node and
 writes, as it goes, the Python function that later calls with those shapes run instead:
 
 - a node whose rule gave an OUT :class:`~.nodes.Op` writes into a buffer of its own,
@@ -39,10 +40,11 @@ from .nodes import _BINARY, CALL, OUT, VIEW
 if TYPE_CHECKING:
     from .backend import CompiledGraph
 
-# Calls with the same input shapes before a graph gets a plan for them: the first call of a
-# shape runs the reference path (a shape seen once, e.g. each new length of a growing
-# sequence, never pays for a plan), the second builds the plan, the later ones run it. The
-# load pass ``xnnpack.plan`` (passes.py) switches plans on or off.
+# Calls with the same input shapes (other than the declared ones, planned at load) before a
+# graph gets a plan for them: the first call of a shape runs the reference path (a shape seen
+# once, e.g. each new length of a growing sequence, never pays for a plan), the second builds
+# the plan, the later ones run it. The load pass ``xnnpack.plan`` (passes.py) switches plans
+# on or off.
 PLAN_AFTER = 2
 MAX_PLANS = 8  # input-shape signatures planned per graph; others run the reference path
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
