@@ -1,6 +1,6 @@
 """Compiled kernels warm up in the background (edgetorch.kernels.accel): a fresh process's
 first calls take the NumPy paths without importing numba, the plans built at load meanwhile
-are rebuilt once the warm-up is done, and a process may exit while it runs. (How long the first call takes
+are rebuilt by the warm-up thread once it is done, and a process may exit while it runs. (How long the first call takes
 is a benchmark figure: bench/bench_first_call.py.)"""
 
 import subprocess
@@ -36,6 +36,8 @@ assert "numba" not in sys.modules, "the first calls took the NumPy paths"
 assert method._steps is steps and [h.plans for h in handles] == plans, "nothing built by calls"
 gate.set()
 assert accel.wait_until_warm(600) and accel.available() and not accel.pending()
+assert method._steps is not steps and not method._rerun_when_warm and \
+    all(not h.warming for h in handles), "rebuilt by the warm-up thread, before the next call"
 for _ in range(3):
     got = method.execute(inputs)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

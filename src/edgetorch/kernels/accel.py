@@ -15,7 +15,8 @@ cache load per kernel -- 0.5 s on an idle machine, several on a busy one -- insi
 ``execute``. So the first :func:`available` starts a *warm-up* in a background thread (import
 numba, load every registered kernel's cached machine code) and answers False until it is done:
 the first calls run the NumPy paths, and plans built meanwhile are rebuilt once the compiled
-kernels are ready (:func:`pending`). ``EDGETORCH_ACCEL_WARMUP=wait`` makes the first
+kernels are ready (:func:`pending`): by the warm-up thread itself (:func:`after_warm_up`), or
+else at their next call. ``EDGETORCH_ACCEL_WARMUP=wait`` makes the first
 :func:`available` wait for the warm-up instead (the tests do, to see the compiled paths at once).
 """
 
@@ -26,6 +27,7 @@ import contextlib
 import importlib.util
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,6 +43,7 @@ _warmed = threading.Event()
 _warm_thread: threading.Thread | None = None
 _stop = threading.Event()  # set at exit: the warm-up stops after the kernel it is loading
 _REGISTRY: list[LazyJit] = []  # every @jit loop, in definition order
+_AFTER: list[weakref.WeakMethod] = []  # after_warm_up's callbacks, not yet run
 
 
 def available() -> bool:
@@ -97,6 +100,27 @@ def wait_until_warm(timeout: float | None = None) -> bool:
     return _ready
 
 
+def after_warm_up(callback: Callable[[], Any]) -> None:
+    """Call the bound method ``callback`` in the warm-up thread once the compiled kernels are
+    ready, before :func:`wait_until_warm` returns: what was built with the NumPy paths while
+    they warmed up is rebuilt there, off the caller's thread. Held weakly (a collected object
+    is skipped). Not called when registered too late or when the warm-up fails: the caller
+    also checks :func:`pending` itself (at its next call)."""
+    with _lock:
+        _AFTER.append(weakref.WeakMethod(callback))
+
+
+def _run_after_warm_up() -> None:
+    while not _stop.is_set():
+        with _lock:
+            if not _AFTER:
+                return
+            ref = _AFTER.pop(0)
+        callback = ref()
+        if callback is not None:
+            callback()
+
+
 def _start_warm_up() -> None:
     global _warm_thread
     if _warm_thread is not None:
@@ -115,22 +139,25 @@ def _warm_up() -> None:
     call, as before."""
     global _ready, _found
     try:
-        import numba  # noqa: F401
+        try:
+            import numba  # noqa: F401
 
-        done: set[int] = set()
-        while not _stop.is_set():
-            todo = [k for k in list(_REGISTRY) if id(k) not in done]
-            if not todo:
-                break
-            for k in todo:
-                if _stop.is_set():
+            done: set[int] = set()
+            while not _stop.is_set():
+                todo = [k for k in list(_REGISTRY) if id(k) not in done]
+                if not todo:
                     break
-                done.add(id(k))
-                if k.before_load is None or k.before_load():
-                    _load_cached(k.compiled())
-        _ready = not _stop.is_set()
-    except Exception:  # noqa: BLE001 - a broken numba means the NumPy paths, not a failure
-        _found = False
+                for k in todo:
+                    if _stop.is_set():
+                        break
+                    done.add(id(k))
+                    if k.before_load is None or k.before_load():
+                        _load_cached(k.compiled())
+            _ready = not _stop.is_set()
+        except Exception:  # noqa: BLE001 - a broken numba means the NumPy paths, not a failure
+            _found = False
+        if _ready:
+            _run_after_warm_up()
     finally:
         _warmed.set()
 

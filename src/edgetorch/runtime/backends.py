@@ -54,6 +54,10 @@ class BackendExecutionContext:
 
 
 class Backend(Protocol):
+    """A delegate's runtime half. Optional besides these: ``after_warm_up(handle)``, called
+    (between the method's calls) once the compiled kernels (``kernels.accel``) are ready, for
+    a backend whose ``init`` built plans with the NumPy paths while they warmed up."""
+
     def init(self, blob: memoryview, compile_specs: dict[str, bytes],
              context: BackendInitContext) -> Any: ...
 

@@ -88,6 +88,7 @@ class Method:
         self._plan = plan
         self.name = plan.name
         self._busy = threading.Lock()  # one execute at a time: the values and arenas are shared
+        self._rebuilding = False  # the warm-up thread holds _busy: a call waits, not raises
         self._meta = method_meta(plan)
         self._arenas = allocate_arenas(list(plan.non_const_buffer_sizes), plan.name,
                                        plan.non_const_buffer_device)
@@ -112,14 +113,19 @@ class Method:
         # The plain loop's steps after the load passes (None: the records' closures run),
         # silenced once per call (quiet.py), and how a failing step names its instruction.
         # Built here, so the first execute runs them as every later one does. While the
-        # compiled kernels warm up (accel.pending) they take the NumPy paths, so the passes
-        # run again at the first execute after the warm-up (or they keep those for good).
+        # compiled kernels warm up (accel.pending) they take the NumPy paths, so they are
+        # built again once it is done (or they keep those for good): by the warm-up thread
+        # (accel.after_warm_up), or else at the first execute after it.
         self._quiet = Quiet()
         self._steps: tuple[list[Any], list[int]] | None = None
         self._fail = self._failing(None)
         self._rerun_when_warm = False
         if not self._has_jumps:
             self._run_load_passes()
+        if any(getattr(h, "warming", False) for _, h in self._delegate_handles):
+            self._rerun_when_warm = True
+        if self._rerun_when_warm:
+            accel.after_warm_up(self._rebuild_after_warm_up)
         # Backends get their handles back when the method goes away, as ExecuTorch's do.
         weakref.finalize(self, _destroy_delegates, self._delegate_handles)
         self.last_run_seconds = 0.0
@@ -282,6 +288,31 @@ class Method:
         self._rerun_when_warm = accel.pending()
         self._steps = optimize.run_passes(self._dataflow(), self._optimize)
         self._fail = self._failing(self._steps[1] if self._steps is not None else None)
+
+    def _rebuild_for_compiled_kernels(self) -> None:
+        """The compiled kernels are ready: the steps and the delegates' plans built with the
+        NumPy paths are built again (``_busy`` held)."""
+        if not self._has_jumps:
+            self._run_load_passes()
+        self._rerun_when_warm = False
+        for backend, handle in self._delegate_handles:
+            rebuild = getattr(backend, "after_warm_up", None)
+            if rebuild is not None:
+                rebuild(handle)
+
+    def _rebuild_after_warm_up(self) -> None:
+        """(The warm-up thread.) Rebuild now, between calls: a call made meanwhile waits for
+        it. A typed error is left to the next execute, which rebuilds and raises in context."""
+        self._rebuilding = True
+        try:
+            with self._busy:
+                if self._rerun_when_warm and not accel.pending():
+                    try:
+                        self._rebuild_for_compiled_kernels()
+                    except EdgeTorchError:
+                        self._rerun_when_warm = True
+        finally:
+            self._rebuilding = False  # (after the release: a waiting call sees it set)
 
     def _dataflow(self) -> optimize.Dataflow:
         return optimize.Dataflow(self.name, self._vals, self._slots, self._bound, self._written,
@@ -676,7 +707,8 @@ class Method:
         """
         if type(inputs) is not list and type(inputs) is not tuple:
             self._check_input_sequence(inputs)
-        if not self._busy.acquire(blocking=False):
+        if not self._busy.acquire(blocking=False) and not (
+                self._rebuilding and self._busy.acquire()):
             raise MethodBusyError(
                 f"method {self.name!r} is already executing in another thread; a Method runs "
                 "one call at a time. Load a Method per thread with program.load_method("
@@ -700,7 +732,7 @@ class Method:
     def _execute(self, inputs: Sequence[Any], copy_outputs: bool = True) -> list[Any]:
         """Run the method. NumPy in -> NumPy out; torch tensors in -> torch tensors out."""
         if self._rerun_when_warm and not accel.pending():
-            self._run_load_passes()
+            self._rebuild_for_compiled_kernels()
         want_torch = False
         if not self._set_inputs_fast(inputs):
             want_torch = any(is_torch_tensor(x) for x in inputs)

@@ -94,6 +94,8 @@ class CompiledGraph:
     # they are built again at the first call after the warm-up.
     warming: bool = False
     options: Options | None = None  # the load's passes (their guard, when a plan is built)
+    dims: list[tuple[int, ...]] = field(default_factory=list)  # value slot -> declared dims
+    dtypes: list[np.dtype] = field(default_factory=list)  # value slot -> dtype
     quiet: Quiet = field(default_factory=Quiet)  # NumPy's warnings off while it runs
 
     def __str__(self) -> str:
@@ -130,6 +132,14 @@ class XnnpackBackend:
                 _run_plan(handle, plan, values, args, resize):
             return
         run(handle, values, args, resize, tracer)
+
+    def after_warm_up(self, handle: CompiledGraph) -> None:
+        """The compiled kernels are ready (``kernels.accel``): the plans built meanwhile with
+        the NumPy paths are built again, the declared input shapes' now (the caller holds
+        the method between calls), other shapes' at their next call."""
+        if handle.warming and not accel.pending():
+            _replan(handle)
+            _plan_at_load(handle)
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
@@ -185,7 +195,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
         raise FormatError(f"XNNPACK graph uses an external id twice ({sorted(externs)})")
     graph = CompiledGraph(env, list(v.consts), [n.step for n in nodes], descriptions,
                           v.inputs, v.outputs, max(externs, default=-1) + 1, v.nbytes, node_ids,
-                          nodes, node_slots, options=opts)
+                          nodes, node_slots, options=opts, dims=v.dims, dtypes=v.dtypes)
     if _enabled(opts, PLAN, where):  # (every node runs in the plans)
         graph.plan_after = planning.PLAN_AFTER
     if _enabled(opts, FUSE_CHAINS, where) and graph.plan_after:  # (they run in plans)
@@ -195,17 +205,19 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
             graph.fusions = found
             _ran(opts, FUSE_CHAINS, len(found), where)
     if graph.plan_after:
-        _plan_at_load(graph, v.dims, v.dtypes)
+        _plan_at_load(graph)
         _ran(opts, PLAN, len(nodes), where)
     return graph
 
 
-def _plan_at_load(g: CompiledGraph, dims: list[tuple[int, ...]], dtypes: list[np.dtype]
-                  ) -> None:
+def _plan_at_load(g: CompiledGraph) -> None:
     """The plan for the graph's declared input shapes (the shapes of a static graph, the upper
     bounds of a dynamic one), built now by a call on zeros into scratch outputs, so the
     method's first call runs it as later ones do. Its buffers are allocated and written
     here. A plan is keyed by shapes, never by values: zeros build the one any call would."""
+    if not g.plan_after:
+        return
+    dims, dtypes = g.dims, g.dtypes
     values: list[Any] = [None] * g.num_args
     for ext, s, dtype in g.inputs:
         values[ext] = np.zeros(dims[s], dtype)
@@ -222,8 +234,10 @@ def _plan_at_load(g: CompiledGraph, dims: list[tuple[int, ...]], dtypes: list[np
         g.env[:] = g.initial  # (the zeros and their intermediates are not kept)
     if built is None:
         return
-    g.plans[tuple(a.shape for a in ins)] = g.plan = built
-    g.warming = accel.pending()
+    key = tuple(a.shape for a in ins)
+    g.seen.pop(key, None)
+    g.plans[key] = g.plan = built
+    g.warming = g.warming or accel.pending()
 
 
 def _enabled(opts: Options, p: Pass, where: str) -> bool:
