@@ -84,3 +84,24 @@ def test_without_the_plan_pass_nothing_is_planned_at_load():
     assert all(not h.plans for _, h in method._delegate_handles)
     assert method.load_report["xnnpack.plan"].status == "off"
     np.testing.assert_allclose(method.execute(inputs)[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_delegate_with_dynamic_sizes_is_planned_per_shape_at_calls():
+    """Bounded dynamic sizes are upper bounds, which calls seldom reach: no plan at load for
+    them (an LLM's longest prompt), a plan per shape at its second call, as before."""
+    from edgetorch.backends.xnnpack import XnnpackPartitioner
+    from edgetorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(6, 3).eval(), torch.randn(4, 6)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("n", max=8)},))
+    pte = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]) \
+        .to_executorch().buffer
+    method = Runtime.get().load_program(pte).load_method("forward", optimize=True)
+    handles = [h for _, h in method._delegate_handles]
+    assert handles and all(not h.plans for h in handles)
+    for _ in range(3):
+        with torch.no_grad():
+            np.testing.assert_allclose(method.execute([x.numpy()])[0], model(x).numpy(),
+                                       rtol=1e-5, atol=1e-6)
+    assert all(len(h.plans) == 1 for h in handles)

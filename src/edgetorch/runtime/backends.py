@@ -30,6 +30,9 @@ class BackendInitContext:
     ``optimize`` says which load passes this load runs (``runtime.optimize.Options``: ``name
     in optimize``); a backend runs its own declared passes through ``optimize.guard``, which
     reports a failure in the method's load report. None: every pass, failures raise.
+    ``static_shapes``: every tensor the delegate call passes has static sizes (a backend may
+    then plan for its declared shapes at init; bounded dynamic sizes are upper bounds, which
+    calls seldom reach).
     """
 
     method_name: str
@@ -37,6 +40,7 @@ class BackendInitContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     program_dir: str | None = None
     optimize: Any = None
+    static_shapes: bool = False
 
 
 @dataclass(frozen=True)

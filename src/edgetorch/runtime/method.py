@@ -469,11 +469,14 @@ class Method:
         backend = get_backend(delegate.id)
         blob = self._program._delegate_data(delegate, self.name)
         specs = {cs.key: bytes(cs.value) for cs in delegate.compile_specs}
+        static = S.TensorShapeDynamism.STATIC
+        static_shapes = all(self._slots[int(i)].dynamism == static for i in call.args
+                            if int(i) in self._slots)
         try:
             handle = backend.init(blob, specs, BackendInitContext(
                 self.name, self._program.named_data,
                 self._program.backend_options.get(delegate.id, {}), self._program.folder,
-                self._optimize))
+                self._optimize, static_shapes))
         except EdgeTorchError:
             raise
         except Exception as e:  # the backend's own parser refused its blob

@@ -18,8 +18,8 @@ from .steps import StepPlan
 
 # Beyond this much planned memory a method's first calls map only the pages they use (an LLM's
 # caches sized for its longest context): touching them all would grow the process by memory
-# it may never use, and the load by ~0.2 ms per MB.
-MAX_TOUCH_BYTES = 256 << 20
+# it may never use, and the load by ~0.3 ms per MB.
+MAX_TOUCH_BYTES = 64 << 20
 
 
 def touch_planned_memory(flow: Dataflow, plan: StepPlan) -> None:

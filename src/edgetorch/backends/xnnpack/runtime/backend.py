@@ -120,7 +120,8 @@ class XnnpackBackend:
     def init(self, blob: Any, compile_specs: dict[str, bytes] | None = None,
              context: Any = None) -> CompiledGraph:
         named_data = getattr(context, "named_data", None) if context is not None else None
-        return compile_blob(deserialize_xnnpack_binary(blob), named_data, options_of(context))
+        return compile_blob(deserialize_xnnpack_binary(blob), named_data, options_of(context),
+                            plan_at_load=getattr(context, "static_shapes", False))
 
     def execute(self, handle: CompiledGraph, values: list[Any], args: Sequence[int],
                 context: Any = None) -> None:
@@ -138,8 +139,11 @@ class XnnpackBackend:
         the NumPy paths are built again, the declared input shapes' now (the caller holds
         the method between calls), other shapes' at their next call."""
         if handle.warming and not accel.pending():
+            declared = tuple(handle.dims[s] for _, s, _ in handle.inputs)
+            planned = declared in handle.plans
             _replan(handle)
-            _plan_at_load(handle)
+            if planned:
+                _plan_at_load(handle)
 
     def destroy(self, handle: CompiledGraph) -> None:
         handle.env.clear()
@@ -154,9 +158,11 @@ class XnnpackBackend:
 
 
 def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
-                 opts: Options | None = None) -> CompiledGraph:
+                 opts: Options | None = None, plan_at_load: bool = True) -> CompiledGraph:
     """Load the constants of ``blob`` and turn its nodes into callables; ``opts``: the load
-    passes that run (every one, failures raising, when None)."""
+    passes that run (every one, failures raising, when None); ``plan_at_load``: the plan for
+    the declared input shapes is built now (False: the method's sizes are dynamic, and the
+    declared ones their upper bounds: each shape is planned at its second call)."""
     opts = opts if opts is not None else options_of(None)
     g = blob.graph
     if g.num_externs > MAX_EXTERNS:
@@ -205,7 +211,8 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
             graph.fusions = found
             _ran(opts, FUSE_CHAINS, len(found), where)
     if graph.plan_after:
-        _plan_at_load(graph)
+        if plan_at_load:
+            _plan_at_load(graph)
         _ran(opts, PLAN, len(nodes), where)
     return graph
 
