@@ -212,7 +212,7 @@ def _node(w: _Writer, k: int, rec: Any) -> None:
             name = None
         else:  # an elementwise ufunc over a buffer only it reads: into that buffer
             buf, name = w.value[spent], w.name[spent]
-        op.fn(*vals, *args, out=buf)
+        np.copyto(buf, r)  # (this call's result: the node is not computed twice at load)
         out = w.written[rec.out] = w.define(rec.out, buf, True, name)
         w.emit(f"{fn}({', '.join([*names, *extra])}, out={out})", k)
     else:
@@ -255,7 +255,7 @@ def _fused(w: _Writer, k: int, f: Any) -> bool:
         return False
     buf = np.empty(r.shape, r.dtype)
     w.nbytes += buf.nbytes
-    fn(*vals, *extra, out=buf)
+    np.copyto(buf, r)
     out = w.written[f.out] = w.define(f.out, buf, True)
     names = [w.name[s] for s in f.ins] + [w.constant(e, "E") for e in extra]
     w.emit(f"{w.constant(fn, 'F')}({', '.join(names)}, out={out})  # {f.name}: nodes "
