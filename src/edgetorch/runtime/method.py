@@ -705,8 +705,9 @@ class Method:
         the next ``execute`` overwrites them, so consume them before calling again.
 
         One call at a time: a Method owns its memory, so a call made while another thread is
-        inside ``execute`` raises ``MethodBusyError``. Load one Method per thread (they can
-        share the Program, which is read-only). See docs/reliability.md.
+        inside ``execute`` raises ``MethodBusyError`` (a call made while the compiled kernels'
+        warm-up thread rebuilds the method's plans waits for it instead). Load one Method per
+        thread (they can share the Program, which is read-only). See docs/reliability.md.
         """
         if type(inputs) is not list and type(inputs) is not tuple:
             self._check_input_sequence(inputs)
