@@ -161,7 +161,8 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
                  opts: Options | None = None, plan_at_load: bool = True) -> CompiledGraph:
     """Load the constants of ``blob`` and turn its nodes into callables; ``opts``: the load
     passes that run (every one, failures raising, when None); ``plan_at_load``: the plan for
-    the declared input shapes is built now (False: the method's sizes are dynamic, and the
+    the declared input shapes is built now, for a graph of at most
+    ``plan.PLAN_AT_LOAD_MAX_BYTES`` of weights (False: the method's sizes are dynamic, and the
     declared ones their upper bounds: each shape is planned at its second call)."""
     opts = opts if opts is not None else options_of(None)
     g = blob.graph
@@ -211,7 +212,7 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
             graph.fusions = found
             _ran(opts, FUSE_CHAINS, len(found), where)
     if graph.plan_after:
-        if plan_at_load:
+        if plan_at_load and v.nbytes <= planning.PLAN_AT_LOAD_MAX_BYTES:
             _plan_at_load(graph)
         _ran(opts, PLAN, len(nodes), where)
     return graph

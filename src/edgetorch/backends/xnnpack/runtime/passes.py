@@ -28,7 +28,8 @@ ARENA = _declare("xnnpack.arena", "float convolution and pooling outputs placed 
 FUSE_CHAINS = _declare("xnnpack.fuse_chains", "RoPE, RMSNorm's tail, the scaled masked softmax "
                        "and the heads' matmuls each one step of a plan")
 PLAN = _declare("xnnpack.plan", "one generated function over preallocated buffers per input "
-                "shape: for the declared shapes built at load, for others at their second call")
+                "shape: for the declared (static) shapes of a graph of at most 1 MB of weights "
+                "built at load, otherwise at a shape's second call")
 
 
 def options_of(context: Any) -> Options:

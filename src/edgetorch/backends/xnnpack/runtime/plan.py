@@ -40,13 +40,18 @@ from .nodes import _BINARY, CALL, OUT, VIEW
 if TYPE_CHECKING:
     from .backend import CompiledGraph
 
-# Calls with the same input shapes (other than the declared ones, planned at load) before a
+# Calls with the same input shapes (other than those planned at load) before a
 # graph gets a plan for them: the first call of a shape runs the reference path (a shape seen
 # once, e.g. each new length of a growing sequence, never pays for a plan), the second builds
 # the plan, the later ones run it. The load pass ``xnnpack.plan`` (passes.py) switches plans
 # on or off.
 PLAN_AFTER = 2
 MAX_PLANS = 8  # input-shape signatures planned per graph; others run the reference path
+# A graph with at most this many bytes of weights is planned at load (its declared shapes):
+# the build is a call, and for larger graphs it would make the load several times longer
+# (MiniLM's 19 delegates, 86 MB: ~100 ms more CPU on a 30 ms load); they are planned at the
+# second call of a shape, as other shapes are.
+PLAN_AT_LOAD_MAX_BYTES = 1 << 20
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
 
 _BROADCASTING = frozenset(_BINARY.values())
