@@ -178,7 +178,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     outputs = method.execute(inputs)
     if warming:
         accel.wait_until_warm()
-    # untimed: the second call builds plans (a delegate's, those the warm-up deferred)
+    # untimed: the second call may build a plan (a delegate's larger or dynamic graph)
     untimed = 2
     method.execute(inputs)
     times = []
