@@ -21,7 +21,7 @@ _SAMPLE = '''
 f.ETDumpFlatCC(version=0, run_data=[f.RunData(name="run", bundled_input_index=-1,
     allocators=[f.Allocator(name="planned")], events=[f.Event(
         profile_event=f.ProfileEvent(name="op", chain_index=0, instruction_id=3,
-            delegate_debug_id_int=None, delegate_debug_id_str=None,
+            delegate_debug_id_int=-1, delegate_debug_id_str=None,
             delegate_debug_metadata=None, start_time=10, end_time=25),
         allocation_event=None, debug_event=None)])])
 '''
@@ -31,7 +31,7 @@ def _ours() -> f.ETDumpFlatCC:
     return f.ETDumpFlatCC(version=0, run_data=[f.RunData(
         name="run", bundled_input_index=-1, allocators=[f.Allocator(name="planned")],
         events=[f.Event(profile_event=f.ProfileEvent(name="op", chain_index=0, instruction_id=3,
-                                                     delegate_debug_id_int=None,
+                                                     delegate_debug_id_int=-1,
                                                      delegate_debug_id_str=None,
                                                      delegate_debug_metadata=None,
                                                      start_time=10, end_time=25))])])
