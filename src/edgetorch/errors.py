@@ -165,8 +165,9 @@ class BundledVerificationError(RuntimeErrorBase):
     code = ErrorCode.NotFound
 
 
-class BundledProgramError(EdgeTorchError):
-    """A BundledProgram's test suites do not match its program (method, count, dtype, shape)."""
+class BundledProgramError(EdgeTorchError, AssertionError):
+    """A BundledProgram's test suites do not match its program (method, count, dtype, shape).
+    Also an ``AssertionError``: what ExecuTorch raises there (its checks are asserts)."""
 
     code = ErrorCode.InvalidArgument
 

@@ -43,8 +43,11 @@ class PteFile:
     segment_region: int  # bytes available for segment data after segment_base
 
     @classmethod
-    def parse(cls, data: bytes | bytearray | memoryview | mmap.mmap) -> PteFile:
-        """Parse and validate a whole .pte file (every offset is checked; nothing is copied)."""
+    def parse(cls, data: bytes | bytearray | memoryview | mmap.mmap, *,
+              check_version: bool = True) -> PteFile:
+        """Parse and validate a whole .pte file (every offset is checked; nothing is copied).
+        ``check_version=False`` reads a program of another schema version too (for tools that
+        describe files, such as ``diff_pte``; the runtime never passes it)."""
         view = memoryview(data)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
@@ -95,12 +98,12 @@ class PteFile:
             region = header.segment_data_size or (size - base if base else 0)
         program = program_from_flatbuffer(view[:program_size])
         pte = cls(view, program, header, program_size, base, region)
-        pte._validate()
+        pte._validate(check_version)
         return pte
 
-    def _validate(self) -> None:
+    def _validate(self, check_version: bool = True) -> None:
         p = self.program
-        if p.version != S.SCHEMA_VERSION:
+        if check_version and p.version != S.SCHEMA_VERSION:
             raise FormatError(
                 f".pte program schema version {p.version} is not supported: this reader (as "
                 f"ExecuTorch 1.5) reads version {S.SCHEMA_VERSION}. {_HINT}")

@@ -15,6 +15,8 @@ ConfigValue = Union[torch.Tensor, int, bool, float]  # noqa: UP007  (the schema'
 # ExecuTorch's names for a test case's inputs and expected outputs.
 MethodInputType = Sequence[ConfigValue]
 MethodOutputType = Sequence[torch.Tensor]
+# The containers a case's inputs and outputs may nest (flattened with torch's pytree).
+DataContainer = Union[list, tuple, dict]  # noqa: UP007  (ExecuTorch's alias; get_args works)
 
 
 def _flatten(data: Any, what: str) -> list[ConfigValue]:

@@ -3,8 +3,8 @@ events to the user's graph. A plain zip with ExecuTorch 1.5.1's entries (``ETREC
 programs as export-serde blobs, JSON maps, tensors saved with ``torch.save``), so ExecuTorch's
 ``parse_etrecord`` reads ours and ours reads theirs.
 
-Unlike ExecuTorch, map keys are normalised to strings everywhere (JSON's form), so an
-in-memory ``get_etrecord()`` works with the Inspector exactly as a saved and parsed one.
+Maps keep the keys they were given (a recorded program's are ints, a parsed file's are
+strings, as in ExecuTorch); the Inspector reads both forms (``_graph.py`` normalises them).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import io
 import json
 import os
 import zipfile
+from enum import Enum
 from typing import IO, Any
 
 import torch
@@ -35,12 +36,47 @@ EXPORT_GRAPH_ID = "export_graph_id"
 _SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
 
 
-def _str_keys(m: Any) -> Any:
-    """``{method: {instruction: v}}`` with string keys, as JSON stores it."""
-    if m is None:
-        return None
-    return {str(k): ({str(i): v for i, v in inner.items()} if isinstance(inner, dict) else inner)
-            for k, v in m.items() for inner in [v]}
+class ETRecordReservedFileNames(str, Enum):
+    """The zip entry names a caller's ``extra_recorded_export_modules`` may not take."""
+
+    ETRECORD_IDENTIFIER = IDENTIFIER
+    EXPORTED_PROGRAM = EXPORTED_PROGRAM
+    EXPORT_GRAPH_ID = EXPORT_GRAPH_ID
+    EDGE_DIALECT_EXPORTED_PROGRAM = EDGE_PROGRAM
+    ET_DIALECT_GRAPH_MODULE = "et_dialect_graph_module"
+    DEBUG_HANDLE_MAP_NAME = DEBUG_HANDLE_MAP
+    DELEGATE_MAP_NAME = DELEGATE_MAP
+    INSTRUCTION_ID_TO_NUM_OUTS_MAP_NAME = NUM_OUTS_MAP
+    REFERENCE_OUTPUTS = REFERENCE_OUTPUTS
+    REPRESENTATIVE_INPUTS = REPRESENTATIVE_INPUTS
+
+    def __str__(self) -> str:  # the entry name itself, as a StrEnum prints
+        return self.value
+
+
+def _get_reference_outputs(bundled_program: Any) -> dict[str, list]:
+    """``{method: [expected outputs of each test case]}`` from a ``BundledProgram``; a case
+    without expected outputs is a ``ValueError`` (the Inspector could not compare it)."""
+    out: dict[str, list] = {}
+    for suite in bundled_program.method_test_suites:
+        out[suite.method_name] = []
+        for case in suite.test_cases:
+            if not case.expected_outputs:
+                raise ValueError("Missing at least one set of expected outputs for method "
+                                 f"{suite.method_name}.")
+            out[suite.method_name].append(case.expected_outputs)
+    return out
+
+
+def _get_representative_inputs(bundled_program: Any) -> list | None:
+    """The inputs of ``forward``'s first test case, or ``None`` without a ``forward`` suite."""
+    for suite in bundled_program.method_test_suites:
+        if suite.method_name == "forward":
+            if not suite.test_cases:
+                raise ValueError("The 'forward' method is defined, but no corresponding input "
+                                 "test cases are provided.")
+            return suite.test_cases[0].inputs
+    return None
 
 
 class ETRecord:
@@ -58,9 +94,9 @@ class ETRecord:
         self.export_graph_id = export_graph_id
         self.edge_dialect_program = edge_dialect_program
         self.graph_map = graph_map
-        self._debug_handle_map = _str_keys(_debug_handle_map)
-        self._delegate_map = _str_keys(_delegate_map)
-        self._instruction_id_to_num_outs_map = _str_keys(_instruction_id_to_num_outs_map)
+        self._debug_handle_map = _debug_handle_map
+        self._delegate_map = _delegate_map
+        self._instruction_id_to_num_outs_map = _instruction_id_to_num_outs_map
         self._reference_outputs = _reference_outputs
         self._representative_inputs = _representative_inputs
 
@@ -69,41 +105,77 @@ class ETRecord:
         return ETRecord(self.exported_program, self.export_graph_id, self.edge_dialect_program,
                         self.graph_map)
 
+    def add_exported_program(self, exported_program: Any) -> None:
+        """Record the ATen program (``torch.export``'s, or ``{method: program}`` whose
+        ``forward`` is kept); ``None`` records nothing. A second one is a ``RuntimeError``."""
+        if self.exported_program is not None or self.export_graph_id is not None:
+            raise RuntimeError("Exported program already exists in the ETRecord. Cannot add "
+                               "exported program when it already exists.")
+        if isinstance(exported_program, dict):
+            exported_program = exported_program.get("forward")
+        if isinstance(exported_program, ExportedProgram):
+            self.exported_program = exported_program
+            self.export_graph_id = id(exported_program.graph)
+
+    def add_edge_dialect_program(self, edge_dialect_program: Any) -> None:
+        """Record the Edge program(s) of an ``EdgeProgramManager``: the program itself for one
+        method, ``{method: program}`` for several. A second one is a ``RuntimeError``."""
+        if self.edge_dialect_program is not None:
+            raise RuntimeError("Edge dialect program already exists in the ETRecord. Cannot "
+                               "add edge dialect program when it already exists.")
+        if isinstance(edge_dialect_program, ExportedProgram) or \
+                not hasattr(edge_dialect_program, "methods"):
+            raise RuntimeError("Unsupported type of edge_dialect_program passed in "
+                               f"{type(edge_dialect_program)}.")
+        methods = list(edge_dialect_program.methods)
+        programs = {m: edge_dialect_program.exported_program(m) for m in methods}
+        self.edge_dialect_program = programs[methods[0]] if len(methods) == 1 else programs
+
+    def add_extra_export_modules(self, extra_recorded_export_modules: dict[str, Any]) -> None:
+        """Add ``{name: program}`` to ``graph_map`` (``name/method`` per method); a name that
+        contains one of :class:`ETRecordReservedFileNames` or an object that is not a program
+        is a ``RuntimeError``."""
+        if self.graph_map is None:
+            self.graph_map = {}
+        for name, module in extra_recorded_export_modules.items():
+            if any(reserved.value in name for reserved in ETRecordReservedFileNames):
+                raise RuntimeError(f"The name {name} provided in the "
+                                   "extra_recorded_export_modules dict is a reserved name in "
+                                   "the ETRecord namespace.")
+            self.graph_map.update(_graph_map_entries(name, module))
+
     def add_executorch_program(self, et_program: Any) -> None:
-        """Record the emitted program's maps (an ``ExecutorchProgramManager`` or a
-        ``BundledProgram`` wrapping one, whose cases give inputs and reference outputs)."""
-        manager = getattr(et_program, "executorch_program_manager", None) or \
-            getattr(et_program, "_executorch_program", None) or et_program
-        self._debug_handle_map = _str_keys(manager.debug_handle_map)
-        self._delegate_map = _str_keys(manager.delegate_map)
-        self._instruction_id_to_num_outs_map = _str_keys(manager.instruction_id_to_num_outs_map)
-        suites = getattr(et_program, "method_test_suites", None)
-        if suites:
-            self._reference_outputs = {s.method_name: [list(c.expected_outputs or [])
-                                                       for c in s.test_cases] for s in suites}
-            forward = [s for s in suites if s.method_name == "forward"]
-            if forward:
-                self._representative_inputs = [list(c.inputs) for c in forward[0].test_cases]
+        """Record the emitted program's maps (an ``ExecutorchProgramManager``, or a
+        ``BundledProgram`` wrapping one, whose cases also give the representative inputs and
+        reference outputs). Recording over existing data is a ``RuntimeError``."""
+        if any(v is not None for v in (
+                self._debug_handle_map, self._delegate_map,
+                self._instruction_id_to_num_outs_map, self._reference_outputs,
+                self._representative_inputs)):
+            raise RuntimeError("Executorch program data already exists in the ETRecord. Cannot "
+                               "add executorch program data when it already exists.")
+        bundled = getattr(et_program, "method_test_suites", None) is not None
+        manager = et_program.executorch_program if bundled else et_program
+        self._debug_handle_map = manager.debug_handle_map
+        self._delegate_map = manager.delegate_map
+        self._instruction_id_to_num_outs_map = manager.instruction_id_to_num_outs_map
+        if bundled:
+            self._reference_outputs = _get_reference_outputs(et_program)
+            self._representative_inputs = _get_representative_inputs(et_program)
 
     def update_representative_inputs(self, representative_inputs: Any) -> None:
         """Inputs for ``calculate_numeric_gap``: a list of tensors (one run), or a
         ``BundledProgram`` whose ``forward`` cases are used."""
-        suites = getattr(representative_inputs, "method_test_suites", None)
-        if suites is not None:
-            forward = [s for s in suites if s.method_name == "forward"]
-            representative_inputs = [list(c.inputs) for c in forward[0].test_cases][0] \
-                if forward else None
-        self._representative_inputs = list(representative_inputs) \
-            if representative_inputs is not None else None
+        if getattr(representative_inputs, "method_test_suites", None) is not None:
+            representative_inputs = _get_representative_inputs(representative_inputs)
+        self._representative_inputs = representative_inputs
 
     def update_reference_outputs(self, reference_outputs: Any) -> None:
         """A list (``forward``'s outputs), ``{method: [outputs, ...]}`` or a BundledProgram."""
-        suites = getattr(reference_outputs, "method_test_suites", None)
-        if suites is not None:
-            reference_outputs = {s.method_name: [list(c.expected_outputs or [])
-                                                 for c in s.test_cases] for s in suites}
-        elif isinstance(reference_outputs, (list, tuple)):
-            reference_outputs = {"forward": list(reference_outputs)}
+        if getattr(reference_outputs, "method_test_suites", None) is not None:
+            reference_outputs = _get_reference_outputs(reference_outputs)
+        elif isinstance(reference_outputs, list):
+            reference_outputs = {"forward": reference_outputs}
         self._reference_outputs = reference_outputs
 
     def save(self, path: str | os.PathLike | IO[bytes]) -> None:
@@ -319,9 +391,26 @@ def generate_etrecord(et_record: str | os.PathLike | IO[bytes], edge_dialect_pro
     """Write an ETRecord from a copy of the ``EdgeProgramManager`` taken before
     ``to_executorch`` (``copy.deepcopy(edge)``), the ``ExecutorchProgramManager`` (or a
     ``BundledProgram``) and optionally the ATen program and extra modules."""
-    record = record_for(exported_program, edge_dialect_program, extra_recorded_export_modules)
+    record = ETRecord()
+    record.add_exported_program(exported_program)
+    record.add_edge_dialect_program(edge_dialect_program)
     record.add_executorch_program(executorch_program)
+    if extra_recorded_export_modules is not None:
+        record.add_extra_export_modules(extra_recorded_export_modules)
     record.save(et_record)
+
+
+def _graph_map_entries(name: str, module: Any) -> dict[str, ExportedProgram]:
+    if isinstance(module, ExportedProgram):
+        return {f"{name}/forward": module}
+    from ...exir.program._program import EdgeProgramManager
+
+    inner = getattr(module, "exported_program", None)
+    if isinstance(inner, ExportedProgram):  # an ExirExportedProgram-like holder
+        return {f"{name}/forward": inner}
+    if isinstance(module, EdgeProgramManager):
+        return {f"{name}/{m}": module.exported_program(m) for m in module.methods}
+    raise RuntimeError(f"Unsupported graph module type. {type(module)}")
 
 
 def _programs(p: Any) -> dict[str, ExportedProgram]:
@@ -337,11 +426,9 @@ def record_for(exported_program: Any, edge_program: Any,
     """The edge-stage ETRecord (what ``generate_etrecord=True`` keeps on the edge manager)."""
     aten = _programs(exported_program) if exported_program is not None else {}
     edges = {m: copy.deepcopy(ep) for m, ep in _programs(edge_program).items()}
-    graph_map = {}
-    for name, module in (extra or {}).items():
-        for method, ep in _programs(module).items():
-            graph_map[f"{name}/{method}"] = ep
-    return ETRecord(exported_program=aten.get("forward"),
-                    export_graph_id=id(aten["forward"].graph) if "forward" in aten else None,
-                    edge_dialect_program=edges["forward"] if list(edges) == ["forward"] else edges,
-                    graph_map=graph_map or None)
+    record = ETRecord(edge_dialect_program=edges["forward"] if list(edges) == ["forward"]
+                      else edges)
+    record.add_exported_program(aten or None)
+    if extra:
+        record.add_extra_export_modules(extra)
+    return record

@@ -7,6 +7,9 @@ torch's export serde does the work; what differs is the Edge dialect:
   ``executorch.exir.dialects.edge.ops.<namespace>.<op>.<overload>``, which ExecuTorch resolves
   to its own Edge op and we resolve to ours (``exir_ops.edge``);
 * ``node.meta["debug_handle"]`` is kept (as a string, as ExecuTorch writes it);
+* a planned buffer (``memory.alloc``, in a program ``to_executorch`` has lowered) is stored
+  as ExecuTorch stores it: target ``memory.alloc``, each ``(shape, dtype)`` spec a string
+  ``"<shape>;<dtype number>"``;
 * a delegate call stores its lowered module as JSON (ExecuTorch's ``SerdeLoweredBackendModule``:
   the original Edge program, base64 blobs, backend id); reading one gives back a
   ``LoweredBackendModule`` that keeps the original program for the Inspector.
@@ -32,9 +35,12 @@ from ...exir.backend.compile_spec_schema import CompileSpec
 from ...exir.backend.lowered_backend_module import LoweredBackendModule
 from ...exir.dialects._ops import ops as exir_ops
 from ...exir.dialects.edge._ops import EdgeOpOverload
+from ...exir.memory import alloc as memory_alloc
 from ...util.torch_files import check_graph_targets, load_tensors
 
 EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
+ALLOC_TARGET = "memory.alloc"
+MAX_ALLOC_RANK = 64  # a spec from a file names a shape; more dimensions than this is corrupt
 SerializedArtifact = export_serialize.SerializedArtifact
 
 
@@ -71,6 +77,11 @@ class _SerializerHooks:
                 name=node.name, target=self.serialize_operator(edge_op), inputs=inputs,
                 outputs=outputs, metadata=self.serialize_metadata(node)))
             return
+        if node.target is memory_alloc:
+            self.graph_state.nodes.append(schema.Node(
+                name=node.name, target=ALLOC_TARGET, inputs=_alloc_inputs(node.args[0]),
+                outputs=_delegate_outputs(self, node), metadata=self.serialize_metadata(node)))
+            return
         if node.target is executorch_call_delegate:
             lowered = node.args[0]
             args = [schema.NamedArgument(
@@ -94,6 +105,50 @@ class _SerializerHooks:
 
 _SERIALIZER_HOOKS = {name: getattr(_SerializerHooks, name) for name in
                      ("serialize_operator", "handle_call_function", "serialize_metadata")}
+
+
+def _alloc_inputs(specs: Any) -> list[schema.NamedArgument]:
+    """One ``alloc_arg`` for a single ``(shape, dtype)``, one ``alloc_list`` entry per spec of
+    a list (ExecuTorch's names)."""
+    def spec(s: Any) -> schema.Argument:
+        shape, dtype = s
+        number = export_serialize._TORCH_TO_SERIALIZE_DTYPE[dtype].value
+        return schema.Argument.create(as_string=f"{tuple(shape)};{number}")
+
+    if isinstance(specs, list):
+        return [schema.NamedArgument(name="alloc_list", arg=spec(s)) for s in specs]
+    return [schema.NamedArgument(name="alloc_arg", arg=spec(specs))]
+
+
+def _alloc_spec(text: str) -> tuple[tuple[int, ...], torch.dtype]:
+    """``"(2, 3);7"`` -> ``((2, 3), torch.float32)``; anything else is refused."""
+    shape_text, sep, dtype_text = text.partition(";")
+    dims = [d.strip() for d in shape_text.strip().strip("()").split(",")]
+    dims = [d for d in dims if d]
+    if not sep or len(dims) > MAX_ALLOC_RANK or not all(d.isdigit() for d in dims) \
+            or not dtype_text.strip().isdigit():
+        raise UnsafeFileError(f"memory.alloc spec {text[:80]!r} is not '<shape>;<dtype>'")
+    try:
+        dtype = export_serialize._SERIALIZE_TO_TORCH_DTYPE[
+            schema.ScalarType(int(dtype_text))]
+    except (ValueError, KeyError) as e:
+        raise UnsafeFileError(f"memory.alloc spec {text[:80]!r}: unknown dtype") from e
+    return tuple(int(d) for d in dims), dtype
+
+
+def _deserialize_alloc(self: Any, serialized_node: schema.Node) -> None:
+    inputs = serialized_node.inputs
+    if not inputs or any(i.arg.type != "as_string" for i in inputs):
+        raise UnsafeFileError(f"memory.alloc node {serialized_node.name!r} has no specs")
+    specs = [_alloc_spec(i.arg.as_string) for i in inputs]
+    arg: Any = specs[0] if len(inputs) == 1 and inputs[0].name == "alloc_arg" else specs
+    node = self.graph.create_node("call_function", memory_alloc, (arg,), {}, "alloc")
+    outputs = serialized_node.outputs
+    if len(outputs) == 1 and outputs[0].type == "as_tensor":
+        self.sync_fx_node(outputs[0].as_tensor.name, node)
+    elif outputs:
+        self.deserialize_multiple_outputs(serialized_node, node)
+    node.meta.update(self.deserialize_metadata(serialized_node.metadata))
 
 
 def _delegate_outputs(self: Any, node: torch.fx.Node) -> list[schema.Argument]:
@@ -197,6 +252,8 @@ class _DeserializerHooks:
     def deserialize_operator(self: Any, serialized_target: str, *, base: dict) -> Any:
         if serialized_target.startswith(EDGE_PREFIX):
             return _edge_operator(serialized_target)
+        if serialized_target == ALLOC_TARGET:
+            return memory_alloc
         return base["deserialize_operator"](serialized_target)
 
     @staticmethod
@@ -212,6 +269,9 @@ class _DeserializerHooks:
             return
         if target is executorch_call_delegate:
             _deserialize_delegate(self, serialized_node)
+            return
+        if target is memory_alloc:
+            _deserialize_alloc(self, serialized_node)
             return
         base["deserialize_node"](serialized_node, target)
 

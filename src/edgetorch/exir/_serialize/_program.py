@@ -33,10 +33,11 @@ class PTEFile:
     named_data: NamedDataStoreOutput | None = None
 
 
-def deserialize_pte_binary(program_data: bytes) -> PTEFile:
+def deserialize_pte_binary(program_data: bytes, *, check_version: bool = True) -> PTEFile:
     """Parse a ``.pte`` file; segment data goes back into the program as ExecuTorch's
-    ``_restore_segments`` puts it (constants into ``constant_buffer``, delegate blobs inline)."""
-    args = PteFile.parse(program_data).to_serialize_args()
+    ``_restore_segments`` puts it (constants into ``constant_buffer``, delegate blobs inline).
+    ``check_version=False`` also reads other schema versions (see ``PteFile.parse``)."""
+    args = PteFile.parse(program_data, check_version=check_version).to_serialize_args()
     program: S.Program = args["program"]
     if args["constant_buffers"]:
         program.constant_buffer = [S.Buffer(bytes(b)) for b in args["constant_buffers"]]

@@ -55,13 +55,14 @@ def to_edge(
 
 
 def _with_etrecord(manager: EdgeProgramManager, programs: Any,
-                   edge: dict[str, ExportedProgram]) -> EdgeProgramManager:
+                   edge: dict[str, ExportedProgram],
+                   extra: dict[str, Any] | None = None) -> EdgeProgramManager:
     """Keep the edge-stage ETRecord on the manager (``to_executorch`` completes it). As in
     ExecuTorch, it records the Edge programs before partitioning: delegated nodes keep their
     debug handles there, so the Inspector can name what a delegate call ran."""
     from ...devtools.etrecord._etrecord import record_for  # devtools is optional at import
 
-    manager._etrecord = record_for(programs, edge)
+    manager._etrecord = record_for(programs, edge, extra)
     return manager
 
 
@@ -97,8 +98,12 @@ def to_edge_transform_and_lower(
     manager = EdgeProgramManager(edge, constant_methods,
                                  dataclasses.replace(config, _check_ir_validity=False))
     before_lowering = _etrecord_programs(edge) if generate_etrecord else {}
+    extra = {}
     if transform_passes is not None:
         manager = manager.transform(transform_passes)
+        if generate_etrecord:  # the graph after the user's passes, as ExecuTorch records it
+            extra["edge_after_transform"] = EdgeProgramManager(
+                _etrecord_programs(manager._edge_programs), None, manager.compile_config)
     for i in range(max((len(ps) for ps in by_method.values()), default=0)):
         manager = manager.to_backend(
             {name: ps[i] for name, ps in by_method.items() if i < len(ps)})
@@ -107,7 +112,8 @@ def to_edge_transform_and_lower(
         preserve.decompose_declined(ep, kept[name], _decomposition_table(config, []))
         preserve.check_consumed(name, ep, kept[name])
     result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
-    return _with_etrecord(result, programs, before_lowering) if generate_etrecord else result
+    return (_with_etrecord(result, programs, before_lowering, extra) if generate_etrecord
+            else result)
 
 
 def _transform(self: ExportedProgram, *passes: Any,
