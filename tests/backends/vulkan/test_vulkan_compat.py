@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from delegate_checks import params  # tests/support
-from vk_cases import eager, fp16_tolerance, lower, run
+from vk_cases import eager, fp16_tolerance, lower, run, successive_calls
 from vk_models import build
 
 from edgetorch.backends.vulkan.serialization.vulkan_graph_schema import VkStorageType
@@ -29,6 +29,7 @@ CASES = [
     ("mlp", {}, "dyn8"),
     ("accumulator", {}, None),  # a mutable buffer the delegate takes over
     ("accumulator", {"alias_buffer_mutations": True}, None),
+    ("rolling_cache", {"alias_buffer_mutations": True}, None),  # a KV-cache-like window
 ]
 IDS = [f"{m}-{'-'.join(map(str, o.items())) or 'default'}-{q or 'fp'}" for m, o, q in CASES]
 # The larger models run with ``-m slow`` (``make test-vulkan-coreml-slow``): each costs ExecuTorch a minute.
@@ -85,3 +86,15 @@ def test_executorch_refuses_its_own_buffer_mutation_output_and_so_do_we(submitte
     m, inputs = build("accumulator")
     with pytest.raises(InvalidArgumentError, match="1 inputs and 2 outputs"):
         run(submitted.get("accumulator").read_bytes(), inputs)
+
+
+@pytest.mark.parametrize("model", ["accumulator", "rolling_cache"])
+def test_executorch_aliased_buffer_pte_keeps_its_state_in_edgetorch(model, submitted):
+    """ExecuTorch's file with ``alias_buffer_mutations``: successive calls in edgetorch's
+    runtime follow eager PyTorch doing the same calls."""
+    m, inputs = build(model)
+    pte = submitted.get(model, {"alias_buffer_mutations": True}).read_bytes()
+    pairs, (handle,) = successive_calls(pte, m, inputs)
+    for got, want in pairs:
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+    assert len(handle.state_ids) == 1

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 from delegate_checks import params  # tests/support
-from vk_cases import eager, fp16_tolerance, lower, quantize, run
+from vk_cases import eager, fp16_tolerance, lower, quantize, run, successive_calls
+from vk_models import build
 
 from edgetorch.backends.vulkan.runtime import VulkanBackend
 from edgetorch.backends.vulkan.serialization import vulkan_graph_schema as vk
 from edgetorch.backends.vulkan.serialization.vulkan_graph_serialize import serialize_vulkan_graph
-from edgetorch.errors import OperatorMissingError
+from edgetorch.errors import FormatError, OperatorMissingError
 from edgetorch.examples import EXAMPLES
 
 pytestmark = pytest.mark.torch
@@ -28,7 +29,8 @@ def test_fp32_delegate_matches_eager(name):
     outs, handles = run(lower(model, inputs), inputs)
     for got, want in zip(outs, eager(model, inputs)):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
-    assert handles and all(sum(h.operators_run.values()) == len(h.calls) for h in handles)
+    assert handles and all(sum(h.operators_run.values()) == len(h.prepacks) + len(h.calls)
+                           for h in handles)
 
 
 def test_fp16_delegate_rounds_every_result_within_its_bound():
@@ -73,3 +75,30 @@ def test_the_report_names_what_ran():
     _, (handle, *_) = run(lower(model, inputs), inputs)
     report = handle.report()
     assert "aten.linear.default x3" in report and report.startswith("VulkanBackend")
+
+
+@pytest.mark.parametrize("name", ["accumulator", "rolling_cache"])
+def test_an_aliased_mutable_buffer_keeps_its_state_across_calls(name):
+    """``alias_buffer_mutations``: the delegate owns the buffer and writes its new value into
+    it, as ExecuTorch's Vulkan runtime does on the GPU; successive calls see the last state
+    (eager PyTorch doing the same calls), and a newly loaded method starts from the initial."""
+    model, inputs = build(name)
+    pte = lower(model, inputs, {"alias_buffer_mutations": True})
+    pairs, (handle,) = successive_calls(pte, model, inputs)
+    for got, want in pairs:
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+    assert not np.allclose(pairs[0][0], pairs[1][0])  # the state did change the output
+    assert handle.operators_run["et_vk.prepack.default"] == len(handle.prepacks)  # once
+    assert len(handle.state_ids) == 1 and "1 mutable state tensors" in handle.report()
+    again, _ = successive_calls(pte, model, inputs, calls=1)
+    np.testing.assert_array_equal(again[0][0], pairs[0][0])
+
+
+def test_an_operator_writing_a_constant_is_refused_at_load():
+    t = vk.VkTensor(vk.VkDataType.FLOAT32, [2], -1, -1)
+    const = vk.VkTensor(vk.VkDataType.FLOAT32, [2], 0, -1)
+    graph = vk.VkGraph(chain=[vk.OperatorCall(0, "aten.abs.default", [0, 1])],
+                       values=[vk.VkValue(t), vk.VkValue(const)], input_ids=[0], output_ids=[1])
+    blob = serialize_vulkan_graph(graph, [np.zeros(2, np.float32)], [])
+    with pytest.raises(FormatError, match="writes constant value 1"):
+        VulkanBackend().init(memoryview(blob), {})

@@ -3,6 +3,9 @@ and the tolerances they compare with."""
 
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 import torch
 from delegate_checks import eager, fp16_tolerance, run  # noqa: F401 (tests/support)
 
@@ -34,3 +37,21 @@ def lower(model: torch.nn.Module, inputs: tuple, options: dict | None = None,
     ep = quantize(model, inputs, quant) if quant else torch.export.export(model, inputs)
     return to_edge_transform_and_lower(
         ep, partitioner=[VulkanPartitioner(options)]).to_executorch().buffer
+
+
+def successive_calls(pte: bytes, model: torch.nn.Module, inputs: tuple, calls: int = 4):
+    """``(got, want)`` per call for ``calls`` successive ``forward`` calls of one loaded method
+    and of a fresh copy of the eager model (both start from the buffers' initial values), on
+    the example inputs scaled by 1, 2, ...; and the delegates' handles."""
+    from edgetorch.runtime import Runtime
+
+    method = Runtime.get().load_program(pte).load_method("forward")
+    eager_model = copy.deepcopy(model)
+    pairs = []
+    for k in range(1, calls + 1):
+        args = tuple(t * k for t in inputs)
+        (got,) = method.execute([t.numpy() for t in args])
+        with torch.no_grad():
+            want = eager_model(*args).numpy()
+        pairs.append((np.asarray(got).copy(), want))
+    return pairs, [h for _, h in method._delegate_handles]

@@ -12,6 +12,12 @@ textures round (the GPU's own fp16 arithmetic inside a shader may round more oft
 agree within fp16 tolerance, not bit for bit). Inputs and outputs are converted between
 the program's tensors and the delegate's (int64 <-> int32 when 64-bit types are downcast,
 float32 <-> float16). ``handle.operators_run`` counts what ran; ``handle.report()`` says it.
+
+State lives in the delegate as it does on the GPU: ``et_vk.prepack`` calls run once, at load
+(ExecuTorch's ``ComputeGraph::prepack``), not per call, and a mutable buffer the delegate took
+over (``alias_buffer_mutations``: the buffer's new value is written into its prepacked value)
+keeps what the last ``execute`` wrote until the delegate is destroyed. Values computed per call
+start empty every call.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ..serialization.vulkan_graph_serialize import deserialize_vulkan_graph
 from . import ops
 
 BACKEND_ID = "VulkanBackend"
+PREPACK = "et_vk.prepack.default"
 
 DTYPES: dict[vk.VkDataType, np.dtype] = {
     vk.VkDataType.BOOL: np.dtype(np.bool_), vk.VkDataType.UINT8: np.dtype(np.uint8),
@@ -63,19 +70,25 @@ class _Call:
 
 @dataclass
 class VulkanDelegate:
-    """A loaded delegate: the graph, its values (constants and scalars filled in), the calls."""
+    """A loaded delegate: the graph, its values (constants, scalars and prepacked tensors
+    filled in), the calls each ``execute`` runs, the prepack calls that ran at load, and the
+    ids of the values an ``execute`` writes back into ``values`` (mutable state)."""
 
     graph: vk.VkGraph
     values: list[Any]
     calls: list[_Call]
     fp16: bool
+    prepacks: list[_Call] = field(default_factory=list)
+    state_ids: list[int] = field(default_factory=list)
     operators_run: Counter = field(default_factory=Counter)
 
     def report(self) -> str:
         ran = ", ".join(f"{n} x{c}" for n, c in sorted(self.operators_run.items()))
         precision = "float16 storage, float32 arithmetic" if self.fp16 else "float32"
-        return (f"VulkanBackend (NumPy interpreter, {precision}): {len(self.calls)} operator "
-                f"calls, {len(self.graph.values)} values; ran {ran or 'nothing yet'}")
+        state = f", {len(self.state_ids)} mutable state tensors" if self.state_ids else ""
+        return (f"VulkanBackend (NumPy interpreter, {precision}): {len(self.prepacks)} prepack "
+                f"and {len(self.calls)} operator calls, {len(self.graph.values)} values{state}; "
+                f"ran {ran or 'nothing yet'}")
 
 
 class VulkanBackend:
@@ -107,7 +120,30 @@ class VulkanBackend:
             if not 0 <= i < n:
                 raise FormatError(f"VulkanBackend: graph input/output id {i} is outside the "
                                   f"graph's {n} values. Re-export the model.")
-        return VulkanDelegate(graph, values, calls, fp16)
+        handle = VulkanDelegate(graph, values, [c for c in calls if c.name != PREPACK], fp16,
+                                [c for c in calls if c.name == PREPACK])
+        for call in handle.prepacks:
+            self._run(handle, call, handle.values)
+            handle.operators_run[call.name] += 1
+        handle.state_ids = self._state_ids(handle)
+        return handle
+
+    @staticmethod
+    def _state_ids(handle: VulkanDelegate) -> list[int]:
+        """The values an ``execute`` writes that outlive it: prepacked tensors (an aliased
+        mutable buffer). Writing into a constant itself is refused: the GPU cannot either."""
+        prepacked = {vid for c in handle.prepacks for vid in c.outs}
+        state = []
+        for call in handle.calls:
+            for vid in call.outs:
+                t = handle.graph.values[vid].value
+                if isinstance(t, vk.VkTensor) and t.constant_id >= 0:
+                    raise FormatError(f"VulkanBackend: operator {call.name} (call "
+                                      f"{call.node_id}) writes constant value {vid}. Re-export "
+                                      "the model.")
+                if vid in prepacked and vid not in state:
+                    state.append(vid)
+        return state
 
     @staticmethod
     def _tensor_ids(graph: vk.VkGraph, out: int) -> list[int]:
@@ -173,6 +209,8 @@ class VulkanBackend:
             self._run(handle, call, slots)
             event_tracer_end_profiling_delegate(tracer, token)
             handle.operators_run[call.name] += 1
+        for vid in handle.state_ids:  # after the last call: a failed call changes no state
+            handle.values[vid] = slots[vid]
         for vid, arg in zip(g.output_ids, args[len(g.input_ids):]):
             self._stage_out(slots[vid], values, arg, context)
 
