@@ -9,6 +9,8 @@ ML programs converted with ``compute_precision=FLOAT16`` (ExecuTorch's default) 
 inputs to fp16 and declare fp16 results, so each operation reads fp16 values, computes in
 float32 and rounds its result to fp16 as the program declares it (the Neural Engine or GPU
 may round inside an operation too: results agree within fp16 tolerance, not bit for bit).
+Compressed weights (``constexpr_*`` operations: palettized, quantized, pruned) are
+decompressed once, at load, as Core ML does, into constants of the declared dtype.
 ``handle.operators_run`` counts what ran; ``handle.report()`` says it.
 """
 
@@ -23,7 +25,7 @@ import numpy as np
 from .....errors import InvalidArgumentError, KernelError, OperatorMissingError, near_matches
 from .....runtime.backends import BackendExecutionContext, BackendInitContext
 from .mil_ops import MIL_OPS, NP_DTYPES
-from .program import MLProgram, immediate_binding, load
+from .program import Binding, MLProgram, load
 
 BACKEND_ID = "CoreMLBackend"
 _F16 = np.dtype(np.float16)
@@ -33,7 +35,7 @@ _F16 = np.dtype(np.float16)
 class _Step:
     type: str
     fn: Any
-    inputs: dict[str, list]  # argument -> bindings: a value name (str) or ("value", v)
+    inputs: dict[str, list[Binding]]  # argument -> a value's name, or ("value", v)
     outputs: list[tuple[str, np.dtype | None]]
 
 
@@ -74,11 +76,26 @@ class CoreMLBackend:
                     f"runtime cannot run.{near} Keep that operator out of the Core ML delegate "
                     "(CoreMLPartitioner(skip_ops_for_coreml_delegation=[...])), or add it to "
                     "edgetorch.backends.apple.coreml.runtime.mil_ops.")
-            inputs = {k: [b["name"] if "name" in b else ("value", immediate_binding(b))
-                          for b in bindings] for k, bindings in op.inputs.items()}
-            steps.append(_Step(op.type, fn, inputs,
+            steps.append(_Step(op.type, fn, op.inputs,
                                [(name, _np_dtype(dt)) for name, dt in op.outputs]))
-        return CoreMLDelegate(program, steps)
+        handle = CoreMLDelegate(program, steps)
+        self._decompress_weights(handle)
+        return handle
+
+    def _decompress_weights(self, handle: CoreMLDelegate) -> None:
+        """Run the ``constexpr_*`` steps whose inputs are constants (in program order, so a
+        chain of them folds too) into the constants; the other steps stay."""
+        consts = handle.program.constants
+        kept = []
+        for step in handle.steps:
+            if step.type.startswith("constexpr_") and all(
+                    isinstance(b, tuple) or b in consts
+                    for bindings in step.inputs.values() for b in bindings):
+                self._run(step, consts)
+                handle.operators_run[step.type] += 1
+            else:
+                kept.append(step)
+        handle.steps = kept
 
     def execute(self, handle: CoreMLDelegate, values: list[Any], args: list[int],
                 context: BackendExecutionContext | None = None) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .....errors import KernelError
+from .....errors import FormatError, KernelError
 from .....kernels import KERNELS
 
 MilOp = Callable[..., Any]
@@ -35,6 +35,20 @@ def mil_op(*names: str) -> Callable[[MilOp], MilOp]:
             MIL_OPS[name] = fn
         return fn
     return deco
+
+
+def unpack_bits(raw: bytes | np.ndarray, bits: int, signed: bool, count: int) -> np.ndarray:
+    """``count`` ``bits``-bit integers packed low bits first (Core ML's sub-byte storage)."""
+    b = np.frombuffer(bytes(raw), np.uint8)
+    if b.size * 8 < count * bits:
+        raise FormatError(f"Core ML: {b.size} bytes hold fewer than {count} {bits}-bit values")
+    if bits == 8:
+        return b[:count].view(np.int8) if signed else b[:count].copy()
+    vals = np.unpackbits(b, bitorder="little")[:count * bits].reshape(count, bits)
+    ints = (vals.astype(np.int16) << np.arange(bits, dtype=np.int16)).sum(axis=1)
+    if signed:
+        ints = np.where(ints >= 1 << (bits - 1), ints - (1 << bits), ints)
+    return ints.astype(np.int8 if signed else np.uint8)
 
 
 def _f32(x: Any) -> np.ndarray:
@@ -564,16 +578,96 @@ def _constexpr_affine_dequantize(quantized_data, zero_point, scale, axis):
 def _constexpr_blockwise_shift_scale(data, scale, offset=None):
     d = np.asarray(data).astype(np.float32)
     s = np.asarray(scale, np.float32)
-    reps = [d.shape[i] // s.shape[i] for i in range(d.ndim)]
+    reps = _block_sizes(d.shape, s.shape)
     if offset is not None:
         d = d - _expand_blocks(np.asarray(offset, np.float32), reps)
     return d * _expand_blocks(s, reps)
+
+
+def _block_sizes(shape: tuple, blocks: tuple) -> list[int]:
+    """How many elements of ``shape`` each entry of a per-block tensor covers, per axis."""
+    if len(shape) != len(blocks) or any(b <= 0 or n % b for n, b in zip(shape, blocks)):
+        raise ValueError(f"per-block shape {list(blocks)} does not tile {list(shape)}")
+    return [n // b for n, b in zip(shape, blocks)]
 
 
 def _expand_blocks(a: np.ndarray, reps: list[int]) -> np.ndarray:
     for axis, r in enumerate(reps):
         a = np.repeat(a, r, axis=axis)
     return a
+
+
+@mil_op("constexpr_cast")
+def _constexpr_cast(source_val, output_dtype):
+    return _cast(source_val, output_dtype)
+
+
+@mil_op("constexpr_lut_to_dense")
+def _constexpr_lut_to_dense(indices, lut, shape=None, vector_axis=None):
+    """Palettized weights: each index picks an entry of its look-up table. iOS 16 form
+    (``shape`` given): one table, indices packed ``log2(len(lut))`` bits each, low bits first.
+    iOS 18 form: indices already unpacked in the output's shape, ``lut`` of shape
+    ``blocks + [palettes, vector]`` (one table per block of indices; a vector of ``vector``
+    values per entry, laid out along ``vector_axis``)."""
+    lut = np.asarray(lut)
+    if shape is not None:
+        dims = _ints(shape)
+        bits = int(lut.size).bit_length() - 1
+        if lut.ndim != 1 or lut.size != 1 << bits or not 1 <= bits <= 8:
+            raise ValueError(f"an iOS 16 look-up table has 2, 4, 16, 64 or 256 entries, not "
+                             f"{lut.shape}")
+        count = math.prod(dims)
+        return lut[unpack_bits(np.asarray(indices, np.uint8), bits, False, count)].reshape(dims)
+    idx = np.asarray(indices).astype(np.intp)
+    if lut.ndim != idx.ndim + 2:
+        raise ValueError(f"a look-up table of rank {lut.ndim} for indices of rank {idx.ndim} "
+                         "(it needs two more dimensions)")
+    reps = _block_sizes(idx.shape, lut.shape[:idx.ndim])
+    blocks = np.ix_(*[np.arange(n) // r for n, r in zip(idx.shape, reps)])
+    picked = lut[(*blocks, idx)]  # indices' shape + [vector]
+    if lut.shape[-1] == 1:
+        return picked[..., 0]
+    axis = _axis(vector_axis, idx.ndim)
+    out_shape = list(idx.shape)
+    out_shape[axis] *= lut.shape[-1]
+    return np.moveaxis(picked, -1, axis + 1).reshape(out_shape)
+
+
+@mil_op("constexpr_sparse_to_dense")
+def _constexpr_sparse_to_dense(nonzero_data, mask, shape=None):
+    """Pruned weights: zeros except where the mask is set, filled in order from
+    ``nonzero_data``. iOS 16: the mask is bytes of bits (low first) and ``shape`` is given;
+    iOS 18: the mask is a uint1 tensor of the output's shape."""
+    data = np.asarray(nonzero_data)
+    if shape is not None:
+        dims = _ints(shape)
+        set_bits = unpack_bits(np.asarray(mask, np.uint8), 1, False, math.prod(dims))
+        set_bits = set_bits.reshape(dims)
+    else:
+        set_bits = np.asarray(mask)
+    out = np.zeros(set_bits.shape, data.dtype)
+    out[set_bits != 0] = data  # a count mismatch raises ValueError
+    return out
+
+
+@mil_op("constexpr_lut_to_sparse")
+def _constexpr_lut_to_sparse(indices_mask, indices_nonzero_data, lut, vector_axis=None):
+    """Palettized and pruned: (the output's mask, its non-zero values in order)."""
+    indices = _constexpr_sparse_to_dense(indices_nonzero_data, indices_mask)
+    dense = _constexpr_lut_to_dense(indices, lut, vector_axis=vector_axis)
+    mask = np.asarray(indices_mask)
+    if vector_axis is not None and np.asarray(lut).shape[-1] > 1:
+        mask = np.repeat(mask, np.asarray(lut).shape[-1], axis=_axis(vector_axis, mask.ndim))
+    return mask, dense[mask != 0]
+
+
+@mil_op("constexpr_sparse_blockwise_shift_scale")
+def _constexpr_sparse_blockwise_shift_scale(data_mask, nonzero_data, scale, offset=None):
+    """Quantized and pruned: (the mask, the dequantized non-zero values in order)."""
+    mask = np.asarray(data_mask)
+    dense = _constexpr_blockwise_shift_scale(_constexpr_sparse_to_dense(nonzero_data, mask),
+                                             scale, offset)
+    return mask, dense[mask != 0]
 
 
 @mil_op("dequantize")

@@ -19,7 +19,7 @@ import numpy as np
 from .....errors import FormatError
 from ..inmemoryfs import Directory, unflatten
 from . import mlmodel_schema as S
-from .mil_ops import NP_DTYPES
+from .mil_ops import NP_DTYPES, unpack_bits
 from .protobuf import decode
 
 _HINT = "Re-export the model."
@@ -28,10 +28,13 @@ _SUB_BYTE = {"int4": (4, True), "uint4": (4, False), "uint2": (2, False), "uint1
 BLOB_SENTINEL = 0xDEADBEEF
 
 
+Binding = str | tuple[str, Any]  # a value's name, or ("value", the value itself)
+
+
 @dataclass
 class Operation:
     type: str
-    inputs: dict[str, list[dict]]  # argument name -> bindings ({"name": ...} or {"value": ...})
+    inputs: dict[str, list[Binding]]  # argument name -> its bindings
     outputs: list[tuple[str, str | None]]  # (name, MIL dtype) per output
 
 
@@ -61,17 +64,6 @@ def _tensor_type(vt: dict | None) -> tuple[str | None, list[int] | None]:
             return dtype, None  # a symbolic dimension
         dims.append(int(d["constant"].get("size", 0)))
     return dtype, dims
-
-
-def _unpack_bits(raw: bytes, bits: int, signed: bool, count: int) -> np.ndarray:
-    b = np.frombuffer(raw, np.uint8)
-    vals = np.unpackbits(b, bitorder="little").reshape(-1, bits) if bits != 8 else None
-    if vals is None or vals.shape[0] < count:
-        raise FormatError(f"Core ML: {len(raw)} bytes hold fewer than {count} {bits}-bit values")
-    ints = (vals[:count] * (1 << np.arange(bits))).sum(axis=1).astype(np.int16)
-    if signed:
-        ints = np.where(ints >= 1 << (bits - 1), ints - (1 << bits), ints)
-    return ints.astype(np.int8 if signed else np.uint8)
 
 
 def _count(dims: list[int]) -> int:
@@ -106,7 +98,7 @@ class _Weights:
         raw = bytes(data[start:start + size])
         count = _count(dims)
         if dtype in _SUB_BYTE:
-            return _unpack_bits(raw, *_SUB_BYTE[dtype], count).reshape(dims)
+            return unpack_bits(raw, *_SUB_BYTE[dtype], count).reshape(dims)
         np_dtype = np.dtype(NP_DTYPES[dtype])
         if size < count * np_dtype.itemsize:
             raise FormatError(f"Core ML: blob at {offset} has {size} bytes, a {dtype}{dims} "
@@ -126,7 +118,7 @@ def _immediate(value: dict, dtype: str | None, dims: list[int] | None, where: st
     if "bytes" in t:
         raw = bytes(t["bytes"].get("values", b""))
         if dtype in _SUB_BYTE:
-            arr = _unpack_bits(raw, *_SUB_BYTE[dtype], _count(dims or []))
+            arr = unpack_bits(raw, *_SUB_BYTE[dtype], _count(dims or []))
         else:
             arr = np.frombuffer(raw, np.dtype(NP_DTYPES[dtype or "uint8"]))
     else:
@@ -215,10 +207,27 @@ def load(blob: bytes | memoryview) -> MLProgram:
         if op.get("blocks"):
             raise FormatError(f"Core ML: operation {op.get('type')!r} has nested blocks "
                               "(control flow), which this interpreter does not run.")
-        args = {k: list(a.get("arguments", [])) for k, a in op.get("inputs", {}).items()}
-        prog.operations.append(Operation(op.get("type", ""), args, outs))
+        prog.operations.append(Operation(op.get("type", ""), _arguments(op, weights), outs))
     return prog
 
 
-def immediate_binding(binding: dict) -> Any:
-    return _value(binding["value"], None, "an operation argument")
+def _arguments(op: dict, weights: _Weights) -> dict[str, list[Binding]]:
+    """An operation's arguments: named values, or values given in place (immediate or in
+    ``weight.bin``). Before iOS 18 a ``constexpr_*`` operation's arguments are attributes."""
+    where = f"operation {op.get('type')!r}"
+    args: dict[str, list[Binding]] = {}
+    for k, a in op.get("inputs", {}).items():
+        bindings: list[Binding] = []
+        for b in a.get("arguments", []):
+            if "name" in b:
+                bindings.append(b["name"])
+            elif "value" in b:
+                bindings.append(("value", _value(b["value"], weights, f"{where}'s {k}")))
+            else:
+                raise FormatError(f"Core ML: {where}'s argument {k!r} names no value. {_HINT}")
+        args[k] = bindings
+    if str(op.get("type", "")).startswith("constexpr_"):
+        for k, v in op.get("attributes", {}).items():
+            if k != "name":
+                args[k] = [("value", _value(v, weights, f"{where}'s {k}"))]
+    return args
