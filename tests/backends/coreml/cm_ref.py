@@ -7,8 +7,10 @@ with coremltools 9.0).
 ``export`` lowers a built-in example (``edgetorch.examples``, the only edgetorch import) with
 ExecuTorch's ``CoreMLPartitioner(compile_specs=CoreMLBackend.generate_compile_specs(**specs))``
 (``specs``: ``compute_unit`` / ``compute_precision`` / ``model_type`` by name,
-``minimum_deployment_target`` by ``ct.target`` name) and writes OUT.pte; ``--quantize``
-runs ``CoreMLQuantizer`` (8-bit symmetric weights and activations) first.
+``minimum_deployment_target`` by ``ct.target`` name) and writes OUT.pte; ``--quantize NAME``
+runs ExecuTorch's ``CoreMLQuantizer`` first (``cm_quant.CONFIGS[NAME]``, calibrated on the
+example's inputs) and writes the converted graph's quantize/dequantize parameters to
+OUT.pte.qdq.json.
 ``unflatten`` writes a delegate blob's files with ExecuTorch's own ``executorchcoreml``.
 """
 
@@ -22,6 +24,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cm_quant import CONFIGS, qdq_params, quantize  # noqa: E402
 
 from edgetorch.examples import EXAMPLES  # noqa: E402
 
@@ -50,20 +55,11 @@ def export(args: argparse.Namespace) -> None:
     model, inputs = EXAMPLES[args.model].build()
     exported = torch.export.export(model, inputs)
     if args.quantize:
-        from coremltools.optimize.torch.quantization.quantization_config import (
-            LinearQuantizerConfig,
-            QuantizationScheme,
-        )
         from executorch.backends.apple.coreml.quantizer import CoreMLQuantizer
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-        config = LinearQuantizerConfig.from_dict({"global_config": {
-            "quantization_scheme": QuantizationScheme.symmetric,
-            "activation_dtype": torch.quint8, "weight_dtype": torch.qint8,
-            "weight_per_channel": True}})
-        prepared = prepare_pt2e(exported.module(), CoreMLQuantizer(config))
-        prepared(*inputs)
-        exported = torch.export.export(convert_pt2e(prepared), inputs)
+        converted = quantize(model, inputs, CoreMLQuantizer, args.quantize)
+        Path(args.out + ".qdq.json").write_text(json.dumps(qdq_params(converted)))
+        exported = torch.export.export(converted, inputs)
     lowered = to_edge_transform_and_lower(
         exported, partitioner=[CoreMLPartitioner(compile_specs=compile_specs(args.specs))])
     Path(args.out).write_bytes(lowered.to_executorch().buffer)
@@ -83,7 +79,7 @@ def main() -> int:
     p.add_argument("model", choices=sorted(EXAMPLES))
     p.add_argument("out")
     p.add_argument("--specs", default="{}")
-    p.add_argument("--quantize", action="store_true")
+    p.add_argument("--quantize", choices=sorted(CONFIGS))
     p.set_defaults(func=export)
     p = sub.add_parser("unflatten")
     p.add_argument("blob")

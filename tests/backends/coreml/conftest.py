@@ -16,10 +16,10 @@ sys.path.insert(0, str(HERE))
 
 @pytest.fixture(scope="session")
 def coreml_ref(tmp_path_factory):
-    """``get(model, specs)``: ExecuTorch's ``.pte`` (``cm_ref.py``)."""
+    """``get(model, specs, quantize)``: ExecuTorch's ``.pte`` (``cm_ref.py``)."""
     if not ref_available():
         pytest.skip("reference ExecuTorch env not available")
     exports = RefExports(tmp_path_factory.mktemp("coreml-ref"), HERE / "cm_ref.py",
-                         ("--specs",))
+                         ("--specs", "--quantize"))
     yield exports
     exports.pool.shutdown(wait=True)

@@ -1,0 +1,3 @@
+from .coreml_quantizer import CoreMLQuantizer
+
+__all__ = ["CoreMLQuantizer"]
