@@ -18,6 +18,17 @@ from edgetorch.schema.pte import PteFile, serialize_pte
 pytestmark = pytest.mark.compat
 
 
+@pytest.fixture(autouse=True)
+def _no_graphs_compiled_in_this_process(monkeypatch):
+    """The runtime runs a delegate this process compiled from the graph it kept in memory
+    (``ethosu.compiled``), which needs no path: an earlier test in the same worker that compiled
+    the same blob would hide what these tests check, so they start without any."""
+    from edgetorch.backends.arm.ethosu import compiled
+
+    monkeypatch.setattr(compiled, "COMPILED", {})
+    monkeypatch.setattr(sim, "COMPILED", {})
+
+
 def _with_specs(pte: bytes, **specs: bytes) -> bytes:
     parsed = PteFile.parse(pte)
     args = parsed.to_serialize_args()
