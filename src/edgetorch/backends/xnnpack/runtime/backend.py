@@ -212,10 +212,19 @@ def compile_blob(blob: XnnpackBlob, named_data: NamedData | None = None,
             graph.fusions = found
             _ran(opts, FUSE_CHAINS, len(found), where)
     if graph.plan_after:
-        if plan_at_load and v.nbytes <= planning.PLAN_AT_LOAD_MAX_BYTES:
+        if plan_at_load and v.nbytes <= planning.PLAN_AT_LOAD_MAX_BYTES \
+                and _value_bytes(graph) <= planning.PLAN_AT_LOAD_MAX_VALUE_BYTES:
             _plan_at_load(graph)
         _ran(opts, PLAN, len(nodes), where)
     return graph
+
+
+def _value_bytes(g: CompiledGraph) -> int:
+    """An upper bound of the bytes the graph's values take at their declared sizes (8 per
+    element): a file's sizes are not allocated at load beyond a bound (a corrupt dimension
+    would ask for gigabytes there; a call reports it as a typed error instead)."""
+    dims = g.dims.values() if isinstance(g.dims, dict) else g.dims
+    return sum(8 * math.prod(int(x) for x in d) for d in dims if d is not None)
 
 
 def _plan_at_load(g: CompiledGraph) -> None:

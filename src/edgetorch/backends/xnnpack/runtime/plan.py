@@ -52,6 +52,8 @@ MAX_PLANS = 8  # input-shape signatures planned per graph; others run the refere
 # (MiniLM's 19 delegates, 86 MB: ~100 ms more CPU on a 30 ms load); they are planned at the
 # second call of a shape, as other shapes are.
 PLAN_AT_LOAD_MAX_BYTES = 1 << 20
+# ... and whose values at their declared sizes take at most this many bytes (8 per element)
+PLAN_AT_LOAD_MAX_VALUE_BYTES = 64 << 20
 BROADCAST_MAX_BYTES = 1 << 16  # constants expanded to an output of at most this size
 
 _BROADCASTING = frozenset(_BINARY.values())

@@ -16,7 +16,6 @@ same patterns, specs and observers, so the same quantize/dequantize parameters.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from collections.abc import Iterator
@@ -88,8 +87,8 @@ def _load_coremltools_quantizer() -> types.ModuleType:
     if f"{_CT}._coreml_quantizer" in sys.modules:
         return sys.modules[f"{_CT}._coreml_quantizer"]
     with _moved_modules():
-        annotation_config = importlib.import_module(f"{_CT}._annotation_config")
-        module = importlib.import_module(f"{_CT}._coreml_quantizer")
+        import coremltools.optimize.torch.quantization._annotation_config as annotation_config
+        import coremltools.optimize.torch.quantization._coreml_quantizer as module
     annotation_config._aoquant = _pt2e  # its FakeQuantize.with_args(...): torchao's
     annotation_config._ObserverType = _TorchaoObservers
     return module
