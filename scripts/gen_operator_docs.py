@@ -47,6 +47,10 @@ def key_argument(name: str) -> str:
     import torch  # the schema is torch's; only this documentation step needs it
 
     ns, rest = name.split("::")
+    if ns == "cortex_m":  # defined on first use: the page must not depend on what ran before
+        from edgetorch.backends.cortex_m.ops.operators import define_ops
+
+        define_ops()
     op_name, _, overload = rest.partition(".")
     try:
         schema = getattr(getattr(getattr(torch.ops, ns), op_name), overload or "default")._schema
