@@ -72,7 +72,9 @@ def test_our_pte_u85(tmp_path, model, target):
 @pytest.mark.parametrize("model", MODELS)
 def test_executorch_pte_u85(ref_arm, model, target):
     out = ref_arm(model, target)
-    assert _check_pte((out / "model.pte").read_bytes(), load_npz(out / "inputs.npz"), seed=9) == 1
+    # its TOSA graphs from the folder ExecuTorch wrote them to, named (as in test_models)
+    assert _check_pte((out / "model.pte").read_bytes(), load_npz(out / "inputs.npz"), seed=9,
+                      intermediates=str(out / "inter")) == 1
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
