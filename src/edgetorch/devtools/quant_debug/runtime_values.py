@@ -6,11 +6,16 @@ handle comes from the program's ``debug_handle_map``. Delegates log their inner 
 the tracer asks (``RecordingEventTracer(..., delegate_intermediate_outputs=True)``): XNNPACK
 one per node, raw (int8, channels-last), which :class:`XnnpackValues` turns back into float
 values in the layout of the Edge graph, using the blob's own quantization parameters and
-transposes. Backends registered in :data:`DELEGATE_READERS` do the same for theirs.
+transposes. The Arm delegates (TOSA, Ethos-U, VGF) run their TOSA graph in tosa-tools'
+simulation, which logs every TOSA operator's output by tensor name (``arm.runtime.tosa_sim``);
+:class:`TosaValues` maps those tensors back to the Edge nodes (``arm.tosa.value_map``) and
+dequantizes them with each node's output quantizer. Backends registered in
+:data:`DELEGATE_READERS` do the same for theirs.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,11 +27,13 @@ from ...runtime import Runtime
 from ...runtime.event_tracer import DebugEvent, RecordingEventTracer
 from .layers import fused_activations, program_nodes
 
+log = logging.getLogger(__name__)
+
 DEFAULT_DEBUG_BUFFER = 1 << 28  # 256 MiB: every logged value of one execute must fit
 _NODE = re.compile(r"#(\d+)$")
 
-# backend id -> reader(lowered_module) -> decode(name, raw) -> (handle, float value) | None
-DelegateReader = Callable[[str, np.ndarray], "tuple[int, np.ndarray] | None"]
+# backend id -> reader(lowered_module) -> decode(name, raw) -> [(handle, float value)...]
+DelegateReader = Callable[[str, np.ndarray], "list[tuple[int, np.ndarray]]"]
 DELEGATE_READERS: dict[str, Callable[[Any], DelegateReader]] = {}
 
 
@@ -88,21 +95,21 @@ class XnnpackValues:
                     dynamic = True  # per-token / per-channel values: no fixed scale to read
             self.nodes.append((int(node.debug_handle), perm, qp, dynamic))
 
-    def __call__(self, name: str, raw: np.ndarray) -> tuple[int, np.ndarray] | None:
+    def __call__(self, name: str, raw: np.ndarray) -> list[tuple[int, np.ndarray]]:
         m = _NODE.search(name or "")
         if m is None or int(m.group(1)) >= len(self.nodes):
-            return None
+            return []
         handle, perm, qp, dynamic = self.nodes[int(m.group(1))]
         if dynamic or not isinstance(raw, np.ndarray) or not perm:
-            return None
+            return []
         value = raw.astype(np.float32)
         if qp is not None:
             value = (value - np.float32(qp[1])) * np.float32(qp[0])
         elif not np.issubdtype(raw.dtype, np.floating):
-            return None
+            return []
         if value.ndim == len(perm) and perm != tuple(range(len(perm))):
             value = value.transpose(np.argsort(perm))
-        return handle, value
+        return [(handle, value)]
 
 
 @delegate_reader("XnnpackBackend")
@@ -113,6 +120,63 @@ def _xnnpack(lowered: Any) -> DelegateReader:
         if isinstance(handle, int) and "permute" in str(node.target) and hasattr(val, "shape"):
             permutes[handle] = tuple(int(d) for d in val.shape)
     return XnnpackValues(lowered.processed_bytes, permutes)
+
+
+class TosaValues:
+    """Per TOSA tensor of an Arm delegate: the Edge nodes whose quantized value it holds,
+    read back as float tensors in torch's layout (see ``arm.tosa.value_map``).
+
+    The map comes from lowering the delegate's partition again; when the TOSA graph this
+    process compiled for it is known (``reference``), the two graphs must be equal, else no
+    value is read (a map of another graph would put values on the wrong layers)."""
+
+    def __init__(self, lowered: Any, reference: bytes | None) -> None:
+        from ...backends.arm.tosa.specification import TosaSpecification
+        from ...backends.arm.tosa.value_map import tosa_value_map
+
+        self.by_tensor: dict[str, list[tuple[int, Any]]] = {}
+        spec = next((bytes(c.value).decode("utf-8", "replace") for c in lowered.compile_specs
+                     if c.key == "tosa_spec"), None)
+        if spec is None:
+            log.warning("%s delegate without a tosa_spec compile spec: no per-operator values",
+                        lowered.backend_id)
+            return
+        ep = lowered.original_module
+        tosa, found = tosa_value_map(ep, TosaSpecification.create_from_string(spec))
+        if reference is not None and tosa != bytes(reference):
+            log.warning("%s delegate: lowering its partition again gives another TOSA graph "
+                        "than the one it runs; no per-operator values", lowered.backend_id)
+            return
+        handles = {n.name: n.meta.get("debug_handle") for n in ep.graph_module.graph.nodes}
+        for node, value in found.items():
+            if isinstance(handles.get(node), int):
+                self.by_tensor.setdefault(value.tensor, []).append((handles[node], value))
+
+    def __call__(self, name: str, raw: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        if not isinstance(raw, np.ndarray) or not np.issubdtype(raw.dtype, np.integer):
+            return []
+        return [(handle, value.to_torch_layout(raw)) for handle, value in
+                self.by_tensor.get(name or "", ()) if raw.size == int(np.prod(value.shape))]
+
+
+@delegate_reader("TOSABackend")
+def _tosa(lowered: Any) -> DelegateReader:
+    return TosaValues(lowered, lowered.processed_bytes)  # the blob is the .tosa itself
+
+
+@delegate_reader("EthosUBackend")
+def _ethos_u(lowered: Any) -> DelegateReader:
+    from ...backends.arm.ethosu.compiled import COMPILED, blob_key
+
+    part = COMPILED.get(blob_key(lowered.processed_bytes))
+    return TosaValues(lowered, part.tosa if part is not None else None)
+
+
+@delegate_reader("VgfBackend")
+def _vgf(lowered: Any) -> DelegateReader:
+    from ...backends.arm.vgf.compiled import COMPILED, blob_key
+
+    return TosaValues(lowered, COMPILED.get(blob_key(lowered.processed_bytes)))
 
 
 class RuntimeStage:
@@ -160,10 +224,8 @@ class RuntimeStage:
                 continue
             if event.delegate_debug_id_str is not None or event.name is not None:
                 reader = self.readers.get(event.instruction_id)
-                decoded = reader(event.delegate_debug_id_str or event.name, event.value) \
-                    if reader is not None else None
-                if decoded is not None:
-                    values[decoded[0]] = decoded[1]
+                if reader is not None:
+                    values.update(reader(event.delegate_debug_id_str or event.name, event.value))
                 continue
             handle = self.handle_map.get(event.instruction_id)
             if isinstance(handle, int) and event.instruction_id not in logged:

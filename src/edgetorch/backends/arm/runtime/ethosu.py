@@ -278,7 +278,8 @@ class EthosUSimulator:
         if handle.runner is not None:
             feeds = [a.view(t.dtype).reshape(t.shape) for a, t in zip(raw, handle.inputs or [],
                                                                         strict=True)]
-            results = [np.asarray(r) for r in handle.runner.run(feeds)]
+            results = [np.asarray(r) for r in handle.runner.run(
+                feeds, getattr(context, "event_tracer", None))]  # per-operator values, when asked
         if handle.npu is not None:
             sim = handle.npu.run(raw)
             if handle.runner is None:

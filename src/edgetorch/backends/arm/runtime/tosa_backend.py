@@ -50,7 +50,8 @@ class TOSABackendRuntime:
                 context: BackendExecutionContext | None = None) -> None:
         n_in = len(handle.input_specs)
         inputs = [np.asarray(values[i]) for i in args[:n_in]]
-        write_outputs(handle.run(inputs), values, args[n_in:], context, handle.where)
+        tracer = getattr(context, "event_tracer", None)  # per-operator values, when asked
+        write_outputs(handle.run(inputs, tracer), values, args[n_in:], context, handle.where)
 
     def destroy(self, handle: TosaGraphRunner) -> None:
         return None

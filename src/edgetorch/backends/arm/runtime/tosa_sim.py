@@ -3,13 +3,24 @@
 ``TosaGraphRunner(tosa_bytes)`` checks the graph once (block ``main``'s inputs and outputs,
 their shapes and dtypes); ``runner.run([arrays])`` checks the inputs against them and returns
 the outputs as NumPy arrays. Torch-free; tosa-tools comes with the ``edgetorch[arm]`` extra.
+
+Given an event tracer that asks for delegates' intermediate outputs
+(``delegate_intermediate_outputs``), ``run`` also logs every operator's output, raw (int8,
+int32 accumulators, in the graph's layout), named by its TOSA tensor: the reference model
+returns only block outputs, so it runs a copy of the graph whose block also outputs every
+non-constant operator's result (the same operators on the same inputs: the same values).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+from typing import Any
+
 import numpy as np
 
 from ....errors import InvalidArgumentError, InvalidProgramError, KernelError
+from ....runtime.event_tracer import event_tracer_log_output_delegate
 from .tosa_graph import TosaGraphInfo, read_tosa
 from .tosa_tools import require_tosa_tools
 
@@ -31,8 +42,51 @@ class TosaGraphRunner:
         main = self.graph.main
         self.input_specs = [(n, main.tensor(n)) for n in main.inputs]
         self.output_specs = [(n, main.tensor(n)) for n in main.outputs]
+        self._probe: tuple[bytes, list[str]] | None = None
 
-    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: list[np.ndarray], event_tracer: Any = None) -> list[np.ndarray]:
+        """The graph's outputs on ``inputs``; with a tracer that wants delegate values, every
+        operator's output is logged to it too (see the module docstring)."""
+        arrays = self._checked(inputs)
+        if not _wants_values(event_tracer):
+            return self._run(self.tosa_bytes, arrays)
+        probe, names = self.probe_graph()
+        outs = self._run(probe, arrays)
+        n_out = len(self.output_specs)
+        if len(outs) != n_out + len(names):
+            raise KernelError(f"{self.where}: the reference model returned {len(outs)} values "
+                              f"for {n_out} outputs and {len(names)} operator results")
+        for name, value in zip(names, outs[n_out:]):
+            event_tracer_log_output_delegate(event_tracer, None, name, value)
+        return outs[:n_out]
+
+    def probe_graph(self) -> tuple[bytes, list[str]]:
+        """The graph with every non-constant operator's output (not already a block output)
+        added to block ``main``'s outputs, and the names added, in that order."""
+        if self._probe is None:
+            ts = require_tosa_tools("tosa_serializer")
+            main = self.graph.main
+            names = list(dict.fromkeys(
+                out for op in main.operators if op.op not in ("CONST", "CONST_SHAPE")
+                for out in op.outputs if out not in main.outputs))
+            major, minor, patch, draft = self.graph.version
+            ser = ts.TosaSerializer("", targetMajor=major, targetMinor=minor, targetPatch=patch,
+                                    targetDraft=draft)
+            with tempfile.TemporaryDirectory(prefix="edgetorch-tosa-") as tmp:
+                path = os.path.join(tmp, "graph.tosa")  # the serializer loads from a file only
+                with open(path, "wb") as f:
+                    f.write(self.tosa_bytes)
+                loaded = ser.loadTosaFlatbuffer(path)
+            blocks = [b for r in ser.regions if r.name == "main" for b in r.basicBlocks[:1]]
+            if not loaded or not blocks:
+                raise InvalidProgramError(f"{self.where}: tosa-tools' serializer cannot load "
+                                          "the graph to read its intermediate values")
+            for name in names:
+                blocks[0].addOutput(name)
+            self._probe = (bytes(ser.serialize()), names)
+        return self._probe
+
+    def _checked(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if len(inputs) != len(self.input_specs):
             raise InvalidArgumentError(
                 f"{self.where}: got {len(inputs)} inputs, the graph takes "
@@ -47,12 +101,20 @@ class TosaGraphRunner:
                     f"takes {spec.dtype}{list(spec.shape)}; pass the quantized (int8) tensor "
                     "the delegate expects")
             arrays.append(arr)
-        outs, status = self.trm.run(self.tosa_bytes, arrays, verbosity="NONE")
+        return arrays
+
+    def _run(self, graph: bytes, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        outs, status = self.trm.run(graph, arrays, verbosity="NONE")
         if status != self.trm.GraphStatus.TOSA_VALID:
             raise KernelError(f"{self.where}: tosa-tools' reference model returned {status.name} "
                               "(the graph or its inputs break a TOSA rule); rerun with "
                               "verbosity to see which operator")
         return [np.asarray(o) for o in outs]
+
+
+def _wants_values(tracer: Any) -> bool:
+    return tracer is not None and bool(getattr(tracer, "log_intermediate_outputs", False)) \
+        and bool(getattr(tracer, "delegate_intermediate_outputs", False))
 
 
 def run_tosa(tosa_bytes: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -158,7 +158,8 @@ class VgfSimulator:
         if handle.runner is not None:
             n_in = len(handle.runner.input_specs)
             simulated = [np.asarray(r) for r in
-                         handle.runner.run([np.asarray(values[i]) for i in args[:n_in]])]
+                         handle.runner.run([np.asarray(values[i]) for i in args[:n_in]],
+                                           getattr(context, "event_tracer", None))]
             if handle.scenario is None:
                 results = simulated
             else:

@@ -147,6 +147,7 @@ class _Lowering(TensorRules):
         self.movable: set[int] = set()  # RESHAPE/TRANSPOSE of the model's views and permutes
         self.anchors: dict[int, TOp] = {}  # a folded view-of-constant -> where the view was
         self.local: dict[Node, str] = {}
+        self.nchw_tail: set[int] = set()
         seen: dict[object, int] = {}
         for n in gm.graph.nodes:
             if n.op == "call_function" and n not in self.duplicate_of:
@@ -296,6 +297,7 @@ class _Lowering(TensorRules):
     def _to_nchw_outputs(self, values: list[Value]) -> list:
         outs = [v.t for v in values]
         tail = self._nchw_tail([t for v, t in zip(values, outs) if v.nhwc])
+        self.nchw_tail = tail  # rank-4 results these ops now hold in NCHW (value_map)
         converted: dict[int, TOp] = {}
 
         def nchw(src):
