@@ -95,6 +95,31 @@ def planted_cnn() -> DigitsCNN:
     return model.eval()
 
 
+QAT_STEPS = 40
+
+
+def qat_fine_tune(prepared: torch.fx.GraphModule, samples: object) -> None:
+    """A user's short QAT fine-tune (the sweep's ``qat_train``): ``QAT_STEPS`` seeded Adam steps
+    on batches of the training split, through ``prepare_qat_pt2e``'s fake quantizers. The
+    graph was exported for batches of ``BATCH``; ``samples`` (the calibration data) are not
+    needed here."""
+    xtr, ytr, _, _ = digits()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same weights in every process
+    try:
+        torch.manual_seed(0)
+        opt = torch.optim.Adam(prepared.parameters(), lr=1e-4)
+        xs, ys = torch.from_numpy(xtr), torch.from_numpy(ytr)
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(QAT_STEPS):
+            idx = torch.randint(0, len(xs), (BATCH,), generator=gen)
+            opt.zero_grad()
+            F.cross_entropy(prepared(xs[idx]), ys[idx]).backward()
+            opt.step()
+    finally:
+        torch.set_num_threads(threads)
+
+
 def example_inputs() -> tuple[torch.Tensor]:
     return (torch.zeros(BATCH, 1, 8, 8),)
 

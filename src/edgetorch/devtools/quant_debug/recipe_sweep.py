@@ -259,7 +259,10 @@ def pareto(df: Any, objectives: dict[str, str] | None = None) -> Any:
         dominated = np.any(np.all(values >= values[i], axis=1) & np.any(values > values[i], axis=1))
         if not dominated:
             keep.append(i)
-    return ok.iloc[keep].sort_values("metric", ascending=False).reset_index(drop=True)
+    front = ok.iloc[keep]
+    if "metric" not in front.columns:  # no candidate ran: the rows of failures have no scores
+        return front.reset_index(drop=True)
+    return front.sort_values("metric", ascending=False).reset_index(drop=True)
 
 
 @dataclass
