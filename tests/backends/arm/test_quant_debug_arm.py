@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from arm_env import in_ci, require_tosa_tools
+from arm_env import in_ci, require_tosa_tools, skip_or_fail
 
 require_tosa_tools()
 if importlib.util.find_spec("sklearn") is None:  # the digits data set comes with it
@@ -114,3 +114,23 @@ def test_the_simulation_logs_every_operator_output():
     # the output is the last RESHAPE of the last RESCALE: the logged RESCALE holds its values
     last = next(op for op in reversed(main.operators) if op.op == "RESHAPE")
     assert np.array_equal(logged[last.inputs[0]].reshape(out[0].shape), out[0])
+
+
+def test_vgf_and_tosa_targets_read_the_same_operator_values():
+    """VGF delegates are simulated from the TOSA graph they were converted from, as TOSA
+    delegates are: both stages give every layer's value, and the same ones (one lowering)."""
+    from edgetorch.backends.arm.vgf.model_converter import find_model_converter
+
+    if find_model_converter() is None:
+        skip_or_fail("the ML SDK model converter is not installed: pip install "
+                     "'edgetorch[vgf]' (make test-arm installs it)")
+    model, example = digits.planted_cnn(), digits.example_inputs()
+    reports = {target: debug_quantization(model, example, digits.test_loader(16),
+                                          f"{target}:static", stages=[target],
+                                          show_progress=False)
+               for target in ("tosa", "vgf")}
+    layers = {t: r.layers().set_index("layer")[t] for t, r in reports.items()}
+    assert not reports["vgf"].skipped
+    assert list(layers["vgf"].dropna().index) == ["relu", "relu_1", "max_pool2d", "flatten",
+                                                  "linear"]
+    assert np.allclose(layers["vgf"].dropna(), layers["tosa"].dropna(), rtol=0, atol=0)

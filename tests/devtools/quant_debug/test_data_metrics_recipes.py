@@ -144,7 +144,7 @@ class Net(nn.Module):
 @pytest.mark.parametrize("text, key", [
     ("xnnpack:static", "xnnpack/static/pc"), ("xnnpack:dynamic:pt", "xnnpack/dynamic/pt"),
     ("xnnpack:8da4w:g64", "xnnpack/8da4w/g64"), ("portable:fp32", "portable/fp32"),
-    ("ethos-u55-128:static", "ethos-u55-128/static/pc"),
+    ("ethos-u55-128:static", "ethos-u55-128/static/pc"), ("vgf:static", "vgf/static/pc"),
 ])
 def test_recipes_parse_to_keys(text, key):
     assert Recipe.parse(text).key == key
@@ -153,6 +153,7 @@ def test_recipes_parse_to_keys(text, key):
 @pytest.mark.parametrize("text, message", [
     ("xnnpack", "backend:scheme"), ("gpu:static", "unknown backend"),
     ("portable:8da4w", "XNNPACK only"), ("ethos-u55-128:dynamic", "static"),
+    ("vgf:dynamic", "static"),
     ("xnnpack:static:x", "unknown option"),
 ])
 def test_bad_recipes_say_what_to_write(text, message):

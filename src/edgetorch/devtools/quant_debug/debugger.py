@@ -9,7 +9,7 @@ Stages, in order (each compared with the float model, layer by layer):
 | ``fake_quant`` | the converted model (quantize/dequantize in torch) | the output as the next layer sees it |
 | ``edge`` | the Edge-dialect program (decomposed), in torch | per debug handle |
 | ``portable`` | the ``.pte`` without delegates, in edgetorch's runtime (the reference kernels, ExecuTorch's quantized kernels) | per instruction (ETDump debug buffer) |
-| ``xnnpack`` / ``ethos-u..`` / ``tosa`` | the delegated ``.pte``, in edgetorch's runtime | per backend node (XNNPACK node, TOSA operator) |
+| ``xnnpack`` / ``ethos-u..`` / ``tosa`` / ``vgf`` | the delegated ``.pte``, in edgetorch's runtime (Arm delegates: their TOSA graph simulated) | per backend node (XNNPACK node, TOSA operator) |
 
 At ``fake_quant`` each layer is also run *isolated*: fed the float model's inputs, so its SQNR
 is the error it adds itself (its weights, its output quantizer), not what it inherits. Other

@@ -10,7 +10,8 @@ A :class:`Recipe` is a plain value (it travels to worker processes and Ray tasks
 | ``dynamic`` | PT2E: activations quantized at run time (linear / conv) | ``portable``, ``xnnpack`` |
 | ``8da4w`` / ``8da8w`` | torchao: int8 per-token activations, int4 (groups) / int8 weights | ``xnnpack`` |
 
-Arm targets (``ethos-u55-128``, ``ethos-u85-256``, ...) need the ``arm`` extra (tosa-tools, Vela).
+Arm targets (``ethos-u55-128``, ``ethos-u85-256``, ..., ``tosa``, ``vgf``) need the ``arm`` extra
+(tosa-tools, Vela; ``vgf`` also the ``vgf`` extra's model converter).
 ``float_modules`` keeps those submodules float (mixed precision); with ``fallback="a16w8"`` they
 take the Arm 16-bit-activation config instead, when the Arm quantizer offers one.
 """
@@ -40,7 +41,7 @@ def arm_available() -> bool:
 
 
 def is_arm(backend: str) -> bool:
-    return backend.startswith("ethos-u") or backend == "tosa"
+    return backend.startswith("ethos-u") or backend in ("tosa", "vgf")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class Recipe:
             raise QuantDebugError(f"unknown scheme {self.scheme!r}; use one of {SCHEMES}")
         if self.backend not in CPU_BACKENDS and not is_arm(self.backend):
             raise QuantDebugError(f"unknown backend {self.backend!r}; use one of "
-                                  f"{CPU_BACKENDS}, 'tosa' or an Ethos-U target (ethos-u55-128)")
+                                  f"{CPU_BACKENDS}, 'tosa', 'vgf' or an Ethos-U target "
+                                  "(ethos-u55-128)")
         if self.scheme in ("8da4w", "8da8w") and self.backend != "xnnpack":
             raise QuantDebugError(f"{self.scheme} runs on XNNPACK only (its int4/int8 "
                                   "per-token linear); use backend 'xnnpack'")
@@ -145,10 +147,11 @@ def fallback_config(recipe: Recipe) -> Any:
 
 def _base_quantizer(recipe: Recipe) -> Any:
     if is_arm(recipe.backend):
-        from ...backends.arm.quantizer import EthosUQuantizer, TOSAQuantizer
+        from ...backends.arm.quantizer import EthosUQuantizer, TOSAQuantizer, VgfQuantizer
 
         spec = arm_compile_spec(recipe.backend)
-        return TOSAQuantizer(spec) if recipe.backend == "tosa" else EthosUQuantizer(spec)
+        cls = {"tosa": TOSAQuantizer, "vgf": VgfQuantizer}.get(recipe.backend, EthosUQuantizer)
+        return cls(spec)
     from ...backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer
 
     return XNNPACKQuantizer()
@@ -212,8 +215,8 @@ def quantizer_calls(recipe: Recipe, model: torch.nn.Module) -> str:
     if recipe.scheme == "fp32":
         return "# fp32: no quantizer"
     arm = is_arm(recipe.backend)
-    cls = ("TOSAQuantizer" if recipe.backend == "tosa" else "EthosUQuantizer") if arm \
-        else "XNNPACKQuantizer"
+    cls = {"tosa": "TOSAQuantizer", "vgf": "VgfQuantizer"}.get(recipe.backend, "EthosUQuantizer") \
+        if arm else "XNNPACKQuantizer"
     lines = [f"config = get_symmetric_quantization_config(is_per_channel={recipe.per_channel}"
              + (", is_dynamic=True" if recipe.scheme == "dynamic" else "")
              + (", is_qat=True" if recipe.scheme == "qat" else "") + ")"]
@@ -326,6 +329,10 @@ def arm_compile_spec(backend: str, intermediates: str | None = None) -> Any:
         from ...backends.arm.tosa.compile_spec import TosaCompileSpec
 
         spec = TosaCompileSpec("TOSA-1.0+INT")
+    elif backend == "vgf":
+        from ...backends.arm.vgf.compile_spec import VgfCompileSpec
+
+        spec = VgfCompileSpec("TOSA-1.0+INT")
     else:
         from ...backends.arm.ethosu.compile_spec import TARGETS, EthosUCompileSpec
 
@@ -354,6 +361,10 @@ def lower(recipe: Recipe, exported: torch.export.ExportedProgram, *,
         from ...backends.arm.tosa.partitioner import TOSAPartitioner
 
         partitioner: Any = TOSAPartitioner(spec)
+    elif recipe.backend == "vgf":
+        from ...backends.arm.vgf import VgfPartitioner
+
+        partitioner = VgfPartitioner(spec)
     else:
         from ...backends.arm.ethosu import EthosUPartitioner
 

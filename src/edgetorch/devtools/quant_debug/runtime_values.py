@@ -29,6 +29,10 @@ from .layers import fused_activations, program_nodes
 
 log = logging.getLogger(__name__)
 
+# The runtime stages run VGF delegates in the TOSA simulation (not the ML SDK's scenario-runner,
+# which returns outputs only): its per-operator values are the layers' values.
+SIMULATION_OPTIONS = {"VgfBackend": {"simulation": "tosa"}}
+
 DEFAULT_DEBUG_BUFFER = 1 << 28  # 256 MiB: every logged value of one execute must fit
 _NODE = re.compile(r"#(\d+)$")
 
@@ -186,8 +190,9 @@ class RuntimeStage:
     def __init__(self, et_manager: Any, debug_buffer_size: int = DEFAULT_DEBUG_BUFFER,
                  backend_options: dict | None = None) -> None:
         self.tracer = RecordingEventTracer(debug_buffer_size, delegate_intermediate_outputs=True)
+        options = {**SIMULATION_OPTIONS, **(backend_options or {})}
         self.program = Runtime.get().load_program(et_manager.buffer, event_tracer=self.tracer,
-                                                  backend_options=backend_options)
+                                                  backend_options=options)
         self.method = self.program.load_method("forward")
         self.handle_map: dict[int, Any] = dict(et_manager.debug_handle_map.get("forward", {}))
         self.readers: dict[int, DelegateReader] = {}
