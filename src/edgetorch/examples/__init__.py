@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,6 +36,7 @@ __all__ = [
     "ModelSpecError",
     "UnknownExampleError",
     "get_example",
+    "load_function_spec",
     "load_model_spec",
 ]
 
@@ -197,6 +199,21 @@ def load_model_spec(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
         _user_call(spec, path, "the model's forward on the example inputs "
                    f"({', '.join(_describe(t) for t in inputs)}) raised", model, *inputs)
     return model, inputs
+
+
+def load_function_spec(spec: str) -> Callable[..., Any]:
+    """The function ``fn`` of ``path/to/file.py:fn`` (the file imported as for
+    :func:`load_model_spec`, nothing called); :class:`ModelSpecError` when the file or the
+    function is missing."""
+    path_str, sep, name = spec.rpartition(":")
+    if not sep or not path_str or not name:
+        raise ModelSpecError(f"function spec {spec!r} must look like 'path/to/file.py:function'")
+    path = Path(path_str)
+    user_module = _user_call(spec, path, "importing the file raised", _import_file, path)
+    fn = getattr(user_module, name, None)
+    if not callable(fn):
+        raise ModelSpecError(f"{path_str} defines no function {name!r}")
+    return fn
 
 
 FACTORY_CONTRACT = ("a factory takes no arguments and returns (model, inputs) or the model "

@@ -61,3 +61,19 @@ def test_quant_sweep_in_this_process_and_bad_recipes(data, tmp_path, capsys):
     assert main(["quant", "sweep", SPEC, "--data", str(folder), "--recipes", "gpu:static",
                  "-o", str(tmp_path / "bad")]) == 2
     assert "unknown backend 'gpu'" in capsys.readouterr().err
+
+
+def test_quant_sweep_takes_a_qat_fine_tune_from_a_file(data, tmp_path, capsys):
+    """``--qat-train FILE.py:FUNCTION``: the spec travels to the worker, which imports it."""
+    folder, labels = data
+    out = tmp_path / "qat"
+    fine_tune = f"{Path(digits.__file__)}:qat_fine_tune"
+    assert main(["quant", "sweep", SPEC, "--data", str(folder), "--labels", str(labels),
+                 "--recipes", "xnnpack:qat", "--qat-train", fine_tune, "--workers", "0",
+                 "-o", str(out)]) == 0
+    row = pd.read_csv(out / "results.csv").iloc[0]
+    assert (row.key, row.status) == ("xnnpack/qat/pc", "ok")
+    assert main(["quant", "sweep", SPEC, "--data", str(folder), "--recipes", "xnnpack:qat",
+                 "--qat-train", f"{Path(digits.__file__)}:no_such_function",
+                 "-o", str(tmp_path / "bad")]) == 2
+    assert "defines no function 'no_such_function'" in capsys.readouterr().err

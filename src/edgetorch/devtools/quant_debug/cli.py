@@ -50,6 +50,9 @@ def add_quant_parser(sub: argparse._SubParsersAction) -> None:
                    help="local worker processes (default 2; 0 runs in this process)")
     s.add_argument("--ray", metavar="auto|ADDRESS", help="run the candidates on Ray")
     s.add_argument("--retry-failed", action="store_true", help="rerun failed candidates")
+    s.add_argument("--qat-train", metavar="FILE.py:FUNCTION",
+                   help="a QAT fine-tune, fn(prepared_module, calibration_samples): adds the "
+                        "qat recipes to the default grid (or name xnnpack:qat in --recipes)")
     s.set_defaults(fn=_cmd_sweep)
 
 
@@ -105,7 +108,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     result = sweep(args.model, inputs, args.data, recipes, metric=args.metric,
                    out_dir=args.output, calibration=args.calibration, targets=args.labels,
                    workers=args.workers, ray=args.ray, max_samples=args.max_samples,
-                   retry_failed=args.retry_failed)
+                   retry_failed=args.retry_failed, qat_train=args.qat_train)
     cols = ["key", "status", "metric", "pte_kib", "planned_bytes", "latency_ratio"]
     print(result.table[[c for c in cols if c in result.table.columns]].to_string(index=False))
     print("Pareto front:", ", ".join(result.front.key))

@@ -75,9 +75,19 @@ class SweepTask:
     calibration: Any
     metric: Any
     fingerprint: str
-    qat_train: Any = None
+    qat_train: Any = None  # a function, or a "path/to/file.py:function" spec
     latency_repeat: int = 5
     intermediates: str | None = None
+
+
+def _qat_train(source: Any) -> Any:
+    """The QAT fine-tune function; a spec string is imported here, in the worker (a function
+    defined in a file run as a script does not pickle by reference)."""
+    if isinstance(source, str):
+        from ...examples import load_function_spec
+
+        return load_function_spec(source)
+    return source
 
 
 def _model(source: Any) -> torch.nn.Module:
@@ -130,7 +140,8 @@ def _evaluate(task: SweepTask) -> dict[str, Any]:
     inter = None
     if is_arm(task.recipe.backend) and task.intermediates:
         inter = str(Path(task.intermediates) / task.recipe.key.replace("/", "_"))
-    built = build(task.recipe, model, task.example, calibration, task.qat_train, inter)
+    built = build(task.recipe, model, task.example, calibration, _qat_train(task.qat_train),
+                  inter)
     built_s = time.perf_counter() - start
     method = load(built.pte, built.backend_options)
     value = metric(runtime_outputs(method, samples), samples, reference)
@@ -290,16 +301,19 @@ def sweep(model: Any, example_inputs: Sequence[torch.Tensor], data: Any,
           recipes: Sequence[Recipe | str] | None = None, *, metric: Any = "top1",
           out_dir: str | Path = "quant-sweep", calibration: Any = None, targets: Any = None,
           workers: int | None = None, ray: str | None = None, shards: int | None = None,
-          max_samples: int | None = None, qat_train: Callable | None = None,
+          max_samples: int | None = None, qat_train: Callable | str | None = None,
           latency_repeat: int = 5, objectives: dict[str, str] | None = None,
           retry_failed: bool = False, show_progress: bool = True) -> SweepResult:
     """Run every recipe on ``data`` and score it (see the module docstring). ``model`` is an
-    ``nn.Module``, a ``path/to/file.py:factory`` spec or a zero-argument callable."""
+    ``nn.Module``, a ``path/to/file.py:factory`` spec or a zero-argument callable;
+    ``qat_train`` (for ``qat`` recipes) a function ``(prepared, calibration_samples)`` or a
+    ``path/to/file.py:function`` spec."""
     import pandas as pd
 
     from .progress import progress_bar
 
     example = tuple(example_inputs)
+    _qat_train(qat_train)  # a spec that names no function fails here, not in every candidate
     float_model = _model(model)
     samples = load_samples(data, example, max_samples=max_samples, targets=targets)
     calib = load_samples(calibration, example) if calibration is not None \
