@@ -30,6 +30,7 @@ from edgetorch.backends.arm.runtime.tosa_sim import TosaGraphRunner  # noqa: E40
 from edgetorch.devtools.quant_debug import debug_quantization  # noqa: E402
 from edgetorch.devtools.quant_debug.data import load_samples  # noqa: E402
 from edgetorch.devtools.quant_debug.recipes import Recipe, lower, quantize  # noqa: E402
+from edgetorch.devtools.quant_debug.runtime_values import TosaValues  # noqa: E402
 from edgetorch.runtime.event_tracer import DebugEvent, RecordingEventTracer  # noqa: E402
 
 SAMPLES = 32
@@ -84,16 +85,22 @@ def test_ethos_u_values_agree_with_fake_quant_within_a_step(report):
     assert abs(out[TARGET] - out["fake_quant"]) < 0.05
 
 
-def test_the_simulation_logs_every_operator_output():
-    """With a tracer that asks for delegate values, the TOSA runner logs each non-constant
-    operator's result by tensor name (and returns the same outputs); without, it logs none."""
+@pytest.fixture(scope="module")
+def tosa_delegate():
+    """The digits CNN's TOSA delegate (a ``LoweredBackendModule``: the partition and its
+    ``.tosa``)."""
     model, example = digits.planted_cnn(), digits.example_inputs()
     samples = load_samples(digits.test_loader(16), example)
     recipe = Recipe.parse("tosa:static")
     lowered = lower(recipe, quantize(recipe, model, example, samples).exported)
-    module = next(m for _, m in lowered.exported_program().graph_module.named_children()
-                  if getattr(m, "backend_id", None) == "TOSABackend")
-    runner = TosaGraphRunner(module.processed_bytes)
+    return next(m for _, m in lowered.exported_program().graph_module.named_children()
+                if getattr(m, "backend_id", None) == "TOSABackend")
+
+
+def test_the_simulation_logs_every_operator_output(tosa_delegate):
+    """With a tracer that asks for delegate values, the TOSA runner logs each non-constant
+    operator's result by tensor name (and returns the same outputs); without, it logs none."""
+    runner = TosaGraphRunner(tosa_delegate.processed_bytes)
     x = np.random.default_rng(0).integers(-128, 128, (8, 1, 8, 8), dtype=np.int8)
     plain = runner.run([x])
     quiet = RecordingEventTracer(1 << 24)  # values, but not the delegates' own
@@ -106,8 +113,9 @@ def test_the_simulation_logs_every_operator_output():
               if isinstance(e, DebugEvent)}
     main = runner.graph.main
     computed = [o for op in main.operators if op.op not in ("CONST", "CONST_SHAPE")
-                for o in op.outputs if o not in main.outputs]
-    assert list(logged) == computed
+                for o in op.outputs]
+    assert list(logged) == computed and main.outputs[0] in logged
+    assert np.array_equal(logged[main.outputs[0]], out[0])
     for name, value in logged.items():
         spec = main.tensor(name)
         assert value.shape == spec.shape and value.dtype.name == spec.dtype.lower(), name
@@ -134,3 +142,25 @@ def test_vgf_and_tosa_targets_read_the_same_operator_values():
     assert list(layers["vgf"].dropna().index) == ["relu", "relu_1", "max_pool2d", "flatten",
                                                   "linear"]
     assert np.allclose(layers["vgf"].dropna(), layers["tosa"].dropna(), rtol=0, atol=0)
+
+
+def test_the_value_map_is_the_graphs_own(tosa_delegate, caplog):
+    """Each quantized layer's tensor: the RESCALE a convolution's ReLU quantizer sets, the
+    MAX_POOL2D, the RESHAPE of the flatten, the linear's RESCALE; NHWC inside, torch's order
+    after the flatten's TRANSPOSE. Lowering the partition again must give the graph the
+    delegate runs: a map of another graph gives no values (and says so)."""
+    reader = TosaValues(tosa_delegate, tosa_delegate.processed_bytes)
+    main = TosaGraphRunner(tosa_delegate.processed_bytes).graph.main
+    producer = {out: op.op for op in main.operators for out in op.outputs}
+    ops = sorted(producer[t] for t in reader.by_tensor)
+    # conv1+relu, conv2+relu: RESCALE; max pool; the flatten and the linear: a RESHAPE each
+    # (the linear is a 1x1 CONV2D, its RESCALE, and a RESHAPE to [8, 10])
+    assert ops == ["MAX_POOL2D", "RESCALE", "RESCALE", "RESHAPE", "RESHAPE"]
+    perms = {t: v.perm for t, vs in reader.by_tensor.items() for _, v in vs}
+    pool = next(t for t in perms if producer[t] == "MAX_POOL2D")
+    assert perms[pool] == (0, 2, 3, 1)
+    assert {perms[t] for t in perms if producer[t] == "RESHAPE"} == {(0, 1)}
+    assert main.outputs[0] in reader.by_tensor  # the linear's, the block's output
+    with caplog.at_level("WARNING"):
+        other = TosaValues(tosa_delegate, tosa_delegate.processed_bytes + b"\0")
+    assert not other.by_tensor and "another TOSA graph" in caplog.text

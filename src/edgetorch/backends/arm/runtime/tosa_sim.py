@@ -5,8 +5,9 @@ their shapes and dtypes); ``runner.run([arrays])`` checks the inputs against the
 the outputs as NumPy arrays. Torch-free; tosa-tools comes with the ``edgetorch[arm]`` extra.
 
 Given an event tracer that asks for delegates' intermediate outputs
-(``delegate_intermediate_outputs``), ``run`` also logs every operator's output, raw (int8,
-int32 accumulators, in the graph's layout), named by its TOSA tensor: the reference model
+(``delegate_intermediate_outputs``), ``run`` also logs every operator's output (the block's
+outputs among them) in operator order, raw (int8, int32 accumulators, in the graph's layout),
+named by its TOSA tensor: the reference model
 returns only block outputs, so it runs a copy of the graph whose block also outputs every
 non-constant operator's result (the same operators on the same inputs: the same values).
 """
@@ -43,6 +44,10 @@ class TosaGraphRunner:
         self.input_specs = [(n, main.tensor(n)) for n in main.inputs]
         self.output_specs = [(n, main.tensor(n)) for n in main.outputs]
         self._probe: tuple[bytes, list[str]] | None = None
+        # every non-constant operator's output, in operator order
+        self._computed = list(dict.fromkeys(
+            out for op in main.operators if op.op not in ("CONST", "CONST_SHAPE")
+            for out in op.outputs))
 
     def run(self, inputs: list[np.ndarray], event_tracer: Any = None) -> list[np.ndarray]:
         """The graph's outputs on ``inputs``; with a tracer that wants delegate values, every
@@ -56,8 +61,9 @@ class TosaGraphRunner:
         if len(outs) != n_out + len(names):
             raise KernelError(f"{self.where}: the reference model returned {len(outs)} values "
                               f"for {n_out} outputs and {len(names)} operator results")
-        for name, value in zip(names, outs[n_out:]):
-            event_tracer_log_output_delegate(event_tracer, None, name, value)
+        by_name = dict(zip([n for n, _ in self.output_specs] + names, outs))
+        for name in self._computed:  # in operator order, the block's outputs among them
+            event_tracer_log_output_delegate(event_tracer, None, name, by_name[name])
         return outs[:n_out]
 
     def probe_graph(self) -> tuple[bytes, list[str]]:
@@ -66,9 +72,7 @@ class TosaGraphRunner:
         if self._probe is None:
             ts = require_tosa_tools("tosa_serializer")
             main = self.graph.main
-            names = list(dict.fromkeys(
-                out for op in main.operators if op.op not in ("CONST", "CONST_SHAPE")
-                for out in op.outputs if out not in main.outputs))
+            names = [name for name in self._computed if name not in main.outputs]
             major, minor, patch, draft = self.graph.version
             ser = ts.TosaSerializer("", targetMajor=major, targetMinor=minor, targetPatch=patch,
                                     targetDraft=draft)
