@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from .tosa_ir import TOp
 
-_ELEMENTWISE = {"ADD", "SUB", "MUL", "CLAMP", "TABLE", "RESCALE"}
-_WIDTH = {"INT8": 1, "INT16": 2, "INT32": 4, "BOOL": 1}
+_ELEMENTWISE = {"ADD", "SUB", "MUL", "CLAMP", "TABLE", "RESCALE",
+                "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG"}
+_WIDTH = {"INT8": 1, "INT16": 2, "INT32": 4, "BOOL": 1, "FP32": 4}
 
 
 def _inputs(op) -> list:
