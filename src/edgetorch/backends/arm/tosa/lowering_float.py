@@ -12,6 +12,8 @@ ExecuTorch's passes make of a float graph:
   bounds (an open side: float32's limit).
 - ``mean.dim``: one REDUCE_SUM per reduced axis, then MUL by ``1/N`` (DecomposeMeanDimPass;
   rank < 4 inputs are viewed as rank 4 first).
+- ``softmax``: REDUCE_MAX, SUB, EXP, REDUCE_SUM, RECIPROCAL, MUL (DecomposeSoftmaxPass).
+- ``gelu`` (exact): MUL by sqrt(1/2), ERF, ADD 1, MUL by 0.5, MUL by x (DecomposeGeluPass).
 - ``sigmoid``/``tanh``/``exp``/``reciprocal``/``rsqrt``/``erf``: the TOSA operator itself (no
   table).
 """
@@ -232,6 +234,47 @@ class FloatLowering(_Lowering):
             m = self.reshape(m, out)
         self.values[node] = Value(m, False)
 
+    def _axis(self, x: Value, dim: int, rank: int) -> int:
+        return _nhwc_axis(dim % rank) if x.nhwc else dim % rank
+
+    def softmax(self, node: Node) -> None:
+        """REDUCE_MAX, SUB, EXP, REDUCE_SUM, RECIPROCAL, MUL along ``dim`` (ExecuTorch's
+        DecomposeSoftmaxPass, the max subtracted for range as torch does)."""
+        x = self.int8_input(node.args[0])
+        if x.flat_of is not None:
+            x = Value(self.as_torch(x), False)
+        t = x.t
+        axis = self._axis(x, node.args[1], len(t.shape))
+        reduced = list(t.shape)
+        reduced[axis] = 1
+        m = self.op("REDUCE_MAX", "tosa_reduce_max_default", [t], reduced, "FP32", axis=axis)
+        d = self.op("SUB", "tosa_sub_default", [t, m], t.shape, "FP32")
+        e = self.op("EXP", "tosa_exp_default", [d], t.shape, "FP32")
+        s = self._reduce_sum(e, [axis])
+        r = self.op("RECIPROCAL", "tosa_reciprocal_default", [s], s.shape, "FP32")
+        out = self.op("MUL", "tosa_mul_default", [e, r], t.shape, "FP32")
+        self.values[node] = Value(out, x.nhwc)
+
+    def gelu(self, node: Node) -> None:
+        """``x * (0.5 * (1 + erf(x * sqrt(1/2))))``: MUL, ERF, ADD, MUL, MUL with float32
+        constants (ExecuTorch's DecomposeGeluPass for float graphs)."""
+        approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1
+                                      else "none")
+        if approximate != "none":
+            raise ExportError(f"TOSA lowering: %{node.name} gelu(approximate={approximate!r}) "
+                              "is not lowered yet under the FP profile")
+        x = self.int8_input(node.args[0])
+        rank, shape = len(x.t.shape), x.t.shape
+        m = self.op("MUL", "tosa_mul_default",
+                    [x.t, self.scalar_const(node, 0.70710678118654752440, rank)], shape, "FP32")
+        e = self.op("ERF", "tosa_erf_default", [m], shape, "FP32")
+        a = self.op("ADD", "tosa_add_default", [e, self.scalar_const(node, 1.0, rank)], shape,
+                    "FP32")
+        h = self.op("MUL", "tosa_mul_default", [a, self.scalar_const(node, 0.5, rank)], shape,
+                    "FP32")
+        out = self.op("MUL", "tosa_mul_default", [x.t, h], shape, "FP32")
+        self.values[node] = Value(out, x.nhwc, x.flat_of)
+
 
 def _nhwc_axis(d: int) -> int:
     return [0, 3, 1, 2][d]
@@ -256,4 +299,6 @@ FloatLowering.HANDLERS = {
     aten.hardtanh.default: FloatLowering.clamp,
     aten.clamp.default: FloatLowering.clamp,
     aten.mean.dim: FloatLowering.mean,
+    aten._softmax.default: FloatLowering.softmax,
+    aten.gelu.default: FloatLowering.gelu,
 }
