@@ -14,6 +14,10 @@ ExecuTorch's passes make of a float graph:
   rank < 4 inputs are viewed as rank 4 first).
 - ``softmax``: REDUCE_MAX, SUB, EXP, REDUCE_SUM, RECIPROCAL, MUL (DecomposeSoftmaxPass).
 - ``gelu`` (exact): MUL by sqrt(1/2), ERF, ADD 1, MUL by 0.5, MUL by x (DecomposeGeluPass).
+- ``bmm``/``mm`` (``matmul`` as torch decomposes it): MATMUL on float32, zero points 0.
+- ``sum.dim_IntList``: one REDUCE_SUM per axis in the order given (DecomposeSumPass).
+- ``layer_norm``: mean, SUB, square, variance, ADD eps, RSQRT, MUL, weight and bias
+  (DecomposeLayerNormPass with DecomposeVarPass and DecomposeMeanDimPass).
 - ``sigmoid``/``tanh``/``exp``/``reciprocal``/``rsqrt``/``erf``: the TOSA operator itself (no
   table).
 """
@@ -21,6 +25,7 @@ ExecuTorch's passes make of a float graph:
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import torch
@@ -193,6 +198,22 @@ class FloatLowering(_Lowering):
             t = self.op("REDUCE_SUM", "tosa_reduce_sum_default", [t], shape, "FP32", axis=axis)
         return t
 
+    def sum(self, node: Node) -> None:
+        """One REDUCE_SUM per axis, in the order given; a RESHAPE drops them unless kept
+        (DecomposeSumPass)."""
+        x = self.int8_input(node.args[0])
+        if x.flat_of is not None or (x.nhwc and not (len(node.args) > 2 and node.args[2])):
+            x = Value(self.as_torch(x), False)
+        rank = len(x.t.shape)
+        axes: list[int] = []
+        for d in node.args[1] or range(rank):
+            if self._axis(x, d, rank) not in axes:
+                axes.append(self._axis(x, d, rank))
+        t = self._reduce_sum(x.t, axes)
+        if not (len(node.args) > 2 and node.args[2]):
+            t = self.reshape(t, self.shape(node))
+        self.values[node] = Value(t, x.nhwc)
+
     def mean(self, node: Node) -> None:
         """REDUCE_SUM over each reduced axis (of size > 1), then MUL by ``1/N``; a rank < 4
         input is viewed as rank 4 first and the result viewed back (DecomposeMeanDimPass)."""
@@ -275,6 +296,68 @@ class FloatLowering(_Lowering):
         out = self.op("MUL", "tosa_mul_default", [x.t, h], shape, "FP32")
         self.values[node] = Value(out, x.nhwc, x.flat_of)
 
+    def layer_norm(self, node: Node) -> None:
+        """ExecuTorch's DecomposeLayerNormPass, DecomposeVarPass and DecomposeMeanDimPass:
+        ``mean`` (RESHAPE to rank 4, REDUCE_SUM, MUL by 1/N, RESHAPE back), SUB, MUL (the
+        square), REDUCE_SUM, MUL by 1/N (the variance; its own mean is the same one,
+        FuseDuplicateUsersPass), ADD eps, RSQRT, MUL, then MUL by the weight and ADD the
+        bias, each viewed to the input's rank. Output 0 only (mean/rstd outputs unused).
+
+        Constant names: ExecuTorch's passes make nine view_copy nodes for one layer_norm
+        of a rank-3 input (two per mean, the scalars', the weight's and the bias's) and
+        fold the constant ones into ``<view>_fused_const``; the offsets below are where its
+        numbering puts each (the two means' equal 1/N constants merged as ``_common``)."""
+        if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
+            raise ExportError(f"TOSA lowering: %{node.name} layer_norm whose mean or rstd "
+                              "output is used is not lowered yet")
+        x = self.int8_input(node.args[0])
+        args = list(node.args) + [None] * 3
+        weight, bias, eps = args[2], args[3], float(args[4] if args[4] is not None else 1e-5)
+        shape = list(x.t.shape)
+        rank, n = len(shape), len(node.args[1])
+        if x.nhwc or x.flat_of is not None or rank > 3 or \
+                any(isinstance(a, Node) and a.op != "placeholder" for a in (weight, bias)):
+            raise ExportError(f"TOSA lowering: %{node.name} layer_norm of a rank-{rank} or "
+                              "NHWC tensor, or with computed weights, is not lowered yet")
+        base = sum(1 for m, i in self.position.items() if i < self.position[node]
+                   and m.target == aten.view_copy.default) + self.views_made
+        self.views_made += 9
+
+        def const(offset: int, values: np.ndarray, suffix: str = "") -> TConst:
+            k = base + offset
+            c = TConst(f"aten_view_copy_default{f'_{k}' if k else ''}_fused_const{suffix}",
+                       list(values.shape), "FP32", values.astype(np.float32))
+            self.const_key[id(c)] = -1
+            self.consts.append(c)
+            return c
+        axes4 = [d + 4 - rank for d in range(rank - n, rank)]
+        axes = list(range(rank - n, rank))
+        count = math.prod(shape[d] for d in axes)
+        one = [1] * rank
+        eps_c = const(6, np.full(one, eps))
+        var_c = const(5, np.full(one, 1 / count))
+        mean_c = const(3, np.full([1] * 4, 1 / count), "_common")
+        x4 = self.reshape(x.t, [1] * (4 - rank) + shape)
+        mean = self.op("MUL", "tosa_mul_default", [self._reduce_sum(x4, axes4), mean_c],
+                       [1] * (4 - rank) + [1 if i in axes else d for i, d in enumerate(shape)],
+                       "FP32")
+        mean = self.reshape(mean, [1 if i in axes else d for i, d in enumerate(shape)])
+        diff = self.op("SUB", "tosa_sub_default", [x.t, mean], shape, "FP32")
+        sq = self.op("MUL", "tosa_mul_default", [diff, diff], shape, "FP32")
+        total = self._reduce_sum(sq, axes)
+        var = self.op("MUL", "tosa_mul_default", [total, var_c], total.shape, "FP32")
+        r = self.op("RSQRT", "tosa_rsqrt_default",
+                    [self.op("ADD", "tosa_add_default", [var, eps_c], var.shape, "FP32")],
+                    var.shape, "FP32")
+        out = self.op("MUL", "tosa_mul_default", [diff, r], shape, "FP32")
+        w_shape = [1] * (rank - n) + shape[rank - n:]
+        for offset, param, op in ((7, weight, "MUL"), (8, bias, "ADD")):
+            if param is not None:
+                values = self.tensor(param).detach().numpy().reshape(w_shape)
+                out = self.op(op, f"tosa_{op.lower()}_default", [out, const(offset, values)],
+                              shape, "FP32")
+        self.values[node] = Value(out, False)
+
 
 def _nhwc_axis(d: int) -> int:
     return [0, 3, 1, 2][d]
@@ -286,7 +369,7 @@ _SHARED = {target: rule for target, rule in INT_HANDLERS.items()
            if rule in (_Lowering.identity, _Lowering.getitem, _Lowering.convolution,
                        _Lowering.linear, _Lowering.max_pool2d, TensorRules.view_copy, TensorRules.permute_copy,
                        TensorRules.select_copy, TensorRules.slice_copy, TensorRules.cat,
-                       TensorRules.expand_copy)}
+                       TensorRules.expand_copy, TensorRules.bmm)}
 
 FloatLowering.HANDLERS = {
     **_SHARED,
@@ -299,6 +382,8 @@ FloatLowering.HANDLERS = {
     aten.hardtanh.default: FloatLowering.clamp,
     aten.clamp.default: FloatLowering.clamp,
     aten.mean.dim: FloatLowering.mean,
+    aten.sum.dim_IntList: FloatLowering.sum,
     aten._softmax.default: FloatLowering.softmax,
     aten.gelu.default: FloatLowering.gelu,
+    aten.native_layer_norm.default: FloatLowering.layer_norm,
 }

@@ -185,7 +185,8 @@ class TensorRules:
     # -- arithmetic ---------------------------------------------------------------------------
 
     def bmm(self, node: Node) -> None:
-        """MATMUL of the int8 operands (zero points as its inputs), RESCALE to int8."""
+        """MATMUL of the int8 operands (zero points as its inputs), RESCALE to int8; or of
+        float32 operands."""
         a, b = (self.int8_input(x) for x in node.args[:2])
         out_qp = self.out_qparams(node)
         ta, tb = self.as_torch(a), self.as_torch(b)
@@ -194,9 +195,13 @@ class TensorRules:
             ta = self.reshape(ta, [1, *ta.shape])
             tb = self.reshape(tb, [1, *tb.shape])
         shape = [ta.shape[0], ta.shape[1], tb.shape[2]]
-        m = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "INT32",
-                    a_zp=a.qp.zp, b_zp=b.qp.zp)
-        r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        if a.qp is None:  # float32 operands (the FP profile): zero points 0, no RESCALE
+            r = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "FP32", a_zp=0.0,
+                        b_zp=0.0)
+        else:
+            m = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "INT32",
+                        a_zp=a.qp.zp, b_zp=b.qp.zp)
+            r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
         if rank == 2:
             r = self.reshape(r, self.shape(node))
         self._torch_value(node, r, out_qp)
