@@ -49,6 +49,7 @@ UNARY_OPS = {
     aten.rsqrt.default: "RSQRT",
     aten.erf.default: "ERF",
     aten.log.default: "LOG",
+    aten.abs.default: "ABS",
 }
 
 

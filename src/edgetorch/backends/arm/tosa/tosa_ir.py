@@ -226,7 +226,7 @@ _EMIT = {
     "MINIMUM": _emit_with_nan_mode("MINIMUM", "MinimumAttribute"),
     # the float profile's elementwise functions (no attributes)
     **{op: _emit_simple(op, f"{op.title().replace('_', '')}Attribute")
-       for op in ("SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG", "POW")},
+       for op in ("SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG", "POW", "ABS")},
     "MATMUL": _emit_matmul,
     "TILE": _emit_simple("TILE", "TileAttribute"),
 }
