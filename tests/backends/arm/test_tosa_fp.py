@@ -29,10 +29,27 @@ from edgetorch.runtime import Runtime  # noqa: E402
 FP = "TOSA-1.0+FP"
 RTOL = 1e-5
 # One model per operator family in the default run; the rest are slow-marked.
-FAMILIES = ["add", "convnet", "linear_3d", "mean_tokens", "max_pool2d", "sigmoid", "clamp",
-            "cat"]
-MORE = ["sub", "mul", "mul_plain", "sub_plain", "tanh", "relu6_alone", "mean_last"]
-CASES = [*FAMILIES, *[pytest.param(m, marks=pytest.mark.slow) for m in MORE]]
+FAMILIES = ["convnet", "linear_3d", "bmm", "div", "avg_pool2d", "max_pool2d", "sigmoid",
+            "clamp", "cat", "mean_tokens", "permute_3d", "softmax_last", "layer_norm_only",
+            "gelu"]
+MORE = ["add", "sub", "mul", "mul_plain", "sub_plain", "tanh", "relu6_alone", "mean_last",
+        "sum_last", "matmul_4d", "transpose_4d", "reshape_3d"]
+# Numerically right, but not byte-equal to ExecuTorch's .tosa (test_..._byte_equal says why).
+NOT_EQUAL = {
+    "softmax_conv": "ExecuTorch's RemovePermutesAroundElementwiseOps moves the output "
+                    "TRANSPOSE above a softmax over the channels (through REDUCE_MAX/REDUCE_SUM); "
+                    "edgetorch moves it only through elementwise operators, so the softmax runs "
+                    "NHWC on the last axis here",
+    "encoder_block": "ExecuTorch numbers the view_copy nodes its passes make across the "
+                     "whole block (constants named aten_view_copy_default_<k>_fused_const "
+                     "with other k), merges the equal constants of its two layer_norms "
+                     "(FuseEqualPlaceholdersPass) and shares one RESHAPE between the q/k/v "
+                     "linears (FuseIdenticalInputTransformsPass); edgetorch does neither yet",
+}
+CASES = [*FAMILIES, *[pytest.param(m, marks=pytest.mark.slow) for m in MORE],
+         *[pytest.param(m, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=why)])
+           for m, why in NOT_EQUAL.items()]]
+NUMERIC = [*FAMILIES, "softmax_conv", "encoder_block"]
 
 
 def lower_fp(name: str, inter=None):
@@ -62,13 +79,22 @@ def assert_close_to_eager(out: np.ndarray, eager: np.ndarray) -> None:
     assert err <= bound, f"max |ours - eager| = {err:.3g} > {bound:.3g}"
 
 
-@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("name", NUMERIC)
 def test_fp_delegate_matches_eager(name):
     """Every operator is delegated, and the delegate gives eager's numbers."""
     pte, inputs, eager, partitioner = lower_fp(name)
     assert partitioner.rejected == {}, partitioner.rejected_nodes_report()
     program = Runtime.get().load_program(pte)
     assert [d.id for d in program.program.execution_plan[0].delegates] == ["TOSABackend"]
+    assert_close_to_eager(run_pte(pte, inputs), eager)
+
+
+def test_unlowered_float_node_stays_on_cpu():
+    """gelu(approximate='tanh') is in the FP profile but not lowered yet: it runs on the
+    CPU, named in the report, and the program still gives eager's numbers."""
+    pte, inputs, eager, partitioner = lower_fp("gelu_tanh")
+    ((target, why),) = partitioner.rejected.values()
+    assert target == "aten.gelu.default" and "approximate='tanh'" in why
     assert_close_to_eager(run_pte(pte, inputs), eager)
 
 
@@ -120,7 +146,8 @@ def test_fp_tosa_byte_equal_to_executorch(reference, tmp_path, name):
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [*FAMILIES, *[pytest.param(m, marks=pytest.mark.slow)
+                                               for m in [*MORE, *NOT_EQUAL]]])
 def test_executorch_fp_pte_runs_here(reference, name):
     """ExecuTorch's +FP .pte runs in our runtime with eager's numbers (the model's float
     outputs as ExecuTorch's script saved them)."""

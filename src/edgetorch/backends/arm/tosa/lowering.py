@@ -859,7 +859,10 @@ class _Lowering(TensorRules):
         out_qp = self.out_qparams(node)
         zp_name = f"aten_full_default_{2 * self.pool_count + 1}_pre_computed_common"
         self.pool_count += 1
-        zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
+        if x.qp is None:  # float32 (the FP profile): zero points 0.0
+            zp = TConst(zp_name, [1], "FP32", np.zeros(1, np.float32))
+        else:
+            zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
         if not any(c.name == zp_name for c in self.consts):
             self.const_key[id(zp)] = -1  # ExecuTorch's folded constants come first
             self.consts.append(zp)
@@ -867,7 +870,7 @@ class _Lowering(TensorRules):
         oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
         ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
         t = self.op("AVG_POOL2D", "tosa_avg_pool2d_default", [x.t, zp, zp], [n, oh, ow, c],
-                    "INT8", kernel=kernel, stride=stride, pad=pad)
+                    x.t.dtype, kernel=kernel, stride=stride, pad=pad)
         self.values[node] = Value(t, True, None, out_qp)
 
     def identity(self, node: Node) -> None:

@@ -18,6 +18,7 @@ ExecuTorch's passes make of a float graph:
 - ``sum.dim_IntList``: one REDUCE_SUM per axis in the order given (DecomposeSumPass).
 - ``layer_norm``: mean, SUB, square, variance, ADD eps, RSQRT, MUL, weight and bias
   (DecomposeLayerNormPass with DecomposeVarPass and DecomposeMeanDimPass).
+- ``max_pool2d``/``avg_pool2d``: MAX_POOL2D/AVG_POOL2D on float32 (zero points 0.0).
 - ``sigmoid``/``tanh``/``exp``/``reciprocal``/``rsqrt``/``erf``: the TOSA operator itself (no
   table).
 """
@@ -368,7 +369,7 @@ def _nhwc_axis(d: int) -> int:
 # every arithmetic rule is replaced or dropped.
 _SHARED = {target: rule for target, rule in INT_HANDLERS.items()
            if rule in (_Lowering.identity, _Lowering.getitem, _Lowering.convolution,
-                       _Lowering.linear, _Lowering.max_pool2d, TensorRules.view_copy, TensorRules.permute_copy,
+                       _Lowering.linear, _Lowering.max_pool2d, _Lowering.avg_pool2d, TensorRules.view_copy, TensorRules.permute_copy,
                        TensorRules.select_copy, TensorRules.slice_copy, TensorRules.cat,
                        TensorRules.expand_copy, TensorRules.bmm)}
 
