@@ -33,7 +33,8 @@ FAMILIES = ["convnet", "linear_3d", "bmm", "div", "avg_pool2d", "max_pool2d", "s
             "clamp", "cat", "mean_tokens", "permute_3d", "softmax_last", "layer_norm_only",
             "gelu"]
 MORE = ["add", "sub", "mul", "mul_plain", "sub_plain", "tanh", "relu6_alone", "mean_last",
-        "sum_last", "matmul_4d", "transpose_4d", "reshape_3d"]
+        "sum_last", "matmul_4d", "transpose_4d", "reshape_3d", "cat_3d", "add_broadcast",
+        "linear_2d", "nobias", "gap_linear", "conv_crop"]
 # Numerically right, but not byte-equal to ExecuTorch's .tosa (test_..._byte_equal says why).
 NOT_EQUAL = {
     "softmax_conv": "ExecuTorch's RemovePermutesAroundElementwiseOps moves the output "

@@ -129,6 +129,18 @@ class FloatLowering(_Lowering):
     def mul(self, node: Node) -> None:
         self._binary(node, "MUL")
 
+    def scalar_binary(self, node: Node) -> None:
+        """``add``/``sub``/``mul`` ``.Scalar``: the scalar as a float32 constant of the
+        input's rank (ReplaceScalarWithTensorByProfilePass, MatchArgRanksPass)."""
+        op = {aten.add.Scalar: "ADD", aten.sub.Scalar: "SUB", aten.mul.Scalar: "MUL"}[node.target]
+        if node.kwargs.get("alpha", 1) != 1 or not isinstance(node.args[1], (int, float)):
+            raise ExportError(f"TOSA lowering: %{node.name} {node.target} with alpha or a "
+                              "non-number operand is not lowered yet under the FP profile")
+        x = self.int8_input(node.args[0])
+        c = self.scalar_const(node, float(node.args[1]), len(x.t.shape))
+        t = self.op(op, f"tosa_{op.lower()}_default", [x.t, c], x.t.shape, "FP32")
+        self.values[node] = Value(t, x.nhwc, x.flat_of)
+
     def div(self, node: Node) -> None:
         """``a / b`` = ``a * reciprocal(b)`` (ExecuTorch's DecomposeDivPass)."""
         if node.kwargs.get("rounding_mode") is not None or not isinstance(node.args[1], Node):
@@ -380,6 +392,8 @@ FloatLowering.HANDLERS = {
     aten.sub.Tensor: FloatLowering.sub,
     aten.mul.Tensor: FloatLowering.mul,
     aten.div.Tensor: FloatLowering.div,
+    **dict.fromkeys((aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar),
+                    FloatLowering.scalar_binary),
     aten.relu.default: FloatLowering.clamp,
     aten.hardtanh.default: FloatLowering.clamp,
     aten.clamp.default: FloatLowering.clamp,
