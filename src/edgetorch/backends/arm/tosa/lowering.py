@@ -11,6 +11,7 @@ The rules, per edge operator (Q/DQ pairs fold into the operators' quantization p
 - ``mean.dim`` over H, W / adaptive average pooling to 1x1: AVG_POOL2D.
 - Graphs with a convolution or pooling work in NHWC: a TRANSPOSE follows each rank-4 input and
   precedes each rank-4 output; the delegate's I/O stay in torch (NCHW) order.
+Float graphs under the FP profile reuse this walk with other rules (``lowering_float``).
 Operators are ordered as in ExecuTorch's final FX graph (a RESCALE right after the node
 producing its input) and named ``tosa_<op>_default[_N]`` in that order (``tosa_ir``).
 """

@@ -63,8 +63,11 @@ class FloatLowering(_Lowering):
 
     def __init__(self, ep, spec):
         super().__init__(ep, spec)
-        order = [n for n in ep.graph_module.graph.nodes]
-        self.position = {n: i for i, n in enumerate(order)}
+        self.views_before: dict[Node, int] = {}  # the model's view_copy nodes before each node
+        views = 0
+        for n in ep.graph_module.graph.nodes:
+            self.views_before[n] = views
+            views += n.target == aten.view_copy.default
         self.views_made = 0  # view_copy nodes ExecuTorch's decompositions add (for names)
 
     # -- operands ---------------------------------------------------------------------------
@@ -89,8 +92,7 @@ class FloatLowering(_Lowering):
     def view_name(self, node: Node) -> str:
         """The name ExecuTorch gives the next view_copy its passes make before ``node``: view
         nodes are numbered in graph order, the model's own and the decompositions' ones."""
-        k = sum(1 for n, i in self.position.items() if i < self.position[node]
-                and n.target in (aten.view_copy.default,)) + self.views_made
+        k = self.views_before[node] + self.views_made
         self.views_made += 1
         return f"aten_view_copy_default{f'_{k}' if k else ''}"
 
@@ -333,8 +335,7 @@ class FloatLowering(_Lowering):
                 any(isinstance(a, Node) and a.op != "placeholder" for a in (weight, bias)):
             raise ExportError(f"TOSA lowering: %{node.name} layer_norm of a rank-{rank} or "
                               "NHWC tensor, or with computed weights, is not lowered yet")
-        base = sum(1 for m, i in self.position.items() if i < self.position[node]
-                   and m.target == aten.view_copy.default) + self.views_made
+        base = self.views_before[node] + self.views_made
         self.views_made += 9
 
         def const(offset: int, values: np.ndarray, suffix: str = "") -> TConst:
