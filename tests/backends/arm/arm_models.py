@@ -568,3 +568,48 @@ def minilm_2layers():
 def minilm_6layers():
     """The whole encoder (all six layers), 16 tokens."""
     return _minilm(6)
+
+
+# Float-only operator models of the TOSA FP profile (tests/backends/arm/test_tosa_fp.py).
+def div():
+    return _fn(lambda m, a, b: a / (b.abs() + 1.0), (1, 4, 16), (1, 4, 16))
+
+
+def avg_pool2d():
+    return _conv_then(nn.AvgPool2d(2, 2))
+
+
+def sum_last():
+    return _fn(lambda m, x: (x + x).sum(-1, keepdim=True), (1, 4, 16))
+
+
+def softmax_conv():
+    """A softmax over the channels of an NHWC map (its axis is the layout's last)."""
+    return _conv_then(lambda y: torch.softmax(y, dim=1))
+
+
+class EncoderBlock(nn.Module):
+    """A pre-norm transformer encoder block written with the operators of the FP profile:
+    LayerNorm, Linear q/k/v, bmm attention with softmax, GELU MLP, residual adds."""
+
+    def __init__(self, dim: int = 16, hidden: int = 32):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.q, self.k, self.v = (nn.Linear(dim, dim) for _ in range(3))
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.scale = dim ** -0.5
+
+    def forward(self, x):
+        h = self.norm1(x)
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        att = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * self.scale, dim=-1)
+        x = x + self.proj(torch.bmm(att, v))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+def encoder_block():
+    torch.manual_seed(0)
+    return EncoderBlock().eval(), _inputs((1, 8, 16))

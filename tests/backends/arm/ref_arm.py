@@ -5,10 +5,12 @@
 
 ``MODEL`` is ``edgetorch.examples.load_model_spec``'s spec (``tests/backends/arm/arm_models.py:add``).
 Quantizes with ExecuTorch's ``TOSAQuantizer`` (``get_symmetric_quantization_config()``,
-calibrated on the example inputs), lowers with ``TOSAPartitioner`` and writes into OUT_DIR:
+calibrated on the example inputs) when TOSA_SPEC has an INT profile (a ``+FP`` spec keeps the
+float model), lowers with ``TOSAPartitioner`` and writes into OUT_DIR:
 ``model.pte`` (``extract_delegate_segments=False``), the intermediates (``output_<tag>_<spec>.tosa``)
 under ``OUT_DIR/inter``, ``inputs.npz`` (example inputs) and ``quant_out.npz`` (the converted,
-fake-quantized eager model's outputs). Only ``edgetorch.examples`` is imported from edgetorch.
+fake-quantized eager model's outputs; the float
+model's under +FP). Only ``edgetorch.examples`` is imported from edgetorch.
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ def tosa(model_spec: str, tosa_spec: str, out_dir: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model, inputs = load_model_spec(model_spec)
     cs = TosaCompileSpec(tosa_spec).dump_intermediate_artifacts_to(str(out / "inter"))
-    quantizer = TOSAQuantizer(cs)
-    quantizer.set_global(get_symmetric_quantization_config())
-    gm = torch.export.export(model, inputs).module(check_guards=False)
-    prepared = prepare_pt2e(gm, quantizer)
-    prepared(*inputs)
-    quantized = convert_pt2e(prepared)
+    if "INT" in tosa_spec:
+        quantizer = TOSAQuantizer(cs)
+        quantizer.set_global(get_symmetric_quantization_config())
+        gm = torch.export.export(model, inputs).module(check_guards=False)
+        prepared = prepare_pt2e(gm, quantizer)
+        prepared(*inputs)
+        quantized = convert_pt2e(prepared)
+    else:  # a +FP spec: the float model as it is
+        quantized = model
     with torch.no_grad():
         expected = quantized(*inputs)
     expected = expected if isinstance(expected, (tuple, list)) else (expected,)

@@ -77,4 +77,5 @@ def _arm_model(name):
 
 MODELS = {"add": add, "convnet": convnet, "partial": partial,
           "tiny_tfm": _arm_model("tiny_tfm"), "tiny_vit": _arm_model("tiny_vit"),
-          "minilm_layer": _arm_model("minilm_layer")}
+          "minilm_layer": _arm_model("minilm_layer"),
+          "encoder_block": _arm_model("encoder_block")}

@@ -117,7 +117,7 @@ def get_compile_spec(args: argparse.Namespace) -> Any:
     elif args.target == "vgf":
         from ..vgf.compile_spec import VgfCompileSpec
 
-        # ExecuTorch's choice: INT when quantizing, else FP (edgetorch lowers INT graphs only)
+        # ExecuTorch's choice: INT when quantizing, else FP (float graphs, lowering_float)
         spec = VgfCompileSpec("TOSA-1.0+INT" if args.quantize else "TOSA-1.0+FP")
     else:
         raise FeatureNotAvailableError(f"unknown target {args.target!r}")

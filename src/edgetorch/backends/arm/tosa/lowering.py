@@ -11,6 +11,7 @@ The rules, per edge operator (Q/DQ pairs fold into the operators' quantization p
 - ``mean.dim`` over H, W / adaptive average pooling to 1x1: AVG_POOL2D.
 - Graphs with a convolution or pooling work in NHWC: a TRANSPOSE follows each rank-4 input and
   precedes each rank-4 output; the delegate's I/O stay in torch (NCHW) order.
+Float graphs under the FP profile reuse this walk with other rules (``lowering_float``).
 Operators are ordered as in ExecuTorch's final FX graph (a RESCALE right after the node
 producing its input) and named ``tosa_<op>_default[_N]`` in that order (``tosa_ir``).
 """
@@ -39,7 +40,10 @@ aten = torch.ops.aten
 NHWC = [0, 2, 3, 1]
 NCHW = [0, 3, 1, 2]
 INT8_MAX = 127
-ELEMENTWISE = {"RESCALE", "TABLE", "MUL", "ADD", "SUB", "CLAMP"}
+# Operators ExecuTorch's permute passes see as elementwise: the INT profile's, and the FP
+# profile's functions that the INT profile makes TABLEs (InsertTableOpsPass's table ops).
+FP_UNARY = frozenset({"SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG"})
+ELEMENTWISE = {"RESCALE", "TABLE", "MUL", "ADD", "SUB", "CLAMP", *FP_UNARY}
 ADD_SHIFT_BITS = 20  # int8 operands of ADD are shifted 20 bits up (ExecuTorch's choice)
 
 _DTYPES = {torch.int8: "INT8", torch.int16: "INT16", torch.int32: "INT32", torch.bool: "BOOL"}
@@ -119,6 +123,11 @@ def _per_tensor(node: Node) -> QParams:
 
 
 class _Lowering(TensorRules):
+    # Operators that make ExecuTorch lay the whole graph out NHWC.
+    NHWC_OPS = (aten.convolution.default, aten.mean.dim, aten.avg_pool2d.default,
+                aten._adaptive_avg_pool2d.default)
+    INPUT_DTYPES = _DTYPES  # what a delegate input may be (the INT profile: integers)
+
     def __init__(self, ep: ExportedProgram, spec: TosaSpecification):
         self.ep = ep
         self.spec = spec
@@ -131,9 +140,7 @@ class _Lowering(TensorRules):
         self.zero_biases = 0
         self.tables = 0
         gm = ep.graph_module
-        self.nhwc = any(n.target in (aten.convolution.default, aten.mean.dim,
-                                     aten.avg_pool2d.default, aten._adaptive_avg_pool2d.default)
-                        for n in gm.graph.nodes)
+        self.nhwc = any(n.target in self.NHWC_OPS for n in gm.graph.nodes)
         self.specs = {s.arg.name: s for s in ep.graph_signature.input_specs
                       if hasattr(s.arg, "name")}
         self.const_key: dict[int, float] = {}
@@ -353,7 +360,7 @@ class _Lowering(TensorRules):
         t = self.tensor(placeholder).detach()
         if self.nhwc and t.dim() == 4:
             t = t.permute(*NHWC)
-        dtype = _DTYPES[t.dtype]
+        dtype = self.INPUT_DTYPES[t.dtype]
         const = TConst(name, list(t.shape), dtype, np.ascontiguousarray(t.numpy()))
         self._place_const(placeholder, const)
         return const
@@ -417,18 +424,27 @@ class _Lowering(TensorRules):
             self.values[node] = Value(TConst(node.name, [], "", np.zeros(0)))  # used via users
             return
         val = node.meta["val"]
-        dtype = _DTYPES.get(val.dtype)
+        dtype = self.INPUT_DTYPES.get(val.dtype)
         if dtype is None:
             user = next(iter(node.users), None)
             raise LoweringRefusedError(
-                f"TOSA lowering: delegate input %{node.name} is {val.dtype}; the INT profile "
-                "takes int8/int16/int32 tensors", user.name if user is not None else None)
+                f"TOSA lowering: delegate input %{node.name} is {val.dtype}; this profile "
+                f"takes {'/'.join(self.INPUT_DTYPES.values()).lower()} tensors",
+                user.name if user is not None else None)
         t = TInput(et_name(node.name), self.shape(node), dtype)
         self.order.append(t)
         value = Value(t)
         if self.nhwc and val.dim() == 4:
             value = Value(self.layout(t, NHWC), nhwc=True)
         self.values[node] = value
+
+    @classmethod
+    def rule(cls, node: Node):
+        """The method lowering ``node``'s operator, or None."""
+        handler = cls.HANDLERS.get(node.target)
+        if handler is None and str(node.target) in IDENTITY_NAMES:
+            handler = _Lowering.identity
+        return handler
 
     def call(self, node: Node) -> None:
         target = node.target
@@ -445,7 +461,7 @@ class _Lowering(TensorRules):
         if node in self.duplicate_of:
             self.values[node] = self.values[self.duplicate_of[node]]
             return
-        handler = _rule(node)
+        handler = self.rule(node)
         if handler is None:
             raise LoweringRefusedError(f"edgetorch's TOSA lowering has no rule for {target}",
                                        node.name)
@@ -470,15 +486,19 @@ class _Lowering(TensorRules):
             nhwc = False
             ta, tb = self.as_torch(a), self.as_torch(b)
         rank = max(len(ta.shape), len(tb.shape))
-        ta, tb = (self._rank(t, rank) for t in (ta, tb))
+        ta, tb = (self._rank(t, rank, node) for t in (ta, tb))
         return Value(ta, nhwc, None, a.qp), Value(tb, nhwc, None, b.qp), nhwc
 
-    def _rank(self, t, rank: int):
+    def ranked_const_name(self, node: Node) -> str | None:
+        """The name of a constant operand of ``node`` given leading 1s (None: its own)."""
+        return None
+
+    def _rank(self, t, rank: int, node: Node):
         if len(t.shape) == rank:
             return t
         shape = [1] * (rank - len(t.shape)) + list(t.shape)
         if isinstance(t, TConst):
-            return self.derived_const(t, t.values.reshape(shape))
+            return self.derived_const(t, t.values.reshape(shape), self.ranked_const_name(node))
         return self.reshape(t, shape)
 
     def derived_const(self, src: TConst, values: np.ndarray, name: str | None = None) -> TConst:
@@ -563,7 +583,7 @@ class _Lowering(TensorRules):
         n, h, w, c = x.t.shape
         oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
         ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
-        t = self.op("MAX_POOL2D", "tosa_max_pool2d_default", [x.t], [n, oh, ow, c], "INT8",
+        t = self.op("MAX_POOL2D", "tosa_max_pool2d_default", [x.t], [n, oh, ow, c], x.t.dtype,
                     kernel=kernel, stride=stride, pad=pad)
         self.values[node] = Value(t, True, None, x.qp)
 
@@ -671,9 +691,11 @@ class _Lowering(TensorRules):
             return act, qp
         return node, self.out_qparams(node)
 
-    def _conv(self, node: Node, x: Value, w_dq: Node, b_node: Node | None, stride, pad,
-              dilation, groups: int, et_conv: str, linear: bool) -> None:
-        w, w_scales = self._weights(w_dq)
+    def conv_weights(self, w: np.ndarray, placeholder: Node, x: Value, groups: int,
+                     et_conv: str, linear: bool, dtype: str) -> tuple[TConst, str, str, bool]:
+        """The weight constant in TOSA's layout (OHWI; HWICM for a depthwise convolution,
+        ``groups == in_channels > 1``), placed where ``placeholder`` was; with the operator
+        and its FX name base, and whether it is depthwise."""
         out_ch = w.shape[0]
         depthwise = not linear and groups > 1 and groups == x.t.shape[-1]
         if depthwise:
@@ -684,8 +706,25 @@ class _Lowering(TensorRules):
         else:
             w_t = w.transpose(0, 2, 3, 1) if w.ndim == 4 else w.reshape(out_ch, 1, 1, -1)
             w_name, op, base = f"{et_conv}_weight_ohwi", "CONV2D", "tosa_conv2d_default"
-        wc = TConst(w_name, list(w_t.shape), "INT8", np.ascontiguousarray(w_t))
-        self._place_const(w_dq.args[0], wc)
+        wc = TConst(w_name, list(w_t.shape), dtype, np.ascontiguousarray(w_t))
+        self._place_const(placeholder, wc)
+        return wc, op, base, depthwise
+
+    @staticmethod
+    def conv_output_shape(x, w_t: TConst, depthwise: bool, stride, pad, dilation,
+                          out_ch: int) -> list[int]:
+        n, h, wd, _ = x.t.shape
+        kh, kw = w_t.shape[0:2] if depthwise else w_t.shape[1:3]
+        oh = (h + pad[0] + pad[1] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (wd + pad[2] + pad[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        return [n, oh, ow, out_ch]
+
+    def _conv(self, node: Node, x: Value, w_dq: Node, b_node: Node | None, stride, pad,
+              dilation, groups: int, et_conv: str, linear: bool) -> None:
+        w, w_scales = self._weights(w_dq)
+        out_ch = w.shape[0]
+        wc, op, base, depthwise = self.conv_weights(w, w_dq.args[0], x, groups, et_conv,
+                                                    linear, "INT8")
         if b_node is None:
             # ExecuTorch adds a zero int32 bias ``<conv>_bias`` before the first placeholder.
             bc = TConst(f"{et_conv}_bias", [out_ch], "INT32", np.zeros(out_ch, np.int32))
@@ -699,11 +738,8 @@ class _Lowering(TensorRules):
             bc = TConst(bias_name, list(bias.shape), "INT32", bias)
             self._place_const(bias_ph, bc)
         act, out_qp = self._fused_activation(node)
-        n, h, wd, _ = x.t.shape
-        kh, kw = w_t.shape[0:2] if depthwise else w_t.shape[1:3]
-        oh = (h + pad[0] + pad[1] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-        ow = (wd + pad[2] + pad[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-        conv = self.op(op, base, [x.t, wc, bc], [n, oh, ow, out_ch], "INT32",
+        shape = self.conv_output_shape(x, wc, depthwise, stride, pad, dilation, out_ch)
+        conv = self.op(op, base, [x.t, wc, bc], shape, "INT32",
                        input_zp=x.qp.zp, weight_zp=[0] * out_ch, pad=list(pad),
                        stride=list(stride), dilation=list(dilation))
         scales = [(x.qp.scale * ws) / out_qp.scale for ws in w_scales]
@@ -826,7 +862,10 @@ class _Lowering(TensorRules):
         out_qp = self.out_qparams(node)
         zp_name = f"aten_full_default_{2 * self.pool_count + 1}_pre_computed_common"
         self.pool_count += 1
-        zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
+        if x.qp is None:  # float32 (the FP profile): zero points 0.0
+            zp = TConst(zp_name, [1], "FP32", np.zeros(1, np.float32))
+        else:
+            zp = TConst(zp_name, [1], "INT8", np.array([x.qp.zp], dtype=np.int8))
         if not any(c.name == zp_name for c in self.consts):
             self.const_key[id(zp)] = -1  # ExecuTorch's folded constants come first
             self.consts.append(zp)
@@ -834,7 +873,7 @@ class _Lowering(TensorRules):
         oh = (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
         ow = (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
         t = self.op("AVG_POOL2D", "tosa_avg_pool2d_default", [x.t, zp, zp], [n, oh, ow, c],
-                    "INT8", kernel=kernel, stride=stride, pad=pad)
+                    x.t.dtype, kernel=kernel, stride=stride, pad=pad)
         self.values[node] = Value(t, True, None, out_qp)
 
     def identity(self, node: Node) -> None:
@@ -874,24 +913,44 @@ _HANDLERS = {
 }
 
 
-def _rule(node: Node):
-    handler = _HANDLERS.get(node.target)
-    if handler is None and str(node.target) in IDENTITY_NAMES:
-        handler = _Lowering.identity
-    return handler
+_Lowering.HANDLERS = _HANDLERS
 
 
-def has_rule(node: Node) -> bool:
-    """Whether the lowering has a rule for ``node``'s operator at all (it may still refuse
-    the node for its arguments: ``lower_to_tosa`` then raises ``LoweringRefusedError``)."""
-    return _rule(node) is not None or node.target in DQ_OPS or node.target in Q_OPS
 
+def _lowering_for(quantized: bool, spec: TosaSpecification) -> type[_Lowering] | None:
+    """The rules for a quantized or a float graph under ``spec``: the INT profile's for
+    quantized graphs, the FP profile's (``lowering_float``, imported here: it builds on this
+    module) for float ones; None when ``spec`` lacks that profile."""
+    if quantized:
+        return _Lowering if spec.support_integer() else None
+    if not spec.support_float():
+        return None
+    from .lowering_float import FloatLowering
+
+    return FloatLowering
+
+
+def has_rule(node: Node, spec: TosaSpecification) -> bool:
+    """Whether the lowering has a rule for ``node``'s operator under ``spec`` (it may still
+    refuse the node for its arguments: ``lower_to_tosa`` then raises
+    ``LoweringRefusedError``). A float node needs an FP profile, a quantized one INT."""
+    if node.target in DQ_OPS or node.target in Q_OPS:
+        return spec.support_integer()
+    quantized = any(a.target in DQ_OPS for a in node.all_input_nodes) or \
+        any(u.target in Q_OPS for u in node.users)
+    rules = _lowering_for(quantized or not spec.support_float(), spec)
+    return rules is not None and rules.rule(node) is not None
 
 
 def lower_to_tosa(ep: ExportedProgram, spec: TosaSpecification) -> bytes:
-    """The TOSA flatbuffer for a delegated subgraph ``ep``."""
-    if not spec.support_integer():
-        raise ExportError(f"TOSA lowering: {spec} has no INT profile; edgetorch lowers only "
-                          "quantized (INT) graphs so far -- use TOSA-1.0+INT")
-    nodes, outputs = _Lowering(ep, spec).run()
+    """The TOSA flatbuffer for a delegated subgraph ``ep``: a graph with quantize/dequantize
+    nodes under the INT profile, a float one under the FP profile."""
+    quantized = any(n.target in DQ_OPS or n.target in Q_OPS for n in ep.graph_module.graph.nodes)
+    rules = _lowering_for(quantized, spec)
+    if rules is None:
+        raise ExportError(f"TOSA lowering: {spec} has no {'INT' if quantized else 'FP'} "
+                          f"profile for this {'quantized' if quantized else 'float'} graph -- "
+                          f"use a TOSA-1.0+{'INT' if quantized else 'FP'} spec"
+                          + ("" if quantized else ", or quantize the model first"))
+    nodes, outputs = rules(ep, spec).run()
     return serialize(nodes, outputs)

@@ -142,9 +142,11 @@ class TensorRules:
         self._torch_value(node, self._slice(src, begin, size), x.qp)
 
     def cat(self, node: Node) -> None:
-        """CONCAT of int8 tensors sharing one set of qparams (the quantizer shares them)."""
+        """CONCAT of int8 tensors sharing one set of qparams (the quantizer shares them), or
+        of float32 tensors."""
         xs = [self.int8_input(a) for a in node.args[0]]
-        if len({(x.qp.scale, x.qp.zp) for x in xs}) > 1:
+        dtype = xs[0].t.dtype
+        if len({(x.qp.scale, x.qp.zp) if x.qp else None for x in xs}) > 1:
             raise ExportError(f"TOSA lowering: %{node.name} a cat of inputs with different "
                               "quantization parameters is not lowered yet")
         out_qp = self.out_qparams(node)
@@ -156,12 +158,12 @@ class TensorRules:
             dim = NHWC.index(dim)
             shape = list(xs[0].t.shape)
             shape[dim] = sum(x.t.shape[dim] for x in xs)
-            t = self.op("CONCAT", "tosa_concat_default", [x.t for x in xs], shape, "INT8",
+            t = self.op("CONCAT", "tosa_concat_default", [x.t for x in xs], shape, dtype,
                         axis=dim)
             self.values[node] = Value(t, True, None, out_qp)
             return
         srcs = [self.as_torch(x) for x in xs]
-        t = self.op("CONCAT", "tosa_concat_default", srcs, self.shape(node), "INT8", axis=dim)
+        t = self.op("CONCAT", "tosa_concat_default", srcs, self.shape(node), dtype, axis=dim)
         self._torch_value(node, t, out_qp)
 
     def expand_copy(self, node: Node) -> None:
@@ -183,7 +185,8 @@ class TensorRules:
     # -- arithmetic ---------------------------------------------------------------------------
 
     def bmm(self, node: Node) -> None:
-        """MATMUL of the int8 operands (zero points as its inputs), RESCALE to int8."""
+        """MATMUL of the int8 operands (zero points as its inputs), RESCALE to int8; or of
+        float32 operands."""
         a, b = (self.int8_input(x) for x in node.args[:2])
         out_qp = self.out_qparams(node)
         ta, tb = self.as_torch(a), self.as_torch(b)
@@ -192,9 +195,13 @@ class TensorRules:
             ta = self.reshape(ta, [1, *ta.shape])
             tb = self.reshape(tb, [1, *tb.shape])
         shape = [ta.shape[0], ta.shape[1], tb.shape[2]]
-        m = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "INT32",
-                    a_zp=a.qp.zp, b_zp=b.qp.zp)
-        r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
+        if a.qp is None:  # float32 operands (the FP profile): zero points 0, no RESCALE
+            r = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "FP32", a_zp=0.0,
+                        b_zp=0.0)
+        else:
+            m = self.op("MATMUL", "tosa_matmul_default", [ta, tb], shape, "INT32",
+                        a_zp=a.qp.zp, b_zp=b.qp.zp)
+            r = self.rescale(m, [a.qp.scale * b.qp.scale / out_qp.scale], 0, out_qp.zp, "INT8")
         if rank == 2:
             r = self.reshape(r, self.shape(node))
         self._torch_value(node, r, out_qp)

@@ -1,7 +1,8 @@
-"""Which edge operators the TOSA INT profile takes, with the Ethos-U55 restrictions, and why
+"""Which edge operators the TOSA INT and FP profiles take, with the Ethos-U55 restrictions, and why
 a node is rejected (the reason goes into the partitioner's "rejected nodes" report).
 
-The accepted set is ExecuTorch 1.5.1's ``TOSA_PRO_INT_SupportList``. Whether edgetorch's
+The accepted sets are ExecuTorch 1.5.1's ``TOSA_PRO_INT_SupportList`` (quantized nodes) and
+``TOSA_PRO_FP_SupportList`` (float nodes, for specs with the FP profile). Whether edgetorch's
 lowering can take a node is not decided here but by the lowering itself: the partitioner asks
 it (``lowering.has_rule``, then a trial lowering of each proposed partition), so a node the
 lowering cannot take stays on the CPU with the lowering's reason.
@@ -41,6 +42,23 @@ convolution conv_transpose2d avg_pool2d max_pool2d max_pool2d_with_indices sum p
 slice_copy embedding gather index index_select index_put where upsample_nearest2d
 upsample_bilinear2d unfold_copy as_strided_copy __rshift__ bitwise_right_shift
 _to_dim_order_copy _clone_dim_order
+""".split())
+
+# ExecuTorch's FP-profile list (``TOSA_PRO_FP_SupportList``) and the operators its dedicated
+# support checks take in both profiles (convolution, pooling, slice, sum...).
+TOSA_PRO_FP_NAMES = frozenset("""
+abs acos acosh add addmm alias_copy amax amin any arange argmax asin asinh atan atanh bmm cat
+ceil celu clamp constant_pad_nd copy cos cosh cumsum detach_copy div elu eq erf erfinv exp
+expand_copy expm1 eye flip floor floor_divide full full_like ge gelu glu gt hardsigmoid
+hardswish hardtanh le leaky_relu linear linspace log log1p logical_and logical_not logical_or
+logical_xor logit lt masked_fill maximum mean minimum mm mul native_group_norm
+native_layer_norm ne neg pad permute_copy pow prod reciprocal relu remainder repeat round rsqrt
+scalar_tensor select_copy selu sigmoid sign sin sinh slice_scatter split_copy
+split_with_sizes_copy sqrt squeeze_copy sub tan tanh unsqueeze_copy var view_copy
+_adaptive_avg_pool2d _log_softmax _native_batch_norm_legit_no_training _softmax getitem
+bitwise_left_shift __lshift__ convolution conv_transpose2d avg_pool2d max_pool2d
+max_pool2d_with_indices slice_copy sum upsample_nearest2d upsample_bilinear2d where embedding
+gather index index_select index_put clone dropout _to_dim_order_copy _clone_dim_order
 """.split())
 
 # What U55/U65 reject on top (ExecuTorch's EthosU55NotSupported).
@@ -122,20 +140,34 @@ def _is_quantized(node: Node) -> bool:
 
 def why_not(node: Node, ep: ExportedProgram, spec: TosaSpecification) -> str | None:
     """Why the TOSA profile ``spec`` (and, for ``+u55`` specs, Ethos-U55/U65) does not take
-    ``node``; None when it does. Whether edgetorch's lowering handles the node is the
-    lowering's to say (``lowering.has_rule`` and the partitioner's trial lowering)."""
+    ``node``; None when it does. A quantized node (dequantized inputs, quantized outputs)
+    needs the INT profile, a float one the FP profile with float32 tensors. Whether
+    edgetorch's lowering handles the node is the lowering's to say (``lowering.has_rule``
+    and the partitioner's trial lowering)."""
     name = op_name(node)
     if spec.is_U55_subset and name in U55_REJECTED:
         return f"{name} is not supported on Ethos-U55/U65 (EthosU55NotSupported)"
-    if name not in TOSA_PRO_INT_NAMES and name not in PASS_THROUGH_NAMES \
+    if node.target in QDQ_OPS:
+        return None if spec.support_integer() else \
+            f"{name} needs the TOSA INT profile, which {spec} lacks"
+    as_float = spec.support_float() and not _is_quantized(node)
+    names = TOSA_PRO_FP_NAMES if as_float else TOSA_PRO_INT_NAMES
+    if name not in names and name not in PASS_THROUGH_NAMES \
             and str(node.target) not in IDENTITY_NAMES:
         return f"{node.target} is not in the TOSA {spec} operator support list"
-    if node.target in QDQ_OPS or node.target is operator.getitem:
+    if node.target is operator.getitem:
         return None
-    if spec.support_integer() and not spec.support_float():
-        if not _is_quantized(node):
-            return "Node was not marked as quantized in the Arm backend (quantize the model " \
-                   "with TOSAQuantizer/EthosUQuantizer, or use a +FP TOSA spec)"
+    if as_float:
+        for arg in node.all_input_nodes:
+            val = arg.meta.get("val")
+            if isinstance(val, torch.Tensor) and val.dtype != torch.float32:
+                return (f"input %{arg.name} is {val.dtype}; edgetorch's FP profile lowering "
+                        "takes float32 tensors")
+    elif not spec.support_integer():
+        return f"a quantized node needs the TOSA INT profile, which {spec} lacks"
+    elif not _is_quantized(node):
+        return "Node was not marked as quantized in the Arm backend (quantize the model " \
+               "with TOSAQuantizer/EthosUQuantizer, or use a +FP TOSA spec)"
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor) and val.dim() > 6:
         return f"output rank {val.dim()} exceeds TOSA's 6"

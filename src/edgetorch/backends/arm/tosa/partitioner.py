@@ -98,7 +98,7 @@ class TOSAPartitioner(Partitioner):
             if node.op != "call_function" or node.target in QDQ_OPS:
                 continue
             reason = why_not(node, ep, spec)
-            if reason is None and not has_rule(node):
+            if reason is None and not has_rule(node, spec):
                 reason = (f"{node.target} is in ExecuTorch's TOSA profile but edgetorch's TOSA "
                           "lowering has no rule for it yet; it runs on the CPU")
             if reason is None and any(not c.is_node_supported({}, node) for c in self.additional_checks):
@@ -228,13 +228,18 @@ class TOSAPartitioner(Partitioner):
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
         """Keep quantized ``linear`` (a 1x1 CONV2D), ``hardswish``, ``hardsigmoid`` and
-        ``silu`` (int8 TABLEs) whole, as ExecuTorch does; float ones decompose as usual. A
+        ``silu`` (int8 TABLEs) whole, as ExecuTorch does; float ones decompose as usual, but
+        for a spec with the FP profile, where every ``linear`` stays whole. A
         linear whose output goes through a ReLU/ReLU6 counts as quantized (fused range).
         Asked again after partitioning, the filter declines the nodes this partitioner left
         on the CPU, so they are decomposed for the portable kernels."""
+        fp = self.compile_spec.tosa_spec.support_float()
+
         def quantized(node: Node) -> bool:
             if node.name in self.rejected:
                 return False
+            if fp and node.target == torch.ops.aten.linear.default:
+                return True  # a CONV2D under the FP profile too (ExecuTorch's if_fp set)
             args = node.all_input_nodes
             users = list(node.users)
             out_ok = bool(users) and all("quantize_per_tensor" in str(u.target) for u in users)

@@ -8,7 +8,8 @@ the ``.tosa`` bytes) follows from them: ``(x * 2).permute(0, 2, 1)`` becomes a T
 the delegate input followed by the RESCALE, MUL and RESCALE on the permuted shape.
 
 Rules (theirs, for static shapes):
-- an operator is *elementwise* if it is ADD, SUB, MUL, CLAMP, TABLE or a per-tensor RESCALE;
+- an operator is *elementwise* if it is ADD, SUB, MUL, CLAMP, TABLE, a per-tensor RESCALE or
+  (FP profile) one of the functions INT makes a TABLE (SIGMOID, TANH, EXP...);
   a RESCALE is *transparent*: a view that changes the rank does not cross it;
 - a move crosses one operator at a time; the crossed operator must read one tensor (TABLE's
   table does not count; moving up, a permute also crosses an operator whose other inputs are
@@ -27,8 +28,9 @@ from __future__ import annotations
 
 from .tosa_ir import TOp
 
-_ELEMENTWISE = {"ADD", "SUB", "MUL", "CLAMP", "TABLE", "RESCALE"}
-_WIDTH = {"INT8": 1, "INT16": 2, "INT32": 4, "BOOL": 1}
+_ELEMENTWISE = {"ADD", "SUB", "MUL", "CLAMP", "TABLE", "RESCALE",
+                "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG"}
+_WIDTH = {"INT8": 1, "INT16": 2, "INT32": 4, "BOOL": 1, "FP32": 4}
 
 
 def _inputs(op) -> list:

@@ -133,7 +133,7 @@ def _emit_conv(op: str, attr_method: str):
         attr = ts.TosaSerializerAttribute()
         getattr(attr, attr_method)(pad=n.attrs["pad"], stride=n.attrs["stride"],
                                    dilation=n.attrs["dilation"], local_bound=False,
-                                   acc_type=ts.DType.INT32)
+                                   acc_type=getattr(ts.DType, _ACC[n.dtype]))
         ser.addOperator(getattr(ts.Op, op), inputs=[i.name for i in n.inputs] + [in_zp, w_zp],
                         outputs=[n.name], attributes=attr, location=None)
     return emit
@@ -142,7 +142,7 @@ def _emit_conv(op: str, attr_method: str):
 def _emit_avg_pool(ser, ts, n: TOp) -> None:
     attr = ts.TosaSerializerAttribute()
     attr.AvgPool2dAttribute(kernel=n.attrs["kernel"], stride=n.attrs["stride"],
-                            pad=n.attrs["pad"], acc_type=ts.DType.INT32)
+                            pad=n.attrs["pad"], acc_type=getattr(ts.DType, _ACC[n.dtype]))
     ser.addOperator(ts.Op.AVG_POOL2D, inputs=[i.name for i in n.inputs], outputs=[n.name],
                     attributes=attr, location=None)
 
@@ -164,7 +164,7 @@ def _emit_transpose(ser, ts, n: TOp) -> None:
 
 def _emit_clamp(ser, ts, n: TOp) -> None:
     attr = ts.TosaSerializerAttribute()
-    as_bytes = {"INT8": "<b", "INT16": "<h"}[n.dtype]  # the bounds as the tensor's bytes
+    as_bytes = {"INT8": "<b", "INT16": "<h", "FP32": "<f"}[n.dtype]  # the bounds' bytes
     attr.ClampAttribute(list(struct.pack(as_bytes, n.attrs["min_val"])),
                         list(struct.pack(as_bytes, n.attrs["max_val"])),
                         nan_mode=ts.NanPropagationMode.PROPAGATE)
@@ -190,11 +190,19 @@ def _emit_matmul(ser, ts, n: TOp) -> None:
                     attributes=attr, location=None)
 
 
-def _emit_reduce_max(ser, ts, n: TOp) -> None:
-    attr = ts.TosaSerializerAttribute()
-    attr.ReduceMaxAttribute(axis=n.attrs["axis"], nan_mode=ts.NanPropagationMode.PROPAGATE)
-    ser.addOperator(ts.Op.REDUCE_MAX, inputs=[n.inputs[0].name], outputs=[n.name],
-                    attributes=attr, location=None)
+def _emit_with_nan_mode(op: str, attr_method: str):
+    """Operators whose attribute carries TOSA's NaN propagation mode (ExecuTorch: PROPAGATE)."""
+    def emit(ser, ts, n: TOp) -> None:
+        attr = ts.TosaSerializerAttribute()
+        getattr(attr, attr_method)(**n.attrs, nan_mode=ts.NanPropagationMode.PROPAGATE)
+        ser.addOperator(getattr(ts.Op, op), inputs=[i.name for i in n.inputs], outputs=[n.name],
+                        attributes=attr, location=None)
+    return emit
+
+
+# The accumulator of CONV2D/AVG_POOL2D for each output dtype (ExecuTorch: the output's own
+# for FP32, INT32 for int8 graphs, whose convolutions output int32).
+_ACC = {"INT32": "INT32", "INT8": "INT32", "INT16": "INT32", "FP32": "FP32"}
 
 
 _EMIT = {
@@ -213,7 +221,12 @@ _EMIT = {
     "TABLE": _emit_simple("TABLE", "TableAttribute"),
     "SLICE": _emit_simple("SLICE", "SliceAttribute"),
     "REDUCE_SUM": _emit_simple("REDUCE_SUM", "ReduceSumAttribute"),
-    "REDUCE_MAX": _emit_reduce_max,
+    "REDUCE_MAX": _emit_with_nan_mode("REDUCE_MAX", "ReduceMaxAttribute"),
+    "MAXIMUM": _emit_with_nan_mode("MAXIMUM", "MaximumAttribute"),
+    "MINIMUM": _emit_with_nan_mode("MINIMUM", "MinimumAttribute"),
+    # the float profile's elementwise functions (no attributes)
+    **{op: _emit_simple(op, f"{op.title().replace('_', '')}Attribute")
+       for op in ("SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF", "LOG", "POW", "ABS")},
     "MATMUL": _emit_matmul,
     "TILE": _emit_simple("TILE", "TileAttribute"),
 }
