@@ -38,3 +38,28 @@ def test_compiled_loop_equals_its_python_source():
     with accel.enabled():
         assert accel.available()
         assert _scaled_sum(x, 2.0) == _scaled_sum.py_func(x, 2.0) == 90.0
+
+
+@accel.jit
+def _clamped_sum(x, lo, hi):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += min(max(x[i], lo), hi)
+    return total
+
+
+def test_a_loop_compiled_while_torch_export_swaps_min_and_max_still_compiles(monkeypatch):
+    # torch.export's non-strict tracing replaces builtins.min/max with functools.partial
+    # objects while it runs; a loop compiled meanwhile (the warm-up thread, another thread's
+    # runtime) must still see the real builtins.
+    pytest.importorskip("numba")
+    import builtins
+    import functools
+
+    monkeypatch.setattr(builtins, "min", functools.partial(builtins.min))
+    monkeypatch.setattr(builtins, "max", functools.partial(builtins.max))
+    x = np.array([-3.0, 0.5, 7.0])
+    with accel.enabled():
+        assert _clamped_sum(x, 0.0, 1.0) == 1.5
+    monkeypatch.undo()
+    assert _clamped_sum.py_func(x, 0.0, 1.0) == 1.5

@@ -23,10 +23,12 @@ else at their next call. ``EDGETORCH_ACCEL_WARMUP=wait`` makes the first
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import importlib.util
 import os
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,6 +37,11 @@ ENV_VAR = "EDGETORCH_ACCEL"
 WARMUP_ENV = "EDGETORCH_ACCEL_WARMUP"  # "background" (default) or "wait"
 
 _lock = threading.Lock()
+# The builtins numba resolves by name when it compiles a loop, as they were when edgetorch was
+# imported: torch.export swaps builtins.min/max for functools.partial objects while it traces
+# (torch/_export/non_strict_utils.py), and a loop compiled meanwhile -- by the warm-up thread, or
+# by another thread's runtime -- would fail numba's typing ("Untyped global name 'min'").
+_REAL_BUILTINS = {name: getattr(builtins, name) for name in ("min", "max", "abs", "round", "pow")}
 _forced: bool | None = None  # set by enabled()/disabled() (tests, benchmarks)
 _found: bool | None = None  # numba importable and not switched off (decided once)
 _wait = False  # EDGETORCH_ACCEL_WARMUP=wait (decided with _found)
@@ -230,18 +237,30 @@ class LazyJit:
                 if self._compiled is None:
                     import numba  # the optional extra; only reached when available()
 
+                    func = _with_real_builtins(self.py_func)
                     try:
-                        self._compiled = numba.njit(cache=True, nogil=True, **self._options)(
-                            self.py_func
-                        )
+                        self._compiled = numba.njit(cache=True, nogil=True, **self._options)(func)
                     except RuntimeError:
                         # No writable cache location for this source file (numba: "no
                         # locator available"): compile in memory, once per process.
-                        self._compiled = numba.njit(nogil=True, **self._options)(self.py_func)
+                        self._compiled = numba.njit(nogil=True, **self._options)(func)
         return self._compiled
 
     def __call__(self, *args: Any) -> Any:
         return self.compiled()(*args)
+
+
+def _with_real_builtins(py_func: Callable[..., Any]) -> Callable[..., Any]:
+    """``py_func`` with the same code whose globals name the real builtins (see
+    ``_REAL_BUILTINS``); its module's own names win, as Python's lookup order has it."""
+    names = {k: v for k, v in _REAL_BUILTINS.items() if k in py_func.__code__.co_names}
+    if not names:
+        return py_func
+    twin = types.FunctionType(py_func.__code__, {**names, **py_func.__globals__},
+                              py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    twin.__qualname__, twin.__module__ = py_func.__qualname__, py_func.__module__
+    twin.__kwdefaults__, twin.__doc__ = py_func.__kwdefaults__, py_func.__doc__
+    return twin
 
 
 def jit(py_func: Callable[..., Any] | None = None, *,

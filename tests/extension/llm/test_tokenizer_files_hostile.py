@@ -230,3 +230,47 @@ def test_broken_tokenizer_json_is_a_tokenizer_error(tmp_path, text):
     path.write_text(text, encoding="latin-1")
     with pytest.raises(TokenizerError, match="not a loadable tokenizer.json"):
         T.load_tokenizer(path)
+
+
+def _split_tokenizer(tmp_path, pattern: str):
+    """A WordLevel tokenizer.json whose pre-tokenizer splits on ``pattern``."""
+    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+           "normalizer": None, "post_processor": None, "decoder": None,
+           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+               {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+                "invert": False}]},
+           "model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "[UNK]": 2},
+                     "unk_token": "[UNK]"}}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(?:\w+\s?)*x", r"((ab)*c)+", r"([a-z]+b){2,}",
+                                     r"(?i:(?:\p{L}+)*)", r"(a*)*?"])
+def test_a_tokenizer_json_with_an_exponential_regex_is_refused_at_load(tmp_path, pattern):
+    with pytest.raises(TokenizerError, match="nests a repetition inside a repetition"):
+        T.load_tokenizer(_split_tokenizer(tmp_path, pattern))
+
+
+def test_the_real_tokenizers_patterns_pass_the_regex_guard():
+    from edgetorch.extension.llm.tokenizers.regex_guard import nested_quantifier
+
+    real = [  # GPT-2, Llama 3, Qwen 2, and a normalizer's Replace
+        r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
+        r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+        r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+        r" {2,}", r"[(+)]+", r"\(+", r"(?:ab)+(?:cd)*", r"([a-z]+)?", r"(a+){2}",
+    ]
+    assert [nested_quantifier(p) for p in real] == [None] * len(real)
+
+
+def test_a_regex_panic_at_encode_is_a_tokenizer_error(tmp_path):
+    # an ambiguous alternation is not refused at load; Oniguruma's retry limit stops it
+    tok = T.load_tokenizer(_split_tokenizer(tmp_path, r"(a|aa)+$"))
+    started = time.monotonic()
+    with pytest.raises(TokenizerError, match="cannot encode"):
+        tok.encode("a" * 60 + "b")
+    assert time.monotonic() - started < 60

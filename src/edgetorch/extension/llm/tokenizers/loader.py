@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ....errors import TokenizerError
+from .regex_guard import check_tokenizer_json
 
 
 class TextTokenizer:
@@ -39,14 +40,12 @@ class TextTokenizer:
     def encode(self, text: str, bos: int = 0, eos: int = 0) -> list[int]:
         """Token ids of ``text`` with ``bos`` BOS ids before and ``eos`` EOS ids after (counts,
         as ExecuTorch's C++ tokenizers take them)."""
-        if self.kind == "hf":
-            ids = list(self.backend.model.encode(text, add_special_tokens=False).ids)
-        elif self.kind == "tiktoken":
-            ids = list(self.backend.encode(text, bos=False, eos=False, allowed_special="all"))
-        elif self.kind == "llama2c":
-            ids = list(self.backend.encode(text, 0, 0))
-        else:
-            ids = list(self.backend.encode(text, bos=False, eos=False))
+        try:
+            ids = self._encode(text)
+        except BaseException as e:  # the Rust libraries panic (e.g. a regex's retry limit)
+            if not _foreign_failure(e):
+                raise
+            raise TokenizerError(f"{self.path}: cannot encode the text: {str(e)[:300]}") from e
         for count, tok, name in ((bos, self.bos_id, "BOS"), (eos, self.eos_id, "EOS")):
             if count and tok is None:
                 raise TokenizerError(f"{self.path}: {count} {name} token(s) requested, but the "
@@ -54,9 +53,27 @@ class TextTokenizer:
                                      "name the token in tokenizer_config.json")
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
+    def _encode(self, text: str) -> list[int]:
+        if self.kind == "hf":
+            return list(self.backend.model.encode(text, add_special_tokens=False).ids)
+        if self.kind == "tiktoken":
+            return list(self.backend.encode(text, bos=False, eos=False, allowed_special="all"))
+        if self.kind == "llama2c":
+            return list(self.backend.encode(text, 0, 0))
+        return list(self.backend.encode(text, bos=False, eos=False))
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; special tokens are dropped, invalid UTF-8 becomes U+FFFD."""
         ids = [int(i) for i in ids]
+        try:
+            return self._decode(ids)
+        except BaseException as e:  # e.g. an id outside the vocabulary in the Rust decoder
+            if not _foreign_failure(e):
+                raise
+            raise TokenizerError(f"{self.path}: cannot decode {len(ids)} ids: {str(e)[:300]}"
+                                 ) from e
+
+    def _decode(self, ids: list[int]) -> str:
         if self.kind == "hf":
             return self.backend.model.decode(ids, skip_special_tokens=True)
         if self.kind == "llama2c":  # the C++ binding decodes one token at a time
@@ -125,13 +142,17 @@ def _foreign_failure(e: BaseException) -> bool:
 _MAX_CONFIG_BYTES = 16 << 20  # tokenizer_config.json / generation_config.json: a few KB
 
 
-def _read_json(path: str) -> dict:
+# tokenizer.json: Llama 3's is 9 MB, Gemma's 33 MB
+_MAX_TOKENIZER_BYTES = 512 << 20
+
+
+def _read_json(path: str, limit: int = _MAX_CONFIG_BYTES,
+               what: str = "a tokenizer's config is a few kilobytes") -> dict:
     try:
         with open(path, "rb") as f:
-            raw = f.read(_MAX_CONFIG_BYTES + 1)
-        if len(raw) > _MAX_CONFIG_BYTES:
-            raise TokenizerError(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes; a "
-                                 "tokenizer's config is a few kilobytes")
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise TokenizerError(f"{path} is larger than {limit} bytes; {what}")
         data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as e:
         raise TokenizerError(f"cannot read {path}: {str(e)[:200]}") from None
@@ -141,6 +162,12 @@ def _read_json(path: str) -> dict:
 def _load_hf(path: str, config_path: str | None) -> TextTokenizer:
     from pytorch_tokenizers import HuggingFaceTokenizer
 
+    try:  # its regexes run on every prompt: refuse exponential ones before the library sees them
+        document = _read_json(path, _MAX_TOKENIZER_BYTES, "the largest real ones are tens of "
+                              "megabytes")
+    except TokenizerError as e:
+        raise TokenizerError(f"{path} is not a loadable tokenizer.json: {e}") from None
+    check_tokenizer_json(document, path)
     try:
         backend = HuggingFaceTokenizer(path)
     except BaseException as e:  # the tokenizers library raises its own types, even panics
