@@ -36,6 +36,7 @@ from ._event import OPERATOR_CALL, Event, EventBlock, PerfData  # noqa: F401
 from ._inspector_utils import (  # noqa: F401  (names ExecuTorch's Inspector module holds)
     EDGE_DIALECT_GRAPH_KEY,
     EXCLUDED_COLUMNS_WHEN_PRINTING,
+    FORWARD,
     TimeScale,
     create_debug_handle_to_op_node_mapping,
     gen_etdump_object,
@@ -46,6 +47,10 @@ from ._inspector_utils import (  # noqa: F401  (names ExecuTorch's Inspector mod
 
 log = logging.getLogger(__name__)
 
+
+
+EXPORTED_PROGRAM = "exported_program"
+EDGE_PROGRAM = "edge_dialect_exported_program"
 
 
 class InspectorError(EdgeTorchError, ValueError):
@@ -213,12 +218,42 @@ class Inspector:
     # The steps of calculate_numeric_gap, as ExecuTorch's Inspector names them.
 
     def _resolve_reference_graph(self, reference_graph: str | None = None,
-                                 disable_debug_handle_valdiation: bool = False):
+                                 disable_debug_handle_valdiation: bool = False
+                                 ) -> tuple[Any, str]:
         """(graph module, its name): the exported program when the Edge program's debug
-        handles carry back to it, else the Edge program, or the graph named."""
-        from ._numeric_gap import resolve_reference_graph
+        handles carry back to it (the default, else the Edge program), or the graph named."""
+        from ._numeric_gap import require_etrecord
 
-        return resolve_reference_graph(self, reference_graph, disable_debug_handle_valdiation)
+        record = require_etrecord(self)
+        edge = record.edge_dialect_program
+        edge = edge[FORWARD] if isinstance(edge, dict) else edge
+        name = reference_graph
+        if reference_graph in (None, EXPORTED_PROGRAM):
+            if record.exported_program is not None and propagate_back_debug_handle(
+                    record.exported_program, record.export_graph_id, edge,
+                    disable_debug_handle_valdiation):
+                name = EXPORTED_PROGRAM
+            elif reference_graph is None:
+                log.warning("the ETRecord has no ATen program, or its debug handles could not "
+                            "be carried back to it; comparing against the Edge program")
+                name = EDGE_PROGRAM
+            else:
+                raise InspectorError(
+                    "Cannot use 'exported_program' as the reference graph: the ETRecord has "
+                    "none, or debug handle backpropagation failed (some Edge node's handle has "
+                    "no ATen node); pass disable_debug_handle_valdiation=True or "
+                    "reference_graph='edge_dialect_exported_program'")
+        if name == EDGE_PROGRAM:
+            return edge.module(), name
+        if name == EXPORTED_PROGRAM:
+            return record.exported_program.module(), name
+        lookup = name if "/" in name else f"{name}/{FORWARD}"
+        graphs = record.graph_map or {}
+        if lookup not in graphs:
+            raise InspectorError(f"reference graph {lookup!r} not found in the ETRecord; use "
+                                 f"'{EXPORTED_PROGRAM}', '{EDGE_PROGRAM}' or one of "
+                                 f"{sorted(graphs)}")
+        return graphs[lookup].module(), name
 
     def _get_aot_intermediate_outputs_and_op_names(self, reference_graph_module: Any):
         from ._numeric_gap import aot_outputs

@@ -28,7 +28,6 @@ from ._inspector_utils import (
     map_runtime_aot_intermediate_outputs,
     merge_runtime_overlapping_debug_handles,
     nodes_by_handle,
-    propagate_back_debug_handle,
 )
 from ._intermediate_output_capturer import IntermediateOutputCapturer
 from .numerical_comparator import (
@@ -42,47 +41,8 @@ if TYPE_CHECKING:
     from ._inspector import Inspector
 
 COMPARATORS = {"MSE": MSEComparator, "L1": L1Comparator, "SNR": SNRComparator}
-EXPORTED_PROGRAM = "exported_program"
-EDGE_PROGRAM = "edge_dialect_exported_program"
 
 log = logging.getLogger(__name__)
-
-
-def resolve_reference_graph(inspector: Inspector, reference_graph: str | None,
-                            disable_validation: bool) -> tuple[torch.fx.GraphModule, str]:
-    from ._inspector import InspectorError
-
-    record = _require_etrecord(inspector)
-    name = reference_graph
-    if reference_graph in (None, EXPORTED_PROGRAM):
-        if record.exported_program is not None and propagate_back_debug_handle(
-                record.exported_program, record.export_graph_id, _edge(record),
-                disable_validation):
-            name = EXPORTED_PROGRAM
-        elif reference_graph is None:
-            log.warning("the ETRecord has no ATen program, or its debug handles could not be "
-                        "carried back to it; comparing against the Edge program")
-            name = EDGE_PROGRAM
-        else:
-            raise InspectorError(
-                "cannot compare against 'exported_program': the ETRecord has none, or some Edge "
-                "node's debug handle has no ATen node; pass disable_debug_handle_valdiation=True "
-                "or reference_graph='edge_dialect_exported_program'")
-    if name == EDGE_PROGRAM:
-        return _edge(record).module(), name
-    if name == EXPORTED_PROGRAM:
-        return record.exported_program.module(), name
-    lookup = name if "/" in name else f"{name}/forward"
-    graphs = record.graph_map or {}
-    if lookup not in graphs:
-        raise InspectorError(f"reference graph {lookup!r} is not in the ETRecord; use "
-                             f"'{EXPORTED_PROGRAM}', '{EDGE_PROGRAM}' or one of {sorted(graphs)}")
-    return graphs[lookup].module(), name
-
-
-def _edge(record: Any) -> Any:
-    edge = record.edge_dialect_program
-    return edge["forward"] if isinstance(edge, dict) else edge
 
 
 def capture(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> dict[DebugHandle, Any]:
@@ -152,7 +112,7 @@ def aot_outputs(inspector: Inspector, gm: torch.fx.GraphModule
     and the names of its operators per handle."""
     from ._inspector import InspectorError
 
-    inputs = _require_etrecord(inspector)._representative_inputs
+    inputs = require_etrecord(inspector)._representative_inputs
     if inputs is None or len(inputs) == 0:
         raise InspectorError("the ETRecord has no representative inputs; call "
                              "etrecord.update_representative_inputs([x]) with the inputs the "
@@ -175,7 +135,7 @@ def aot_stack_traces(gm: torch.fx.GraphModule, graph_name: str
     return traces
 
 
-def _require_etrecord(inspector: Inspector) -> Any:
+def require_etrecord(inspector: Inspector) -> Any:
     from ._inspector import InspectorError
 
     if inspector._etrecord is None:

@@ -53,12 +53,12 @@ class NumericalComparatorBase(ABC):
         for side, pairs in (("key", mapping.keys()), ("value", mapping.values())):
             for pair in pairs:
                 if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise ValueError(f"preprocessing() returned the {side} {pair!r}; each must "
-                                     "be a (debug_handle, output) pair")
+                    raise ValueError(f"Invalid {side} format: preprocessing() returned "
+                                     f"{pair!r}; each must be a (debug_handle, output) pair")
                 handle = pair[0]
                 if not isinstance(handle, tuple) or not all(isinstance(h, int) for h in handle):
-                    raise ValueError(f"preprocessing() returned the debug handle {handle!r} in "
-                                     f"a {side}; a debug handle is a tuple of ints")
+                    raise ValueError(f"Invalid {side} format: preprocessing() returned the debug "
+                                     f"handle {handle!r}; a debug handle is a tuple of ints")
 
     def _compare_intermediate_outputs(self, a: Any, b: Any) -> list[float]:
         a_seq = isinstance(a, Sequence) and not isinstance(a, torch.Tensor)
