@@ -57,8 +57,9 @@ class NumericalComparatorBase(ABC):
                                      f"{pair!r}; each must be a (debug_handle, output) pair")
                 handle = pair[0]
                 if not isinstance(handle, tuple) or not all(isinstance(h, int) for h in handle):
-                    raise ValueError(f"Invalid {side} format: preprocessing() returned the debug "
-                                     f"handle {handle!r}; a debug handle is a tuple of ints")
+                    which = "AOT" if side == "key" else "runtime"
+                    raise ValueError(f"Invalid {which} debug handle {handle!r} returned by "
+                                     "preprocessing(); a debug handle is a tuple of ints")
 
     def _compare_intermediate_outputs(self, a: Any, b: Any) -> list[float]:
         a_seq = isinstance(a, Sequence) and not isinstance(a, torch.Tensor)
