@@ -249,7 +249,7 @@ def populate_debugging(event: Event, sig: DebugEventSignature | None,
 def _logged_value(d: Any, buffer: Any) -> Any:
     if isinstance(d, R.RawDebug):
         return d.value
-    return R.raw_event(d, buffer).value  # an ETDump DebugEvent (MISSING tensors if no buffer)
+    return R.raw_event(d, buffer).value  # an ETDump DebugEvent (Missing tensors if no buffer)
 
 
 def _as_torch(value: Any) -> Any:
@@ -318,4 +318,6 @@ def _value_key(x: Any) -> Any:
         return ("nan",)
     if isinstance(x, (int, float, bool, str, type(None))):
         return (type(x).__name__, x)
-    return ("object", id(x))  # the MISSING marker (no debug buffer)
+    if isinstance(x, R.Missing):  # no debug buffer: the logged shape still tells runs apart
+        return ("missing", x.sizes, x.scalar_type)
+    return ("object", id(x))

@@ -66,7 +66,7 @@ def runtime_outputs(inspector: Inspector
         for ev in block.events:
             if ev.name == OPERATOR_CALL or not ev.op_types or not ev.debug_data:
                 continue
-            if any(v is R.MISSING for v in ev.debug_data):
+            if any(isinstance(v, R.Missing) for v in ev.debug_data):
                 from ._inspector import InspectorError
 
                 raise InspectorError("the ETDump's tensors are in a debug buffer that was not "

@@ -33,7 +33,7 @@ class RawProfile:
 class RawDebug:
     chain_index: int
     instruction_id: int
-    value: Any  # ndarray | list[ndarray] | scalar | MISSING (no debug buffer)
+    value: Any  # ndarray | list[ndarray] | scalar | Missing (no debug buffer)
     delegate_debug_id_int: int = -1
     delegate_debug_id_str: str | None = None
     output: bool = False
@@ -47,12 +47,18 @@ class RawRun:
     events: list[RawProfile | RawDebug] = field(default_factory=list)
 
 
-class _Missing:
+@dataclass(frozen=True)
+class Missing:
+    """A logged tensor whose data is in a debug buffer nobody gave us: what the ETDump says of
+    it (sizes, scalar type), so runs that logged different shapes still differ."""
+
+    sizes: tuple[int, ...] = ()
+    scalar_type: int = -1
+
     def __repr__(self) -> str:
-        return "<no debug buffer>"
+        return f"<no debug buffer: {list(self.sizes)}>"
 
 
-MISSING = _Missing()  # a logged tensor whose data is in a debug buffer nobody gave us
 
 
 def runs_from_tracer(tracer: et.RecordingEventTracer) -> list[RawRun]:
@@ -88,7 +94,7 @@ def runs_from_etdump(etdump: E.ETDump, buffer: Any) -> list[RawRun]:
 def raw_event(e: E.ProfileEvent | E.DebugEvent, buffer: Any = None,
               budget: _TensorBudget | None = None) -> RawProfile | RawDebug:
     """An ETDump profile or debug event as a record, its logged value read from ``buffer``
-    (``MISSING`` for a tensor when there is none)."""
+    (``Missing`` for a tensor when there is none)."""
     if isinstance(e, E.ProfileEvent):
         return RawProfile(e.name, e.chain_index, e.instruction_id, e.delegate_debug_id_int,
                           e.delegate_debug_id_str, e.delegate_debug_metadata, e.start_time,
@@ -145,7 +151,7 @@ _MAX_DIMS = 64
 
 def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> Any:
     if buffer is None:
-        return MISSING
+        return Missing(tuple(int(s) for s in t.sizes), int(t.scalar_type))
     dtype = _NUMPY.get(ScalarType(t.scalar_type))
     if dtype is None:
         raise FormatError(f"ETDump tensor has scalar type {t.scalar_type!r}, which the Inspector "
