@@ -233,17 +233,16 @@ def populate_debugging(event: Event, sig: DebugEventSignature | None,
                        instruction_events: list[InstructionEvent], buffer: Any = None) -> None:
     """Name and delegate fields, and the values the runs logged (equal in every run: blocks
     are grouped by value)."""
-    from ._inspector_utils import is_inference_output_equal
-
     _name(event, sig)
-    runs = [[_as_torch(_logged_value(d, buffer)) for d in inst.debug_events]
+    runs = [[_logged_value(d, buffer) for d in inst.debug_events]
             for inst in instruction_events if inst.debug_events]
+    # Equal as build_blocks groups them (NaN by its bytes, -0.0 as 0.0).
+    first = _value_key(runs[0]) if runs else None
     for other in runs[1:]:
-        if len(other) != len(runs[0]) or not all(
-                v is w or is_inference_output_equal(v, w) for v, w in zip(runs[0], other)):
+        if _value_key(other) != first:
             raise AssertionError(f"event {event.name!r} logged different values in different "
                                  "runs of one block; group runs with build_blocks")
-    event.debug_data = runs[0] if runs else []
+    event.debug_data = [_as_torch(v) for v in runs[0]] if runs else []
 
 
 def _logged_value(d: Any, buffer: Any) -> Any:
