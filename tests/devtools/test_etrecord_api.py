@@ -85,3 +85,20 @@ def test_hostile_alloc_spec_refused(tmp_path, spec):
             dst.writestr(item, data)
     with pytest.raises(EdgeTorchError, match="memory.alloc"):
         parse_etrecord(bad)
+
+
+def test_dynamic_shape_program_through_the_file(tmp_path):
+    """A program with a symbolic dimension reads back with its range constraints (torch 2.13's
+    deserializer needs the unbounded default for an unset bound)."""
+    batch = torch.export.Dim("batch", min=2, max=16)
+    aten = torch.export.export(_M(), (torch.randn(4, 5),), dynamic_shapes=({0: batch},))
+    edge = to_edge(aten, generate_etrecord=True)
+    et = edge.to_executorch()
+    path = tmp_path / "dyn.etrecord"
+    et.get_etrecord().save(path)
+    record = parse_etrecord(path)
+    ranges = {str(r.lower): int(r.upper) for r in record.edge_dialect_program
+              .range_constraints.values()}
+    assert ranges == {"2": 16}
+    x = torch.randn(7, 5)
+    torch.testing.assert_close(record.edge_dialect_program.module()(x), _M()(x))

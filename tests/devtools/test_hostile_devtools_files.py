@@ -168,10 +168,10 @@ def test_runs_group_by_events_and_values_however_many_there_are():
 
 
 def test_an_oversized_etdump_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from edgetorch.devtools.inspector import _inspector
+    from edgetorch.devtools.inspector import _inspector, _inspector_utils
 
     (tmp_path / "big.etdp").write_bytes(ETDUMP)
-    monkeypatch.setattr(_inspector, "MAX_ETDUMP_BYTES", 100)
+    monkeypatch.setattr(_inspector_utils, "MAX_ETDUMP_BYTES", 100)
     with pytest.raises(_inspector.InspectorError, match="more than the 100"):
         Inspector(etdump_path=str(tmp_path / "big.etdp"))
 

@@ -25,6 +25,7 @@ import torch
 from .graph_module import get_control_flow_submodules
 
 DEBUG_HANDLE_KEY = "debug_handle"
+FROM_NODE_KEY = "from_node"
 UNSET_DEBUG_HANDLE = 0  # what the runtime reports for events with no handle (ExecuTorch's)
 
 
@@ -44,7 +45,7 @@ def bfs_nodes(gm: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:
 
 def ancestor_id(node: torch.fx.Node) -> str:
     """``"<name>.<graph id>"`` of the oldest node ``node`` was derived from."""
-    sources = node.meta.get("from_node")
+    sources = node.meta.get(FROM_NODE_KEY)
     if not sources:
         return f"{node.name}.{id(node.graph)}"
     source = sources[-1]

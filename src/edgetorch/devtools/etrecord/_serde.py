@@ -29,6 +29,7 @@ from torch._export.serde import schema
 from torch._export.serde import serialize as export_serialize
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 from torch.export import ExportedProgram
+from torch.utils._sympy.numbers import int_oo
 
 from ...errors import UnsafeFileError
 from ...exir.backend.compile_spec_schema import CompileSpec
@@ -354,8 +355,9 @@ def _deserialize_ep(exported_program: schema.ExportedProgram, state_dict: Any, c
         self = export_serialize.ExportedProgramDeserializer()
         symbol_ranges = {
             k: torch.fx.experimental.symbolic_shapes.ValueRanges(
-                export_serialize._int_to_sympy_int(v.min_val),
-                export_serialize._int_to_sympy_int(v.max_val))
+                # an unset bound is unbounded (torch's own deserializer passes the same)
+                export_serialize._int_to_sympy_int(v.min_val, -int_oo),
+                export_serialize._int_to_sympy_int(v.max_val, int_oo))
             for k, v in exported_program.range_constraints.items()}
         res = _graph_deserializer().deserialize(
             exported_program.graph_module, state_dict, constants, example_inputs, symbol_ranges)

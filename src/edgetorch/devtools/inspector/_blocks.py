@@ -1,73 +1,156 @@
-"""Runs to event blocks, grouped as ExecuTorch 1.5.1's Inspector groups them.
+"""Runs to event blocks, grouped as ExecuTorch 1.5.1's Inspector groups them, with its record
+types (``InstructionEvent``, the ``*Signature`` dataclasses, ``DelegateMetadata``).
 
 Within a run, profile and debug events are gathered per instruction (instruction id, chain,
-delegate ids); every profile event of an instruction becomes an ``Event`` that carries all of
-the instruction's logged values (so ``native_call_relu.out`` and its ``OPERATOR_CALL`` both
-hold relu's output), and an instruction that logged values but no profile event becomes an
-``Event`` of its own. Runs that logged the same events form one block with one duration per
-run. Where ExecuTorch stops with an assertion (same events, different values), the runs here
-become separate blocks ``Execute``, ``Execute_1``, ...
+delegate ids: an ``InstructionEvent``); every profile event of an instruction becomes an
+``Event`` that carries all of the instruction's logged values (so ``native_call_relu.out`` and
+its ``OPERATOR_CALL`` both hold relu's output), and an instruction that logged values but no
+profile event becomes an ``Event`` of its own. Runs that logged the same events form one block
+with one duration per run. Where ExecuTorch stops with an assertion (same events, different
+values), the runs here become separate blocks ``Execute``, ``Execute_1``, ...
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
 from ...errors import FormatError
+from ...schema import etdump as E
 from . import _runs as R
-from ._event import Event, EventBlock, PerfData, TimeScale, time_scale_factor
+from ._event import Event, EventBlock, PerfData
+from ._inspector_utils import DebugHandle, TimeScale, calculate_time_scale_factor
 
 _UINT32_MAX = 2**32 - 1
 
 
+@dataclass(frozen=True, order=True)
+class InstructionEventSignature:
+    """Which instruction (and which step inside a delegate) an ETDump event belongs to."""
+
+    instruction_id: int
+    chain_index: int
+    delegate_id: int | None = None
+    delegate_id_str: str | None = None
+
+
 @dataclass
-class _Instruction:
-    profiles: list[R.RawProfile] = field(default_factory=list)
-    debugs: list[R.RawDebug] = field(default_factory=list)
+class InstructionEvent:
+    """The profile and debug events one run logged for one instruction."""
+
+    signature: InstructionEventSignature
+    profile_events: list[Any] | None = None  # R.RawProfile or ETDump ProfileEvent
+    debug_events: list[Any] | None = None  # R.RawDebug (program outputs left out)
+
+    @staticmethod
+    def gen_from_events(run_events: Sequence[Any]) -> list[InstructionEvent]:
+        """A run's events (ETDump ``Event``s or the Inspector's records) per instruction, in
+        the order the instructions first logged; program outputs are not instructions'."""
+        out: dict[InstructionEventSignature, InstructionEvent] = {}
+        for e in run_events:
+            if isinstance(e, E.Event):
+                populated = e.profile_event or e.debug_event
+                if populated is None:  # an allocation event
+                    continue
+                e = R.raw_event(populated)
+            if isinstance(e, R.RawDebug) and e.output:
+                continue
+            sig = InstructionEventSignature(e.instruction_id, e.chain_index,
+                                            e.delegate_debug_id_int, e.delegate_debug_id_str)
+            inst = out.setdefault(sig, InstructionEvent(sig))
+            if isinstance(e, R.RawDebug):
+                inst.debug_events = (inst.debug_events or []) + [e]
+            else:
+                inst.profile_events = (inst.profile_events or []) + [e]
+        return list(out.values())
 
 
-def _key(e: R.RawProfile | R.RawDebug) -> tuple:
-    return (e.instruction_id, e.chain_index, e.delegate_debug_id_int, e.delegate_debug_id_str)
-
-
-def _signature(e: R.RawProfile | R.RawDebug | None, name: str | None) -> tuple | None:
-    """(name, instruction, delegate int, delegate str) with "unset" values as None."""
-    if e is None:
-        return None
-    return (name or "", e.instruction_id if e.instruction_id != -1 else None,
+def _unset_to_none(e: Any) -> tuple[int | None, int | None, str | None]:
+    """(instruction, delegate int id, delegate str id) with the ETDump's "unset" values (-1,
+    "") as None."""
+    return (e.instruction_id if e.instruction_id != -1 else None,
             e.delegate_debug_id_int if e.delegate_debug_id_int != -1 else None,
             e.delegate_debug_id_str if e.delegate_debug_id_str != "" else None)
 
 
-def _run_events(run: R.RawRun) -> dict[tuple, tuple[R.RawProfile | None, list[R.RawDebug]]]:
-    """Event signature -> (its profile event, the instruction's logged values), in order."""
-    instructions: dict[tuple, _Instruction] = {}
-    for e in run.events:
-        if isinstance(e, R.RawDebug) and e.output:
-            continue
-        inst = instructions.setdefault(_key(e), _Instruction())
-        (inst.profiles if isinstance(e, R.RawProfile) else inst.debugs).append(e)
-    out: dict[tuple, tuple[R.RawProfile | None, list[R.RawDebug]]] = {}
-    for key, inst in instructions.items():
-        debug_sig = _signature(inst.debugs[0], None) if inst.debugs else None
-        if not inst.profiles:
-            out[(key[0], None, debug_sig)] = (None, inst.debugs)
-        for p in inst.profiles:
-            out[(key[0], _signature(p, p.name), debug_sig)] = (p, inst.debugs)
-    return out
+@dataclass(frozen=True, order=True)
+class ProfileEventSignature:
+    name: str
+    instruction_id: int | None
+    delegate_id: int | None = None
+    delegate_id_str: str | None = None
+
+    @staticmethod
+    def _gen_from_event(event: Any) -> ProfileEventSignature:
+        return ProfileEventSignature(event.name or "", *_unset_to_none(event))
+
+
+@dataclass(frozen=True, order=True)
+class DebugEventSignature:
+    name: str = ""
+    instruction_id: int | None = -1
+    delegate_id: int | None = None
+    delegate_id_str: str | None = None
+
+    @staticmethod
+    def _gen_from_event(event: Any) -> DebugEventSignature:
+        return DebugEventSignature(event.name or "", *_unset_to_none(event))
+
+
+@dataclass(frozen=True, order=True)
+class EventSignature:
+    """One ``Event`` of a run: its instruction, its profile event and its logged values."""
+
+    instruction_id: int
+    profile_event_signature: ProfileEventSignature | None = None
+    debug_event_signature: DebugEventSignature | None = None
+
+    @staticmethod
+    def gen_from_instruction_event(instruction_event: InstructionEvent
+                                   ) -> list[tuple[EventSignature, InstructionEvent]]:
+        """One signature per profile event of the instruction (each paired with the
+        instruction's events narrowed to that profile event), or one for its values alone."""
+        debugs = instruction_event.debug_events
+        debug_sig = DebugEventSignature._gen_from_event(debugs[0]) if debugs else None
+        instruction = instruction_event.signature.instruction_id
+        if instruction_event.profile_events is None:
+            return [(EventSignature(instruction, None, debug_sig), instruction_event)]
+        return [(EventSignature(instruction, ProfileEventSignature._gen_from_event(p), debug_sig),
+                 dataclasses.replace(instruction_event, profile_events=[p]))
+                for p in instruction_event.profile_events]
+
+
+@dataclass(frozen=True, order=True)
+class RunSignature:
+    name: str
+    events: tuple[EventSignature, ...] | None = None
+    bundled_input_index: int | None = None
+
+
+class DelegateMetadata(TypedDict):
+    """A ``delegate_map`` entry of the ETRecord: the backend's name and its own
+    {delegate debug identifier: debug handles} map."""
+
+    name: str
+    delegate_map: Mapping[int, DebugHandle] | Mapping[str, DebugHandle]
+
+
+def _run_events(run: R.RawRun) -> dict[EventSignature, InstructionEvent]:
+    """The run's events by signature, in order."""
+    return {sig: inst for ie in InstructionEvent.gen_from_events(run.events)
+            for sig, inst in EventSignature.gen_from_instruction_event(ie)}
 
 
 @dataclass
 class _Group:
     name: str
-    signature: tuple
-    bundled_input_index: int
-    events: dict[tuple, list[tuple[R.RawProfile | None, list[R.RawDebug]]]]
+    signature: RunSignature
+    events: dict[EventSignature, list[InstructionEvent]]
     run_output: list[Any]
 
 
@@ -85,46 +168,87 @@ def build_blocks(runs: list[R.RawRun], options: BlockOptions) -> list[EventBlock
     groups: dict[tuple, _Group] = {}
     for run in runs:
         events = _run_events(run)
-        signature = (run.name, tuple(events), run.bundled_input_index)
+        signature = RunSignature(run.name, tuple(events), run.bundled_input_index)
         outputs = [d.value for d in run.events if isinstance(d, R.RawDebug) and d.output]
         key = (signature, _values_key(events, outputs))
         g = groups.get(key)
         if g is not None:
-            for sig, pair in events.items():
-                g.events[sig].append(pair)
+            for sig, inst in events.items():
+                g.events[sig].append(inst)
         else:
-            groups[key] = _Group(run.name, signature, run.bundled_input_index,
-                                 {sig: [pair] for sig, pair in events.items()}, outputs)
+            groups[key] = _Group(run.name, signature,
+                                 {sig: [inst] for sig, inst in events.items()}, outputs)
     blocks = []
-    seen: dict[tuple, int] = {}
+    seen: dict[RunSignature, int] = {}
+    factor = calculate_time_scale_factor(options.source, options.target)
     for g in groups.values():
         n = seen.get(g.signature, 0)
         seen[g.signature] = n + 1
-        events = [_event(sig, pairs, options) for sig, pairs in g.events.items()]
+        events = [event_from_instruction_events(sig, insts, factor, options.metadata_parser,
+                                                options.time_converter)
+                  for sig, insts in g.events.items()]
         blocks.append(EventBlock(g.name if n == 0 else f"{g.name}_{n}", events, options.source,
-                                 options.target, g.bundled_input_index,
+                                 options.target, g.signature.bundled_input_index,
                                  [_as_torch(v) for v in g.run_output]))
     return blocks
 
 
-def _event(sig: tuple, pairs: list[tuple[R.RawProfile | None, list[R.RawDebug]]],
-           options: BlockOptions) -> Event:
-    instruction_id, profile_sig, debug_sig = sig
-    event = Event(name="", _instruction_id=instruction_id,
-                  _delegate_metadata_parser=options.metadata_parser,
-                  _delegate_time_scale_converter=options.time_converter)
-    _name(event, profile_sig)
-    profiles = [p for p, _ in pairs if p is not None]
+def event_from_instruction_events(
+        sig: EventSignature, instruction_events: list[InstructionEvent], factor: float = 1.0,
+        metadata_parser: Callable[[list[Any]], Any] | None = None,
+        time_converter: Callable[[Any, Any], Any] | None = None, buffer: Any = None) -> Event:
+    """The ``Event`` of one signature over the runs of a block: a duration per run (in source
+    ticks divided by ``factor``), and the values logged (``buffer``: the debug buffer, for
+    ETDump debug events whose tensors are not read yet)."""
+    event = Event(name="", _instruction_id=sig.instruction_id,
+                  _delegate_metadata_parser=metadata_parser,
+                  _delegate_time_scale_converter=time_converter)
+    populate_profiling(event, sig.profile_event_signature, instruction_events, factor)
+    populate_debugging(event, sig.debug_event_signature, instruction_events, buffer)
+    return event
+
+
+def populate_profiling(event: Event, sig: ProfileEventSignature | None,
+                       instruction_events: list[InstructionEvent], factor: float) -> None:
+    """Name, delegate fields, a duration and start time per run, delegate metadata."""
+    _name(event, sig)
+    profiles = []
+    for inst in instruction_events:
+        if inst.profile_events is None:
+            continue
+        if len(inst.profile_events) != 1:
+            raise ValueError(f"an Event is made of one profile event per run, got "
+                             f"{len(inst.profile_events)}; split the InstructionEvent with "
+                             "EventSignature.gen_from_instruction_event")
+        profiles.append(inst.profile_events[0])
     if profiles:
-        factor = time_scale_factor(options.source, options.target)
         event.perf_data = PerfData([_duration(event, p, factor) for p in profiles])
         event._start_time = [p.start_time for p in profiles]
-        metadata = [p.metadata or "" for p in profiles]
+        metadata = [p.delegate_debug_metadata or "" for p in profiles]
         if any(metadata):
             event._delegate_debug_metadatas = metadata
-    _name(event, debug_sig)
-    event.debug_data = [_as_torch(d.value) for d in pairs[0][1]]
-    return event
+
+
+def populate_debugging(event: Event, sig: DebugEventSignature | None,
+                       instruction_events: list[InstructionEvent], buffer: Any = None) -> None:
+    """Name and delegate fields, and the values the runs logged (equal in every run: blocks
+    are grouped by value)."""
+    _name(event, sig)
+    runs = [[_logged_value(d, buffer) for d in inst.debug_events]
+            for inst in instruction_events if inst.debug_events]
+    # Equal as build_blocks groups them (NaN by its bytes, -0.0 as 0.0).
+    first = _value_key(runs[0]) if runs else None
+    for other in runs[1:]:
+        if _value_key(other) != first:
+            raise AssertionError(f"event {event.name!r} logged different values in different "
+                                 "runs of one block; group runs with build_blocks")
+    event.debug_data = [_as_torch(v) for v in runs[0]] if runs else []
+
+
+def _logged_value(d: Any, buffer: Any) -> Any:
+    if isinstance(d, R.RawDebug):
+        return d.value
+    return R.raw_event(d, buffer).value  # an ETDump DebugEvent (Missing tensors if no buffer)
 
 
 def _as_torch(value: Any) -> Any:
@@ -141,14 +265,13 @@ def _as_torch(value: Any) -> Any:
     return value
 
 
-def _name(event: Event, sig: tuple | None) -> None:
+def _name(event: Event, sig: ProfileEventSignature | DebugEventSignature | None) -> None:
     """Name and delegate fields from a signature; a delegate's id names its events."""
     if sig is None:
         return
-    name, _, delegate_int, delegate_str = sig
-    identifier = delegate_int if delegate_int is not None else (delegate_str or None)
+    identifier = sig.delegate_id if sig.delegate_id is not None else (sig.delegate_id_str or None)
     delegated = identifier is not None
-    name = str(identifier) if delegated else name
+    name = str(identifier) if delegated else sig.name
     if name:
         event.name = name
     event.delegate_debug_identifier = identifier
@@ -166,7 +289,7 @@ def _elapsed(start: float, end: float) -> float:
     return (_UINT32_MAX - start) + end
 
 
-def _duration(event: Event, p: R.RawProfile, factor: float) -> float:
+def _duration(event: Event, p: Any, factor: float) -> float:
     converter = event._delegate_time_scale_converter
     if event.is_delegated_op and converter is not None:
         # ExecuTorch converts a delegate's start and end times with the user's function.
@@ -175,10 +298,11 @@ def _duration(event: Event, p: R.RawProfile, factor: float) -> float:
     return float(_elapsed(p.start_time, p.end_time)) / factor
 
 
-def _values_key(events: dict, outputs: list[Any]) -> tuple:
+def _values_key(events: dict[EventSignature, InstructionEvent], outputs: list[Any]) -> tuple:
     """A run's logged values as a hashable key: equal keys for runs whose values are equal."""
     return (_value_key(outputs),
-            tuple(_value_key([d.value for d in debugs]) for _, debugs in events.values()))
+            tuple(_value_key([d.value for d in inst.debug_events or []])
+                  for inst in events.values()))
 
 
 def _value_key(x: Any) -> Any:
@@ -193,4 +317,6 @@ def _value_key(x: Any) -> Any:
         return ("nan",)
     if isinstance(x, (int, float, bool, str, type(None))):
         return (type(x).__name__, x)
-    return ("object", id(x))  # the MISSING marker (no debug buffer)
+    if isinstance(x, R.Missing):  # no debug buffer: the logged shape still tells runs apart
+        return ("missing", x.sizes, x.scalar_type)
+    return ("object", id(x))

@@ -12,11 +12,12 @@ import numpy as np
 def _pairs(reference: list[Any], values: list[Any], fn: Callable[[np.ndarray, np.ndarray], float]
            ) -> list[float | None]:
     out: list[float | None] = []
-    for ref, value in zip(reference or [], values or []):
-        if _is_tensor(ref) and _is_tensor(value):
-            out.append(round(float(fn(_f32(ref), _f32(value))), 2))
-        else:
-            out.append(None)  # only tensors are compared, as in ExecuTorch
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for ref, value in zip(reference or [], values or []):
+            if _is_tensor(ref) and _is_tensor(value):
+                out.append(round(float(fn(_f32(ref), _f32(value))), 2))
+            else:
+                out.append(None)  # only tensors are compared, as in ExecuTorch
     return out
 
 
@@ -44,7 +45,23 @@ def _cosine(ref: np.ndarray, value: np.ndarray) -> float:
     return np.sum(ref * value) / (np.sqrt(np.sum(ref ** 2)) * np.sqrt(np.sum(value ** 2)))
 
 
-METRICS = {"snr": _snr, "mse": _mse, "cosine_similarity": _cosine}
+def calculate_snr(reference: list[Any], values: list[Any]) -> list[float | None]:
+    """Signal-to-noise ratio in dB of each output against its reference (2 decimals)."""
+    return _pairs(reference, values, _snr)
+
+
+def calculate_mse(reference: list[Any], values: list[Any]) -> list[float | None]:
+    """Mean squared error of each output against its reference (2 decimals)."""
+    return _pairs(reference, values, _mse)
+
+
+def calculate_cosine_similarity(reference: list[Any], values: list[Any]) -> list[float | None]:
+    """Cosine similarity of each output with its reference (2 decimals)."""
+    return _pairs(reference, values, _cosine)
+
+
+METRICS = {"snr": calculate_snr, "mse": calculate_mse,
+           "cosine_similarity": calculate_cosine_similarity}
 
 
 def compare_results(reference_output: list[Any], run_output: list[Any],
@@ -52,19 +69,18 @@ def compare_results(reference_output: list[Any], run_output: list[Any],
                     ) -> dict[str, list[float | None]]:
     """{metric: one value per output}; printed, or plotted to ``<metric>_output_plot.png``."""
     results = {}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for name, fn in METRICS.items():
-            if metrics is not None and name not in metrics:
-                continue
-            results[name] = result = _pairs(reference_output, run_output, fn)
-            if plot:
-                plot_metric(result, name)
-            else:
-                print(name)
-                print("-" * 20)
-                for index, value in enumerate(result):
-                    print(f"{index:<5}{value:>8.5f}" if value is not None else f"{index:<5}None")
-                print("\n")
+    for name, fn in METRICS.items():
+        if metrics is not None and name not in metrics:
+            continue
+        results[name] = result = fn(reference_output, run_output)
+        if plot:
+            plot_metric(result, name)
+        else:
+            print(name)
+            print("-" * 20)
+            for index, value in enumerate(result):
+                print(f"{index:<5}{value:>8.5f}" if value is not None else f"{index:<5}None")
+            print("\n")
     return results
 
 

@@ -3,34 +3,20 @@
 
 from __future__ import annotations
 
+import logging
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cached_property
 from typing import Any
 
+from ._inspector_utils import RESERVED_FRAMEWORK_EVENT_NAMES, TimeScale
 
-class TimeScale(str, Enum):
-    NS = "ns"
-    US = "us"
-    MS = "ms"
-    S = "s"
-    CYCLES = "cycles"
-
-
-# Ticks per second of each scale (cycles only ever convert to cycles).
-TICKS_PER_SECOND = {TimeScale.NS: 1e9, TimeScale.US: 1e6, TimeScale.MS: 1e3, TimeScale.S: 1.0,
-                    TimeScale.CYCLES: 1.0}
+log = logging.getLogger(__name__)
 
 OPERATOR_CALL = "OPERATOR_CALL"
 DELEGATE_CALL = "DELEGATE_CALL"
-FRAMEWORK_EVENTS = ("Method::init", "Program::load_method", "Method::execute")
-
-
-def time_scale_factor(source: TimeScale, target: TimeScale) -> float:
-    """Source ticks per target tick (ExecuTorch's ``calculate_time_scale_factor``)."""
-    return TICKS_PER_SECOND[TimeScale(source)] / TICKS_PER_SECOND[TimeScale(target)]
+FRAMEWORK_EVENTS = tuple(RESERVED_FRAMEWORK_EVENT_NAMES)
 
 
 class PerfData:
@@ -141,6 +127,84 @@ class Event:
 
         return pd.DataFrame(self.asdict(_units=_units))
 
+    @staticmethod
+    def _gen_from_inference_events(signature: Any, events: list[Any], scale_factor: float = 1.0,
+                                   output_buffer: Any = None,
+                                   delegate_metadata_parser: Callable[[list[Any]], Any] | None
+                                   = None,
+                                   delegate_time_scale_converter: Callable[[Any, Any], Any] | None
+                                   = None) -> Event:
+        """The Event of an ``EventSignature`` from its ``InstructionEvent`` in each run
+        (durations divided by ``scale_factor``; logged tensors read from ``output_buffer``)."""
+        from ._blocks import event_from_instruction_events
+
+        return event_from_instruction_events(signature, events, scale_factor,
+                                             delegate_metadata_parser,
+                                             delegate_time_scale_converter, output_buffer)
+
+    @staticmethod
+    def _populate_profiling_related_fields(ret_event: Event, profile_event_signature: Any,
+                                           events: list[Any], scale_factor: float) -> None:
+        from ._blocks import populate_profiling
+
+        populate_profiling(ret_event, profile_event_signature, events, scale_factor)
+
+    @staticmethod
+    def _populate_debugging_related_fields(ret_event: Event, debug_event_signature: Any,
+                                           events: list[Any], output_buffer: Any = None) -> None:
+        from ._blocks import populate_debugging
+
+        populate_debugging(ret_event, debug_event_signature, events, output_buffer)
+
+    def _associate_with_op_graph_nodes(self, debug_handle_to_op_node_map: Mapping[Any, list[Any]]
+                                       ) -> None:
+        """Op types, stack traces and module hierarchy of the operator nodes (``OperatorNode``)
+        that carry the event's debug handles."""
+        if self.name in FRAMEWORK_EVENTS or self.debug_handles is None:
+            return
+        handles = self.debug_handles
+        for handle in [handles] if isinstance(handles, int) else handles:
+            for node in debug_handle_to_op_node_map.get(handle, []):
+                metadata = node.metadata or {}
+                if node.name not in self.stack_traces:
+                    self.stack_traces[node.name] = metadata.get("stack_trace")
+                    self.module_hierarchy[node.name] = metadata.get("nn_module_stack")
+                self.op_types.append(node.op)
+
+    def _resolve_debug_handles(self, handle_map: Mapping[str, Any],
+                               delegate_map: Mapping[str, Any] | None,
+                               num_outs_map: Mapping[str, int] | None) -> None:
+        """Debug handles, output count and delegate backend from the ETRecord's maps (keyed by
+        the instruction id as a string; a delegate's own map by its debug identifier)."""
+        if self._instruction_id is None:
+            return
+        instruction = str(self._instruction_id)
+        if instruction not in handle_map:
+            return
+        self.num_outputs = int((num_outs_map or {}).get(instruction, 1))
+        delegate = (delegate_map or {}).get(instruction)
+        if self.delegate_debug_identifier is None:
+            self.debug_handles = handle_map[instruction]
+            if self.name == DELEGATE_CALL and delegate is not None:
+                self.delegate_backend_name = delegate.get("name", "")
+            return
+        if delegate is None:
+            self.debug_handles = handle_map[instruction]
+            log.warning("no delegate mapping found for the delegate at instruction %s",
+                        instruction)
+            return
+        self.delegate_backend_name = delegate.get("name", "")
+        inner = delegate.get("delegate_map") or {}
+        identifier = self.delegate_debug_identifier
+        handles = inner.get(identifier)
+        if handles is None:
+            handles = inner.get(str(identifier))
+            # ExecuTorch also accepts a map key that is part of the identifier string.
+            for key, value in inner.items():
+                if str(key) in str(identifier):
+                    handles = value
+        self.debug_handles = handles
+
 
 @dataclass
 class EventBlock:
@@ -169,6 +233,28 @@ class EventBlock:
             if any(extra):
                 df = pd.concat([df, pd.DataFrame(extra)], axis=1)
         return df
+
+    @staticmethod
+    def _gen_from_etdump(etdump: Any, source_time_scale: TimeScale = TimeScale.NS,
+                         target_time_scale: TimeScale = TimeScale.MS, output_buffer: Any = None,
+                         delegate_metadata_parser: Callable[[list[Any]], Any] | None = None,
+                         delegate_time_scale_converter: Callable[[Any, Any], Any] | None = None
+                         ) -> list[EventBlock]:
+        """The blocks of an ETDump (``ETDumpFlatCC``), its tensors read from ``output_buffer``."""
+        from . import _runs as R
+        from ._blocks import BlockOptions, build_blocks
+
+        return build_blocks(R.runs_from_etdump(etdump, output_buffer), BlockOptions(
+            source_time_scale, target_time_scale, delegate_metadata_parser,
+            delegate_time_scale_converter))
+
+    def _gen_resolve_debug_handles(self, handle_map: Mapping[str, Any],
+                                   delegate_map: Mapping[str, Any] | None = None,
+                                   instruction_id_to_num_outs_map: Mapping[str, int] | None = None
+                                   ) -> None:
+        """Give every event its debug handles from the ETRecord's maps."""
+        for event in self.events:
+            event._resolve_debug_handles(handle_map, delegate_map, instruction_id_to_num_outs_map)
 
 
 def _columns(u: str) -> list[str]:

@@ -4,7 +4,6 @@ work inside a delegate, the delegate's own map), then the Edge nodes that carry 
 
 from __future__ import annotations
 
-import logging
 import operator
 from typing import Any
 
@@ -12,12 +11,9 @@ import torch
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 
 from ...errors import ETRecordError
-from ._event import DELEGATE_CALL, FRAMEWORK_EVENTS, Event
-
-DEBUG_HANDLE = "debug_handle"
-FORWARD = "forward"
-
-log = logging.getLogger(__name__)
+from ..debug_format.base_schema import OperatorNode
+from ._event import EventBlock
+from ._inspector_utils import DEBUG_HANDLE, FORWARD
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -85,7 +81,7 @@ class GraphInfo:
         self.delegate_map = _str_keys(etrecord._delegate_map)
         self.num_outs_map = _str_keys(etrecord._instruction_id_to_num_outs_map) or {}
         _check_values(self.handle_map, self.delegate_map or {}, self.num_outs_map)
-        self.by_handle: dict[Any, list[torch.fx.Node]] = {}
+        self.by_handle: dict[Any, list[OperatorNode]] = {}  # the Edge nodes of each handle
         for node in edge_nodes(self.program) if self.program is not None else []:
             handle = node.meta[DEBUG_HANDLE]
             try:
@@ -94,50 +90,15 @@ class GraphInfo:
             except TypeError:
                 raise ETRecordError(f"node {node.name!r} has debug handle {str(handle)[:40]!r}, "
                                     "not an integer; the ETRecord is corrupted") from None
-            self.by_handle.setdefault(key, []).append(node)
+            self.by_handle.setdefault(key, []).append(OperatorNode(
+                node.name, metadata={DEBUG_HANDLE: handle,
+                                     "stack_trace": node.meta.get("stack_trace"),
+                                     "nn_module_stack": node.meta.get("nn_module_stack")},
+                op=op_name(node)))
 
-    def resolve(self, event: Event) -> None:
-        """Set the event's debug handles, output count and delegate backend."""
-        if event._instruction_id is None:
-            return
-        instruction = str(event._instruction_id)
-        if instruction not in self.handle_map:
-            return
-        event.num_outputs = int(self.num_outs_map.get(instruction, 1))
-        delegate = (self.delegate_map or {}).get(instruction)
-        if event.delegate_debug_identifier is None:
-            event.debug_handles = self.handle_map[instruction]
-            if event.name == DELEGATE_CALL and delegate is not None:
-                event.delegate_backend_name = delegate.get("name", "")
-            return
-        if delegate is None:
-            event.debug_handles = self.handle_map[instruction]
-            log.warning("no delegate mapping found for the delegate at instruction %s",
-                        instruction)
-            return
-        event.delegate_backend_name = delegate.get("name", "")
-        inner = delegate.get("delegate_map") or {}
-        identifier = event.delegate_debug_identifier
-        handles = inner.get(identifier)  # type: ignore[call-overload]
-        if handles is None:
-            handles = inner.get(str(identifier))
-            # ExecuTorch also accepts a map key that is part of the identifier string.
-            for key, value in inner.items():
-                if key in str(identifier):
-                    handles = value
-        event.debug_handles = handles
-
-    def associate(self, event: Event) -> None:
-        """Op types, stack traces and module hierarchy of the nodes the event's handles name."""
-        if event.name in FRAMEWORK_EVENTS or event.debug_handles is None:
-            return
-        handles = event.debug_handles
-        for handle in [handles] if isinstance(handles, int) else handles:
-            for node in self.by_handle.get(handle, []):
-                if node.name not in event.stack_traces:
-                    event.stack_traces[node.name] = node.meta.get("stack_trace")
-                    event.module_hierarchy[node.name] = node.meta.get("nn_module_stack")
-                event.op_types.append(op_name(node))
+    def resolve(self, block: EventBlock) -> None:
+        """Set the debug handles, output counts and delegate backends of the block's events."""
+        block._gen_resolve_debug_handles(self.handle_map, self.delegate_map, self.num_outs_map)
 
 
 def _hashable(handle: Any) -> Any:

@@ -19,24 +19,42 @@ from typing import IO, Any
 
 from ...errors import EdgeTorchError
 from ...runtime.event_tracer import RecordingEventTracer
-from ...schema import etdump as E
+from ..etdump import schema_flatcc as flatcc  # noqa: F401  (ExecuTorch's name here)
 from . import _runs as R
-from ._blocks import BlockOptions, build_blocks
-from ._event import OPERATOR_CALL, Event, EventBlock, TimeScale
+from ._blocks import (  # noqa: F401  (ExecuTorch's _inspector defines these records)
+    BlockOptions,
+    DebugEventSignature,
+    DelegateMetadata,
+    EventSignature,
+    InstructionEvent,
+    InstructionEventSignature,
+    ProfileEventSignature,
+    RunSignature,
+    build_blocks,
+)
+from ._event import OPERATOR_CALL, Event, EventBlock, PerfData  # noqa: F401
+from ._inspector_utils import (  # noqa: F401  (names ExecuTorch's Inspector module holds)
+    EDGE_DIALECT_GRAPH_KEY,
+    EXCLUDED_COLUMNS_WHEN_PRINTING,
+    FORWARD,
+    TimeScale,
+    create_debug_handle_to_op_node_mapping,
+    gen_etdump_object,
+    gen_graphs_from_etrecord,
+    is_inference_output_equal,
+    propagate_back_debug_handle,
+)
 
 log = logging.getLogger(__name__)
 
-EDGE_DIALECT_GRAPH_KEY = "edge_dialect_graph_module"
-# Columns ExecuTorch leaves out of the printed table and the TSV.
-EXCLUDED_COLUMNS_WHEN_PRINTING = ["raw", "delegate_debug_identifier", "stack_traces",
-                                  "module_hierarchy", "debug_data"]
+
+
+EXPORTED_PROGRAM = "exported_program"
+EDGE_PROGRAM = "edge_dialect_exported_program"
 
 
 class InspectorError(EdgeTorchError, ValueError):
     """The Inspector lacks what a request needs (an ETRecord, a debug buffer, inputs)."""
-
-
-MAX_ETDUMP_BYTES = 1 << 30  # an ETDump holds events, not tensors (those are in the buffer)
 
 
 class Inspector:
@@ -59,30 +77,32 @@ class Inspector:
         self.reference_graph_name = reference_graph_name
         self._enable_module_hierarchy = enable_module_hierarchy
         self.has_debug_buffer = True
-        if isinstance(etdump_data, RecordingEventTracer):
-            runs = R.runs_from_tracer(etdump_data)
-        else:
-            runs = self._read_etdump(etdump_path, etdump_data, debug_buffer_path)
         if isinstance(etrecord, (str, os.PathLike)):
-            from ..etrecord import parse_etrecord
-            etrecord = parse_etrecord(etrecord)
+            etrecord = parse_etrecord(etrecord_path=etrecord)
         self._etrecord = etrecord
-        self.event_blocks: list[EventBlock] = build_blocks(runs, BlockOptions(
-            source, target, delegate_metadata_parser, delegate_time_scale_converter))
+        options = BlockOptions(source, target, delegate_metadata_parser,
+                               delegate_time_scale_converter)
+        if isinstance(etdump_data, RecordingEventTracer):
+            self.event_blocks: list[EventBlock] = build_blocks(R.runs_from_tracer(etdump_data),
+                                                               options)
+        else:
+            self.event_blocks = self._read_etdump(etdump_path, etdump_data, debug_buffer_path,
+                                                  options)
         self._reference_outputs: dict[str, list[Any]] = {}
         self._consume_etrecord()
 
-    def _read_etdump(self, path: str | None, data: Any, buffer_path: str | None
-                     ) -> list[R.RawRun]:
-        if path is not None:
-            data = _read_capped(path, MAX_ETDUMP_BYTES, "ETDump")
-        etdump = data if isinstance(data, E.ETDump) else E.deserialize_from_etdump_flatcc(data)
+    def _read_etdump(self, path: str | None, data: Any, buffer_path: str | None,
+                     options: BlockOptions) -> list[EventBlock]:
+        etdump = gen_etdump_object(etdump_path=path, etdump_data=data)
         if buffer_path is None:
             warnings.warn("Output Buffer not found. Tensor Debug Data will not be available.",
                           stacklevel=3)
         self.has_debug_buffer = buffer_path is not None
         with _mapped(buffer_path) as buffer:
-            return R.runs_from_etdump(etdump, buffer)
+            return EventBlock._gen_from_etdump(
+                etdump, source_time_scale=options.source, target_time_scale=options.target,
+                output_buffer=buffer, delegate_metadata_parser=options.metadata_parser,
+                delegate_time_scale_converter=options.time_converter)
 
     def _consume_etrecord(self) -> None:
         """Debug handles, then node metadata, then reference outputs, for every event."""
@@ -92,9 +112,9 @@ class Inspector:
 
         graph = GraphInfo(self._etrecord)
         for block in self.event_blocks:
+            graph.resolve(block)
             for event in block.events:
-                graph.resolve(event)
-                graph.associate(event)
+                event._associate_with_op_graph_nodes(graph.by_handle)
         references = self._etrecord._reference_outputs
         if references:
             self._reference_outputs = references
@@ -195,6 +215,63 @@ class Inspector:
 
         return numeric_gap(self, distance, disable_debug_handle_valdiation, reference_graph)
 
+    # The steps of calculate_numeric_gap, as ExecuTorch's Inspector names them.
+
+    def _resolve_reference_graph(self, reference_graph: str | None = None,
+                                 disable_debug_handle_valdiation: bool = False
+                                 ) -> tuple[Any, str]:
+        """(graph module, its name): the exported program when the Edge program's debug
+        handles carry back to it (the default, else the Edge program), or the graph named."""
+        from ._numeric_gap import require_etrecord
+
+        record = require_etrecord(self)
+        edge = record.edge_dialect_program
+        edge = edge[FORWARD] if isinstance(edge, dict) else edge
+        name = reference_graph
+        if reference_graph in (None, EXPORTED_PROGRAM):
+            if record.exported_program is not None and propagate_back_debug_handle(
+                    record.exported_program, record.export_graph_id, edge,
+                    disable_debug_handle_valdiation):
+                name = EXPORTED_PROGRAM
+            elif reference_graph is None:
+                log.warning("the ETRecord has no ATen program, or its debug handles could not "
+                            "be carried back to it; comparing against the Edge program")
+                name = EDGE_PROGRAM
+            else:
+                raise InspectorError(
+                    "Cannot use 'exported_program' as the reference graph: the ETRecord has "
+                    "none, or debug handle backpropagation failed (some Edge node's handle has "
+                    "no ATen node); pass disable_debug_handle_valdiation=True or "
+                    "reference_graph='edge_dialect_exported_program'")
+        if name == EDGE_PROGRAM:
+            return edge.module(), name
+        if name == EXPORTED_PROGRAM:
+            return record.exported_program.module(), name
+        lookup = name if "/" in name else f"{name}/{FORWARD}"
+        graphs = record.graph_map or {}
+        if lookup not in graphs:
+            raise InspectorError(f"reference graph {lookup!r} not found in the ETRecord; use "
+                                 f"'{EXPORTED_PROGRAM}', '{EDGE_PROGRAM}' or one of "
+                                 f"{sorted(graphs)}")
+        return graphs[lookup].module(), name
+
+    def _get_aot_intermediate_outputs_and_op_names(self, reference_graph_module: Any):
+        from ._numeric_gap import aot_outputs
+
+        return aot_outputs(self, reference_graph_module)
+
+    def _get_aot_debug_handle_to_stack_traces(self, reference_graph_module: Any,
+                                              resolved_graph_name: str):
+        from ._numeric_gap import aot_stack_traces
+
+        return aot_stack_traces(reference_graph_module, resolved_graph_name)
+
+    def _get_runtime_intermediate_outputs_and_op_names(self):
+        """({debug handles: (logged values, output count)}, {debug handles: event names})."""
+        from ._numeric_gap import runtime_outputs
+
+        return runtime_outputs(self)
+
     def get_vgf_neural_statistics(self) -> list[dict[str, Any]]:
         """The VGF backend's neural-accelerator statistics carried in delegate metadata."""
         from .vgf_neural_statistics import parse_vgf_neural_statistics_delegate_metadata
@@ -208,13 +285,12 @@ def _scale_value(scale: Any) -> Any:
     return getattr(scale, "value", scale)  # ExecuTorch's TimeScale members work too
 
 
-def _read_capped(path: str | os.PathLike, cap: int, what: str) -> bytes:
-    size = os.path.getsize(path)
-    if size > cap:
-        raise InspectorError(f"{what} file {os.fspath(path)!r} has {size} bytes, more than the "
-                             f"{cap} an {what} may have; pass the file the runtime wrote")
-    with open(path, "rb") as f:
-        return f.read(cap + 1)
+def parse_etrecord(etrecord_path: str | os.PathLike) -> Any:
+    """The ETRecord of a file (``edgetorch.devtools.etrecord.parse_etrecord``, imported when
+    used so that reading an ETDump alone does not import torch)."""
+    from ..etrecord import parse_etrecord as parse
+
+    return parse(etrecord_path)
 
 
 @contextlib.contextmanager

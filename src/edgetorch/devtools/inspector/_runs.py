@@ -14,6 +14,7 @@ from ...errors import FormatError
 from ...runtime import event_tracer as et
 from ...schema import etdump as E
 from ...schema.scalar_type import ScalarType
+from ._inspector_utils import is_debug_output
 
 
 @dataclass
@@ -23,7 +24,7 @@ class RawProfile:
     instruction_id: int
     delegate_debug_id_int: int
     delegate_debug_id_str: str | None
-    metadata: bytes | None
+    delegate_debug_metadata: bytes | str | None
     start_time: int
     end_time: int
 
@@ -32,10 +33,11 @@ class RawProfile:
 class RawDebug:
     chain_index: int
     instruction_id: int
-    value: Any  # ndarray | list[ndarray] | scalar | MISSING (no debug buffer)
+    value: Any  # ndarray | list[ndarray] | scalar | Missing (no debug buffer)
     delegate_debug_id_int: int = -1
     delegate_debug_id_str: str | None = None
     output: bool = False
+    name: str | None = None
 
 
 @dataclass
@@ -45,12 +47,18 @@ class RawRun:
     events: list[RawProfile | RawDebug] = field(default_factory=list)
 
 
-class _Missing:
+@dataclass(frozen=True)
+class Missing:
+    """A logged tensor whose data is in a debug buffer nobody gave us: what the ETDump says of
+    it (sizes, scalar type), so runs that logged different shapes still differ."""
+
+    sizes: tuple[int, ...] = ()
+    scalar_type: int = -1
+
     def __repr__(self) -> str:
-        return "<no debug buffer>"
+        return f"<no debug buffer: {list(self.sizes)}>"
 
 
-MISSING = _Missing()  # a logged tensor whose data is in a debug buffer nobody gave us
 
 
 def runs_from_tracer(tracer: et.RecordingEventTracer) -> list[RawRun]:
@@ -65,7 +73,7 @@ def runs_from_tracer(tracer: et.RecordingEventTracer) -> list[RawRun]:
             else:
                 run.events.append(RawDebug(e.chain_index, e.instruction_id, e.value,
                                            e.delegate_debug_id_int, e.delegate_debug_id_str,
-                                           e.output))
+                                           e.output, e.name))
         runs.append(run)
     return runs
 
@@ -76,20 +84,26 @@ def runs_from_etdump(etdump: E.ETDump, buffer: Any) -> list[RawRun]:
     for rd in etdump.run_data:
         run = RawRun(rd.name or "", rd.bundled_input_index)
         for ev in rd.events or []:
-            p, d = ev.profile_event, ev.debug_event
-            if p is not None:
-                run.events.append(RawProfile(p.name, p.chain_index, p.instruction_id,
-                                             p.delegate_debug_id_int, p.delegate_debug_id_str,
-                                             p.delegate_debug_metadata, p.start_time, p.end_time))
-            elif d is not None:
-                chain = d.chain_index - (1 << 64) if d.chain_index >= 1 << 63 else d.chain_index
-                entry = d.debug_entry
-                output = bool(entry and entry.output and entry.output.bool_val)
-                run.events.append(RawDebug(chain, d.instruction_id, _value(entry, buffer, budget),
-                                           d.delegate_debug_id_int, d.delegate_debug_id_str,
-                                           output))
+            populated = ev.profile_event or ev.debug_event
+            if populated is not None:  # (allocation events are not the Inspector's)
+                run.events.append(raw_event(populated, buffer, budget))
         runs.append(run)
     return runs
+
+
+def raw_event(e: E.ProfileEvent | E.DebugEvent, buffer: Any = None,
+              budget: _TensorBudget | None = None) -> RawProfile | RawDebug:
+    """An ETDump profile or debug event as a record, its logged value read from ``buffer``
+    (``Missing`` for a tensor when there is none)."""
+    if isinstance(e, E.ProfileEvent):
+        return RawProfile(e.name, e.chain_index, e.instruction_id, e.delegate_debug_id_int,
+                          e.delegate_debug_id_str, e.delegate_debug_metadata, e.start_time,
+                          e.end_time)
+    chain = e.chain_index - (1 << 64) if e.chain_index >= 1 << 63 else e.chain_index
+    entry = e.debug_entry
+    output = is_debug_output(entry)
+    return RawDebug(chain, e.instruction_id, _value(entry, buffer, budget or _TensorBudget(buffer)),
+                    e.delegate_debug_id_int, e.delegate_debug_id_str, output, e.name)
 
 
 class _TensorBudget:
@@ -137,7 +151,7 @@ _MAX_DIMS = 64
 
 def _tensor(t: E.Tensor, buffer: Any, budget: _TensorBudget | None = None) -> Any:
     if buffer is None:
-        return MISSING
+        return Missing(tuple(int(s) for s in t.sizes), int(t.scalar_type))
     dtype = _NUMPY.get(ScalarType(t.scalar_type))
     if dtype is None:
         raise FormatError(f"ETDump tensor has scalar type {t.scalar_type!r}, which the Inspector "

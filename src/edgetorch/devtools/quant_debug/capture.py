@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ...errors import QuantDebugError
-from ..inspector._debug_handles import DEBUG_HANDLE
+from ..inspector._inspector_utils import DEBUG_HANDLE
 
 
 def _first_tensor(value: Any) -> torch.Tensor | None:

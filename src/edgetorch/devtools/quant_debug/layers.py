@@ -8,7 +8,7 @@ source line, the node whose value is the layer's output as the next layer sees i
 Later stages reach the layers through debug handles: every Edge node (delegated ones inside
 their ``LoweredBackendModule`` too) carries ``debug_handle`` and, through ``from_node``, the
 ATen node it was made from -- the same provenance ``Inspector.calculate_numeric_gap`` carries
-back (``inspector/_debug_handles.py``). Output quantize/dequantize pairs share the handle of
+back (``inspector/_inspector_utils.py``). Output quantize/dequantize pairs share the handle of
 the node they quantize, so the last value of a handle is the layer's observed output at every
 stage.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..inspector._debug_handles import DEBUG_HANDLE, ancestors
+from ..inspector._inspector_utils import DEBUG_HANDLE, ancestors
 from .metrics import QRange
 
 # Nodes that quantize, dequantize or pick: never layers of their own.

@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from .numerical_comparator_base import NumericalComparatorBase, convert_to_float_tensor
+from .._inspector_utils import convert_to_float_tensor
+from .numerical_comparator_base import NumericalComparatorBase
 
 
 class L1Comparator(NumericalComparatorBase):

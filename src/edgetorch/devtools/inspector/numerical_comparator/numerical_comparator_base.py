@@ -13,29 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .._inspector_utils import DebugHandle
+
 if TYPE_CHECKING:
     from .._inspector import Inspector
 
-DebugHandle = tuple[int, ...]
 # (AOT debug handle, AOT output) -> (runtime debug handle, runtime output)
 IntermediateOutputMapping = dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]
 
 GAP_COLUMNS = ["aot_debug_handle", "aot_ops", "aot_intermediate_output", "runtime_ops",
                "runtime_debug_handle", "runtime_intermediate_output", "gap"]
-
-
-def convert_to_float_tensor(value: Any) -> torch.Tensor:
-    """A scalar, array or tensor as a float64 CPU tensor with NaN replaced by 0 (as
-    ExecuTorch's comparators see values)."""
-    if isinstance(value, Sequence) and not isinstance(value, torch.Tensor):
-        raise TypeError(f"expected a tensor or a scalar, got a {type(value).__name__}; compare "
-                        "sequences element by element")
-    try:
-        tensor = torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, RuntimeError, ValueError) as e:
-        raise ValueError(f"cannot convert a {type(value).__name__} to a tensor: {e}") from None
-    tensor = tensor.detach().cpu().double()
-    return torch.nan_to_num(tensor, nan=0.0) if torch.isnan(tensor).any() else tensor
 
 
 class NumericalComparatorBase(ABC):
@@ -66,12 +53,13 @@ class NumericalComparatorBase(ABC):
         for side, pairs in (("key", mapping.keys()), ("value", mapping.values())):
             for pair in pairs:
                 if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise ValueError(f"preprocessing() returned the {side} {pair!r}; each must "
-                                     "be a (debug_handle, output) pair")
+                    raise ValueError(f"Invalid {side} format: preprocessing() returned "
+                                     f"{pair!r}; each must be a (debug_handle, output) pair")
                 handle = pair[0]
                 if not isinstance(handle, tuple) or not all(isinstance(h, int) for h in handle):
-                    raise ValueError(f"preprocessing() returned the debug handle {handle!r} in "
-                                     f"a {side}; a debug handle is a tuple of ints")
+                    which = "AOT" if side == "key" else "runtime"
+                    raise ValueError(f"Invalid {which} debug handle {handle!r} returned by "
+                                     "preprocessing(); a debug handle is a tuple of ints")
 
     def _compare_intermediate_outputs(self, a: Any, b: Any) -> list[float]:
         a_seq = isinstance(a, Sequence) and not isinstance(a, torch.Tensor)
@@ -91,7 +79,7 @@ class NumericalComparatorBase(ABC):
         """Preprocess, compare each matched pair, and return one row per pair."""
         import pandas as pd
 
-        from .._numeric_gap import find_op_names
+        from .._inspector_utils import find_op_names
 
         mapping = self.preprocessing(mapping)
         self._validate_preprocessing_output(mapping)

@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
+from .._inspector_utils import convert_to_float_tensor
 from .l1_numerical_comparator import _diff
-from .numerical_comparator_base import NumericalComparatorBase, convert_to_float_tensor
+from .numerical_comparator_base import NumericalComparatorBase
 
 
 class SNRComparator(NumericalComparatorBase):
