@@ -22,6 +22,7 @@ from edgetorch.runtime import Runtime
 
 FP = "TOSA-1.0+FP"
 RTOL = 1e-5
+TOSA_DIFFERS = {"encoder_block"}  # ExecuTorch numbers its views differently (test_tosa_fp.py)
 
 
 def _eager(model_name: str):
@@ -66,6 +67,8 @@ def test_fp_pte_equals_executorch(converter, ref_vgf, monkeypatch, model):
     ours_inter = ref.parent / ("our" + ref.name[3:]) / "inter"
     pte, _, inputs = compile_vgf(model, FP, ours_inter)
     ours = pte.replace(str(ours_inter).encode(), str(ref / "inter").encode())
-    assert ours == (ref / "model.pte").read_bytes()
+    # encoder_block: the .tosa inside differs (test_tosa_fp.py's strict xfail says how); it
+    # fails here the day it becomes equal, to move it to the byte-equal list
+    assert (ours == (ref / "model.pte").read_bytes()) == (model not in TOSA_DIFFERS)
     theirs = Runtime.get().load_program(str(ref / "model.pte")).load_method("forward")
     _assert_close(theirs.execute([x.numpy() for x in inputs])[0], _eager(model))
