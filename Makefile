@@ -18,7 +18,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser vulkan demo test test-fast test-quant-slow test-vulkan-coreml-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
+.PHONY: et-suite browser vulkan demo test test-fast test-quant-slow test-arm-slow test-vulkan-coreml-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -115,6 +115,13 @@ test-arm: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed vulkan
 	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
 		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
 		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests/backends/arm \
+		tests/backends/cortex_m
+
+## The Arm cases marked slow (every TOSA FP model against ExecuTorch, MiniLM on Ethos-U, ...).
+test-arm-slow: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed vulkan
+	EDGETORCH_REF_ARM_PYTHON=$(CURDIR)/$(REF_ARM)/bin/python \
+		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
+		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m slow tests/backends/arm \
 		tests/backends/cortex_m
 
 ## The Vulkan and Core ML cases marked slow (the transformer and decoder, the other quantized
