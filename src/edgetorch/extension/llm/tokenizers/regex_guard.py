@@ -98,7 +98,7 @@ def _skip_past(pattern: str, i: int, close: str) -> int:
 
 def _skip_class(pattern: str, i: int) -> int:
     """The index after the character class opening at ``i`` (Oniguruma nests classes)."""
-    depth, i = 0, i
+    depth = 0
     n = len(pattern)
     while i < n:
         c = pattern[i]
