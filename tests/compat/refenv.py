@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import ref_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REF_TOOL = Path(__file__).resolve().with_name("ref_tool.py")
@@ -202,7 +203,7 @@ def _run_tool(args: list[str], timeout: float, tool: Path | None = None) -> subp
         raise RefToolError(f"{why}; run scripts/setup_ref_env.sh or set {ENV_VAR}")
     cmd = [str(python), str(tool or REF_TOOL), *args]
     try:
-        result = subprocess.run(
+        result = ref_process.run(
             cmd, env=_clean_env(), capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired as exc:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import ref_process
 from refenv import REPO_ROOT, load_npz
 
 ENV_VAR = "EDGETORCH_REF_OV_PYTHON"
@@ -76,8 +77,8 @@ def _run(args: list[str], timeout: float = 1200) -> None:
     if not usable:
         raise RuntimeError(why)
     cmd = [str(ref_ov_python()), str(TOOL), *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                            env=_clean_env())
+    result = ref_process.run(cmd, capture_output=True, text=True, timeout=timeout,
+                             env=_clean_env())
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stderr[-6000:]}")
 

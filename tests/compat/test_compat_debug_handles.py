@@ -9,10 +9,10 @@ between the two compilers), and ``debug_handle_map`` / ``delegate_map`` /
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+import ref_process
 import torch
 from ref_debug_handles import handle_sequence, summarize
 from refenv import EXPORT_TIMEOUT_S, _clean_env, ref_available, ref_python
@@ -42,8 +42,8 @@ def _theirs(spec: str, how: str, tmp: Path) -> dict:
         pytest.skip("reference ExecuTorch env not available")
     out = tmp / "ref.json"
     cmd = [str(ref_python()), str(HERE / "ref_debug_handles.py"), spec, str(out)]
-    subprocess.run(cmd + ([f"--{how}"] if how else []), env=_clean_env(), check=True,
-                   capture_output=True, timeout=EXPORT_TIMEOUT_S)
+    ref_process.run(cmd + ([f"--{how}"] if how else []), env=_clean_env(), check=True,
+                    capture_output=True, timeout=EXPORT_TIMEOUT_S)
     return json.loads(out.read_text())
 
 

@@ -7,10 +7,10 @@ decompositions removed, which ExecuTorch's retrace forgets.)"""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+import ref_process
 import torch
 from ref_node_names import summarize
 from refenv import EXPORT_TIMEOUT_S, _clean_env, ref_available, ref_python
@@ -33,8 +33,8 @@ def _theirs(spec: str, xnnpack: bool, tmp: Path) -> dict:
         pytest.skip("reference environment missing")
     out = tmp / "ref.json"
     cmd = [str(ref_python()), str(HERE / "ref_node_names.py"), spec, str(out)]
-    subprocess.run(cmd + (["--xnnpack"] if xnnpack else []), env=_clean_env(), check=True,
-                   capture_output=True, timeout=EXPORT_TIMEOUT_S)
+    ref_process.run(cmd + (["--xnnpack"] if xnnpack else []), env=_clean_env(), check=True,
+                    capture_output=True, timeout=EXPORT_TIMEOUT_S)
     return json.loads(out.read_text())
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ pytest.importorskip("torchao")
 from refenv import REF_TOOL, _clean_env, load_npz, ref_available, ref_python  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ref_process  # noqa: E402
 from quant_models import CONFIG, MODELS, build  # noqa: E402
 
 from edgetorch.exir import ExecutorchBackendConfig, to_edge  # noqa: E402
@@ -41,7 +41,7 @@ REF_QUANTIZED = REF_TOOL.with_name("ref_quantized.py")
 
 def _ref(*args: str, timeout: float = 900) -> None:
     cmd = [str(ref_python()), str(REF_QUANTIZED), *args]
-    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=timeout)
+    r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
 
 

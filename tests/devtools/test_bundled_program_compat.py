@@ -5,10 +5,10 @@ ExecuTorch's ``.bpte`` loaded and verified by ours; a wrong expected output fail
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 from torch.export import export
 
@@ -66,8 +66,8 @@ def _ref(script: str, *args: str) -> str:
 
     if not ref_available():
         pytest.skip("reference environment missing")
-    result = subprocess.run([str(ref_python()), "-c", script, *args], env=_clean_env(),
-                            capture_output=True, text=True, timeout=600)
+    result = ref_process.run([str(ref_python()), "-c", script, *args], env=_clean_env(),
+                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 

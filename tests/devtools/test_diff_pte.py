@@ -3,11 +3,11 @@ report, text for text; and the result fields on a weight change are the element 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import ref_process
 import torch
 
 from edgetorch.devtools.pte_tool.diff_pte import diff_pte, format_diff_result
@@ -93,8 +93,8 @@ def test_report_matches_executorch(ptes, pair):
         pytest.skip("reference environment missing")
     paths, _, _ = ptes
     a, b = (paths[p] for p in pair)
-    theirs = subprocess.run([str(ref_python()), "-c", _REF, str(a), str(b)], env=_clean_env(),
-                            check=True, capture_output=True, text=True, timeout=600).stdout
+    theirs = ref_process.run([str(ref_python()), "-c", _REF, str(a), str(b)], env=_clean_env(),
+                             check=True, capture_output=True, text=True, timeout=600).stdout
     ours = format_diff_result(diff_pte(a.read_bytes(), b.read_bytes(), "a.pte", "b.pte"),
                               verbose=True)
     assert ours == theirs.rstrip("\n")

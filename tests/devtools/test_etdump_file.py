@@ -5,10 +5,10 @@ reader and by ExecuTorch 1.5.1's own Inspector."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 from torch.export import export
 
@@ -115,9 +115,9 @@ def test_executorchs_inspector_reads_our_etdump(pte, tmp_path):
     path, _, x = pte
     program, _ = _run(path, x, runs=3)
     program.write_etdump_result_to_file(tmp_path / "a.etdp", tmp_path / "a.bin")
-    result = subprocess.run([str(ref_python()), "-c", _REF_INSPECT, str(tmp_path / "a.etdp"),
+    result = ref_process.run([str(ref_python()), "-c", _REF_INSPECT, str(tmp_path / "a.etdp"),
                              str(tmp_path / "a.bin")], env=_clean_env(), capture_output=True,
-                            text=True, timeout=600)
+                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(result.stdout.strip().splitlines()[-1])
     by_name = {(block, name): (runs, shapes) for block, name, runs, shapes in rows}

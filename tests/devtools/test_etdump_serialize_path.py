@@ -3,11 +3,11 @@ Python writer writes: identifier ``ED00``, no size prefix; the reader takes them
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import ref_process
 
 from edgetorch.devtools.etdump import schema_flatcc as f
 from edgetorch.devtools.etdump.serialize import (
@@ -54,6 +54,6 @@ def test_bytes_match_executorch():
     script = ("import sys\nimport executorch.devtools.etdump.schema_flatcc as f\n"
               "from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc\n"
               f"sys.stdout.write(serialize_to_etdump_flatcc({_SAMPLE.strip()}).hex())\n")
-    theirs = subprocess.run([str(ref_python()), "-c", script], env=_clean_env(), check=True,
-                            capture_output=True, text=True, timeout=600).stdout.strip()
+    theirs = ref_process.run([str(ref_python()), "-c", script], env=_clean_env(), check=True,
+                             capture_output=True, text=True, timeout=600).stdout.strip()
     assert serialize_to_etdump_flatcc(_ours()).hex() == theirs

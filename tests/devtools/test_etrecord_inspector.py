@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 
 from edgetorch.devtools import Inspector
@@ -141,8 +141,8 @@ def test_executorch_parses_our_etrecord(tmp_path):
     if not ref_available():
         pytest.skip("reference environment missing")
     _, record, path, _ = _compile(tmp_path)
-    out = subprocess.run([str(ref_python()), "-c", _REF_PARSE, str(path)], env=_clean_env(),
-                         check=True, capture_output=True, text=True, timeout=600).stdout
+    out = ref_process.run([str(ref_python()), "-c", _REF_PARSE, str(path)], env=_clean_env(),
+                          check=True, capture_output=True, text=True, timeout=600).stdout
     # ExecuTorch's parser gives the JSON (string) keys of the file
     assert str(sorted((str(k), v) for k, v in record._debug_handle_map["forward"].items())) in out
     assert "aten.convolution.default" in out

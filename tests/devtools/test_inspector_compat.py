@@ -4,12 +4,12 @@ with ExecuTorch's Inspector, and ExecuTorch's Inspector reads our ETRecord + ETD
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 
 from edgetorch.devtools import Inspector
@@ -75,8 +75,8 @@ def _ref(script: str, *args: str) -> None:
 
     if not ref_available():
         pytest.skip("reference environment missing")
-    subprocess.run([str(ref_python()), "-c", script, *args], env=_clean_env(), check=True,
-                   capture_output=True, timeout=900)
+    ref_process.run([str(ref_python()), "-c", script, *args], env=_clean_env(), check=True,
+                    capture_output=True, timeout=900)
 
 
 def _ours(d: Path) -> dict:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import ref_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat"))
 
@@ -32,8 +33,8 @@ def _theirs(*args: str) -> None:
 
     if not ref_available():
         pytest.skip("reference environment missing")
-    subprocess.run([str(ref_python()), str(FLOW), "executorch", *args], env=_clean_env(),
-                   check=True, capture_output=True, timeout=1200)
+    ref_process.run([str(ref_python()), str(FLOW), "executorch", *args], env=_clean_env(),
+                    check=True, capture_output=True, timeout=1200)
 
 
 def _ours(*args: str) -> None:

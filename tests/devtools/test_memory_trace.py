@@ -4,11 +4,11 @@ against ExecuTorch 1.5.1's own profiler on the same model."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import ref_process
 import torch
 from torch.export import export
 
@@ -105,8 +105,8 @@ def test_same_trace_shape_as_executorch(tmp_path, name):
         pytest.skip("reference environment missing")
     src = Path(__file__).resolve().parents[2] / "src"
     ref_json = tmp_path / "ref.json"
-    subprocess.run([str(ref_python()), "-c", _REF_SCRIPT, name, str(ref_json), str(src)],
-                   env=_clean_env(), check=True, capture_output=True, timeout=600)
+    ref_process.run([str(ref_python()), "-c", _REF_SCRIPT, name, str(ref_json), str(src)],
+                    env=_clean_env(), check=True, capture_output=True, timeout=600)
     theirs = json.loads(ref_json.read_text())["traceEvents"]
     # ExecuTorch's program keeps its BatchNorm (edgetorch folds it ahead of time by default)
     ours = generate_memory_trace(_lowered(name, fuse_batch_norm=False), tmp_path / "ours.json")["traceEvents"]

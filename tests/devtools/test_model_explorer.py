@@ -24,6 +24,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat"))
+import ref_process  # noqa: E402
 from refenv import in_ci  # noqa: E402
 
 FLOW = Path(__file__).with_name("devtools_flow.py")
@@ -184,8 +185,8 @@ def test_executorchs_etrecord_and_etdump_adapters_read_our_files_as_executorchs(
         pytest.skip(why)
     folders = {(tool, model): generated / f"{tool}-{model}"
                for model in MODELS for tool in ("executorch", "edgetorch")}
-    subprocess.run([str(ref_python()), str(ADAPTERS), *map(str, folders.values())],
-                   env=_clean_env(), check=True, capture_output=True, timeout=900)
+    ref_process.run([str(ref_python()), str(ADAPTERS), *map(str, folders.values())],
+                    env=_clean_env(), check=True, capture_output=True, timeout=900)
     # the only difference allowed: the file's own path, shown as graph metadata
     views = {key: json.loads((folder / "mx.json").read_text().replace(str(folder), "<folder>"))
              for key, folder in folders.items()}

@@ -7,7 +7,6 @@ The demo backend (``edgetorch.backends.demo``) does the compiling and running.
 import json
 import logging
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import ref_process  # noqa: E402
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner  # noqa: E402
 from torch.fx.passes.operator_support import OperatorSupportBase  # noqa: E402
 
@@ -568,9 +568,9 @@ def _ref_python():
 def _ref(script, *args):
     import refenv
 
-    proc = subprocess.run([str(_ref_python()), str(Path(refenv.__file__).with_name(script)),
+    proc = ref_process.run([str(_ref_python()), str(Path(refenv.__file__).with_name(script)),
                            *map(str, args)], env=refenv._clean_env(), capture_output=True,
-                          text=True, timeout=refenv.EXPORT_TIMEOUT_S)
+                           text=True, timeout=refenv.EXPORT_TIMEOUT_S)
     return proc
 
 

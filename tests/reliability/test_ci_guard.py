@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 COMPAT_DIR = Path(__file__).resolve().parents[1] / "compat"
+SUPPORT_DIR = COMPAT_DIR.with_name("support")
 
 CONFTEST = f"""
 import sys
-sys.path.insert(0, {str(COMPAT_DIR)!r})
+sys.path[:0] = [{str(COMPAT_DIR)!r}, {str(SUPPORT_DIR)!r}]
 from ci_guard import (pytest_make_collect_report, pytest_runtest_makereport,
                       pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown)
 """

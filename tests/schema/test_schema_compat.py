@@ -6,10 +6,10 @@ Skipped unless the reference python exists (``EDGETORCH_REF_PYTHON`` or ``<repo>
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
 
 import pytest
+import ref_process
 
 from edgetorch.schema.ptd import PtdFile, serialize_ptd
 from edgetorch.schema.pte import PteFile, serialize_pte
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.compat
 
 
 def _run(ref_python: str, script: str, *args: str) -> dict:
-    proc = subprocess.run(
+    proc = ref_process.run(
         [ref_python, "-c", textwrap.dedent(script), *args],
         capture_output=True,
         text=True,

@@ -5,12 +5,12 @@ models (made by a script in the reference venv, two at a time, once per session)
 from __future__ import annotations
 
 import json
-import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 from refenv import _clean_env, ref_python  # tests/compat
 
 FP16_UNIT_ROUNDOFF = 2.0 ** -11
@@ -41,7 +41,7 @@ class RefExports:
 
     @staticmethod
     def _run(cmd: list[str], out: Path) -> Path:
-        r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=3600)
+        r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=3600)
         if r.returncode != 0:
             raise RuntimeError(f"ExecuTorch's export failed: {' '.join(cmd)}\n"
                                f"{r.stderr[-3000:]}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import ref_process
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -61,7 +61,7 @@ def ref_tosa(model: str, tosa_spec: str, out_dir: Path) -> Path:
     if python is None:
         pytest.skip(f"Arm reference environment (executorch[ethos-u]==1.5.1) not found; run "
                     f"`make ref-arm` or set {ENV_VAR}")
-    proc = subprocess.run([str(python), str(REF_ARM_TOOL), "tosa", model_spec(model), tosa_spec,
+    proc = ref_process.run([str(python), str(REF_ARM_TOOL), "tosa", model_spec(model), tosa_spec,
                            str(out_dir)], capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"ref_arm.py failed for {model}:\n{proc.stderr[-3000:]}")

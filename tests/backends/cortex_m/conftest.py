@@ -12,9 +12,9 @@ for _dir in (HERE, HERE.parent / "arm"):
 
 
 import os  # noqa: E402
-import subprocess  # noqa: E402
 
 import pytest  # noqa: E402
+import ref_process  # noqa: E402
 from arm_env import ref_arm_python  # noqa: E402
 
 REF_TOOL = HERE / "ref_cortex_m.py"
@@ -37,7 +37,7 @@ def ref_cortex_m(tmp_path_factory):
                 if python is None:
                     pytest.skip("reference ExecuTorch (ethos-u) python not found; run "
                                 "`make ref-arm` or set EDGETORCH_REF_ARM_PYTHON")
-                proc = subprocess.run([str(python), str(REF_TOOL), model, target,
+                proc = ref_process.run([str(python), str(REF_TOOL), model, target,
                                        str(out)], capture_output=True, text=True, timeout=1800)
                 if proc.returncode != 0:
                     raise RuntimeError(f"ref_cortex_m.py {model} {target} failed:\n"

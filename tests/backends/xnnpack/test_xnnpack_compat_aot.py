@@ -3,11 +3,11 @@ proof that the blobs are ExecuTorch's format), and our partitioning next to Exec
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 from refenv import _clean_env, ref_available, ref_python
 from xnn_aot_cases import CASES, IDS, dynamic_batch_programs, eager, lower, run_ours
@@ -40,8 +40,8 @@ def _run_in_executorch(d: Path, programs: dict[str, tuple[bytes, tuple]]) -> Non
     for name, (pte, inputs) in programs.items():
         (d / f"{name}.pte").write_bytes(pte)
         np.savez(d / f"{name}.in.npz", *_ref_inputs(inputs))
-    subprocess.run([str(ref_python()), str(REF_SCRIPT), "run", str(d)], env=_clean_env(),
-                   check=True, capture_output=True, timeout=1800)
+    ref_process.run([str(ref_python()), str(REF_SCRIPT), "run", str(d)], env=_clean_env(),
+                    check=True, capture_output=True, timeout=1800)
 
 
 def _executorch_outputs(d: Path, name: str) -> list[np.ndarray]:
@@ -143,8 +143,8 @@ def dynamic(tmp_path_factory):
             wants[key] = eager(model, inputs)
     _run_in_executorch(d, programs)
     (d / "et").mkdir()
-    subprocess.run([str(ref_python()), str(REF_SCRIPT), "dynamic", str(d / "et")],
-                   env=_clean_env(), check=True, capture_output=True, timeout=900)
+    ref_process.run([str(ref_python()), str(REF_SCRIPT), "dynamic", str(d / "et")],
+                    env=_clean_env(), check=True, capture_output=True, timeout=900)
     return d, wants
 
 
@@ -176,8 +176,8 @@ def test_a_weight_shared_with_an_undelegated_user_is_stored_as_executorch_stores
     import xnn_tied
 
     theirs = tmp_path / "theirs.pte"
-    subprocess.run([str(ref_python()), xnn_tied.__file__, "executorch", str(theirs)],
-                   env=_clean_env(), check=True, capture_output=True, timeout=600)
+    ref_process.run([str(ref_python()), xnn_tied.__file__, "executorch", str(theirs)],
+                    env=_clean_env(), check=True, capture_output=True, timeout=600)
     mine = xnn_tied.lower("edgetorch")
     model, inputs = xnn_tied.build()
     table = model.emb.weight.detach().numpy().tobytes()

@@ -3,11 +3,11 @@ ExecuTorch lowers from) and, in the compat run, against the real XNNPACK in Exec
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 from refenv import _clean_env, ref_available, ref_python
 from xnn_cases import CASES
 from xnn_helpers import graph_program
@@ -69,8 +69,8 @@ def executorch_results(tmp_path_factory):
         (d / f"{c.name}.pte").write_bytes(graph_program(b))
         np.savez(d / f"{c.name}.in.npz", *inputs)
         built[c.name] = (b, inputs)
-    subprocess.run([str(ref_python()), str(REF_SCRIPT), "run", str(d)], env=_clean_env(),
-                   check=True, capture_output=True, timeout=900)
+    ref_process.run([str(ref_python()), str(REF_SCRIPT), "run", str(d)], env=_clean_env(),
+                    check=True, capture_output=True, timeout=900)
     return d, built
 
 

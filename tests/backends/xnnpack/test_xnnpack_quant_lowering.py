@@ -7,7 +7,6 @@ environment: our blobs equal ExecuTorch's and run in its runtime within one outp
 from __future__ import annotations
 
 import copy
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from torch import nn
 
 pytest.importorskip("torchao")
 
+import ref_process  # noqa: E402
 from xnn_quant_common import build, quantize  # noqa: E402
 
 from edgetorch.backends.xnnpack import schema as x  # noqa: E402
@@ -246,8 +246,8 @@ class _Compared:
         d = self._case_dir(case)
         stem = d / case.replace(":", ".")
         if not Path(f"{stem}.pte").exists() and not Path(f"{stem}.err.txt").exists():
-            subprocess.run([*self.tool, "export", str(d), case], env=self.env, check=True,
-                           capture_output=True, timeout=3600)
+            ref_process.run([*self.tool, "export", str(d), case], env=self.env, check=True,
+                            capture_output=True, timeout=3600)
         err = Path(f"{stem}.err.txt")
         if err.exists():
             pytest.fail(f"ExecuTorch could not lower {case}:\n{err.read_text()[-3000:]}")
@@ -257,8 +257,8 @@ class _Compared:
         self.ours(case)
         d = self._case_dir(case)
         if not (d / "ours.out.npz").exists() and not (d / "ours.err.txt").exists():
-            subprocess.run([*self.tool, "run", str(d)], env=self.env, check=True,
-                           capture_output=True, timeout=3600)
+            ref_process.run([*self.tool, "run", str(d)], env=self.env, check=True,
+                            capture_output=True, timeout=3600)
         err = d / "ours.err.txt"
         assert not err.exists(), err.read_text()[-3000:]
         with np.load(d / "ours.out.npz") as f:

@@ -4,7 +4,6 @@ the reference environment, its converted graphs equal ExecuTorch's quantizer's."
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from torch import nn
 
 pytest.importorskip("torchao")
 
+import ref_process  # noqa: E402
 from torchao.quantization.pt2e import (  # noqa: E402
     HistogramObserver,
     PerChannelMinMaxObserver,
@@ -156,9 +156,9 @@ def executorch_graphs(tmp_path_factory):
     if not ref_available():
         pytest.skip("reference ExecuTorch env not available")
     d = tmp_path_factory.mktemp("xnnpack-quantizer")
-    subprocess.run([str(ref_python()), str(HERE / "xnn_quant_ref.py"), "export", str(d),
+    ref_process.run([str(ref_python()), str(HERE / "xnn_quant_ref.py"), "export", str(d),
                     "--graphs-only", *COMPARED], env=_clean_env(), check=True,
-                   capture_output=True, timeout=3600)
+                    capture_output=True, timeout=3600)
     return d
 
 

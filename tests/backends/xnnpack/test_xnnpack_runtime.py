@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import ref_process
 from refenv import _clean_env, ref_available, ref_python
 from xnn_helpers import INVALID, MODELS, GraphBuilder
 
@@ -302,7 +303,7 @@ def dynamic_export(tmp_path_factory):
     if not ref_available():
         pytest.skip("reference ExecuTorch env not available")
     d = tmp_path_factory.mktemp("xnnpack-dynamic")
-    subprocess.run([str(ref_python()), str(Path(__file__).with_name("xnn_ref.py")), "dynamic",
+    ref_process.run([str(ref_python()), str(Path(__file__).with_name("xnn_ref.py")), "dynamic",
                     str(d)], env=_clean_env(), check=True, capture_output=True, timeout=900)
     cases = []
     for batch in (1, 3, 10):

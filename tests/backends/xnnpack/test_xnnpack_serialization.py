@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
+import ref_process
 from refenv import _clean_env, ref_available, ref_python
 from xnn_helpers import MODELS, every_table_graph, executorch_json
 
@@ -104,7 +104,7 @@ def test_executorch_serializer_writes_our_bytes(tmp_path):
     """ExecuTorch's serialize_xnnpack_binary (flatc) on the same graph gives our bytes."""
     g = every_table_graph()
     (tmp_path / "graph.json").write_text(executorch_json(g))
-    subprocess.run([str(ref_python()), str(REF_SCRIPT), "serialize", str(tmp_path / "graph.json"),
+    ref_process.run([str(ref_python()), str(REF_SCRIPT), "serialize", str(tmp_path / "graph.json"),
                     str(tmp_path / "et.bin")], env=_clean_env(), check=True,
-                   capture_output=True, timeout=600)
+                    capture_output=True, timeout=600)
     assert (tmp_path / "et.bin").read_bytes() == serialize_xnnpack_binary(g)

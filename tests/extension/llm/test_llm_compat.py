@@ -5,11 +5,11 @@ lowered, across prefill and decode steps (tests/compat/llm_models.py is shared b
 from __future__ import annotations
 
 import json
-import subprocess
 
 import llm_models
 import numpy as np
 import pytest
+import ref_process
 import torch
 from refenv import REF_TOOL, _clean_env, load_npz, ref_available, ref_python  # noqa: I001
 
@@ -25,7 +25,7 @@ REF_LLM = REF_TOOL.with_name("ref_llm.py")
 
 def _ref(*args: str) -> None:
     cmd = [str(ref_python()), str(REF_LLM), *args]
-    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=900)
+    r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr[-4000:]}"
 
 

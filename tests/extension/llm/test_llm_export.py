@@ -13,6 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llm_helpers  # noqa: E402
+import ref_process  # noqa: E402
 from llm_helpers import MAX_CTX, MAX_SEQ, PARAMS  # noqa: E402
 
 from edgetorch.errors import ExportError  # noqa: E402
@@ -170,7 +171,6 @@ def test_yaml_config(tmp_path):
 
 
 def _ref_run(pte: Path, tmp: Path) -> tuple[list[np.ndarray], dict]:
-    import subprocess
 
     from refenv import REF_TOOL, _clean_env, load_npz, ref_python
 
@@ -178,7 +178,7 @@ def _ref_run(pte: Path, tmp: Path) -> tuple[list[np.ndarray], dict]:
     np.savez(tmp / "steps.npz", *flat)
     cmd = [str(ref_python()), str(REF_TOOL.with_name("ref_llm.py")), "run", str(pte),
            str(tmp / "steps.npz"), str(tmp / "out.npz")]
-    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=900)
+    r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
     return load_npz(tmp / "out.npz"), json.loads((tmp / "out.json").read_text())
 

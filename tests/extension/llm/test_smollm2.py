@@ -15,12 +15,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ref_process
 import torch
 
 from edgetorch.extension.llm.export.builder import export_llm, load_model
@@ -139,7 +139,7 @@ def test_fp32_greedy_in_executorch_equals_transformers(artifacts, reference, tmp
     pte = _pte(artifacts, "smollm2_fp32_xnnpack")
     cmd = [str(ref_python()), str(REF_TOOL.with_name("ref_llm.py")), "greedy", str(pte),
            ",".join(map(str, ids)), str(NEW_TOKENS), str(tmp_path / "out.json")]
-    r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=1800)
+    r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stderr[-4000:]
     assert json.loads((tmp_path / "out.json").read_text()) == want
 
@@ -173,8 +173,8 @@ def test_executorchs_own_export_runs_in_ours(artifacts, reference):
         ckpt, params = _meta_checkpoint(artifacts)
         cmd = [str(ref_python()), str(REF_TOOL.with_name("ref_llm.py")), "export_llama",
                str(ckpt), str(params), str(pte)]
-        r = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True,
-                           timeout=3600)
+        r = ref_process.run(cmd, env=_clean_env(), capture_output=True, text=True,
+                            timeout=3600)
         assert r.returncode == 0, r.stderr[-4000:]
     assert _greedy(_runtime_step(pte), ids) == want
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import ref_process
 
 HERE = Path(__file__).resolve().parent
 REF_TOOL = HERE / "ref_ethosu.py"
@@ -34,8 +34,8 @@ def ref_arm_available() -> bool:
 def run_ref(*args: str, timeout: float = 900) -> str:
     if not ref_arm_available():
         pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
-    proc = subprocess.run([str(REF_ARM_PYTHON), str(REF_TOOL), *args], capture_output=True,
-                          text=True, timeout=timeout)
+    proc = ref_process.run([str(REF_ARM_PYTHON), str(REF_TOOL), *args], capture_output=True,
+                           text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"ref_ethosu.py {' '.join(args)} failed:\n{proc.stderr[-4000:]}")
     return proc.stdout
@@ -81,7 +81,7 @@ def ref_aot(tmp_path_factory):
             if not pte.exists():
                 if not ref_arm_available():
                     pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
-                proc = subprocess.run(
+                proc = ref_process.run(
                     [str(REF_ARM_PYTHON), "-m", "executorch.backends.arm.scripts.aot_arm_compiler",
                      f"--model_name={HERE / 'aot_models.py'}", "--delegate", "--quantize",
                      f"--intermediates={out / 'inter'}", f"--target={target}", f"--output={out}"],

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import ref_process
 
 HERE = Path(__file__).resolve().parent
 for p in (HERE, HERE.parent / "ethosu", HERE.parent):
@@ -68,9 +68,9 @@ def _executorch_lowered(tmp_path_factory, cache: str, target: str, names) -> Cal
         if not (out / "model.pte").exists() and not (out / "error").exists():
             if not REF_ARM_PYTHON.exists():
                 pytest.skip(f"reference ExecuTorch (ethos-u) python {REF_ARM_PYTHON} is missing")
-            proc = subprocess.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
+            proc = ref_process.run([str(REF_ARM_PYTHON), str(HERE / "ref_npu.py"), str(root),
                                    target, *names], capture_output=True, text=True,
-                                  timeout=3600)
+                                   timeout=3600)
             if proc.returncode != 0:
                 raise RuntimeError(f"ref_npu.py failed:\n{proc.stderr[-4000:]}")
         if (out / "error").exists():

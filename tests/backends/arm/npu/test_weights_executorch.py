@@ -6,7 +6,6 @@ ExecuTorch wrote for that partition (its intermediates). Built in ``.venv-ref-ar
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 pytest.importorskip("ethosu.mlw_codec", reason="the NPU weight tests need ethos-u-vela (make test-arm)")
 pytest.importorskip("tosa_reference_model", reason="the NPU weight tests need tosa-tools")
 
+import ref_process  # noqa: E402
 from npu_weight_streams import check_pte  # noqa: E402
 
 pytestmark = pytest.mark.compat
@@ -30,8 +30,8 @@ def executorch_pte(model: str, target: str, tmp_root: Path) -> Path:
     root = Path(os.environ.get("EDGETORCH_ETHOSU_REF_CACHE", tmp_root))
     out = root / f"{model}_{target}"
     if not (out / "model.pte").exists():
-        proc = subprocess.run([str(REF_ARM_PYTHON), str(REF_TOOL), model, target, str(out)],
-                              capture_output=True, text=True, timeout=900)
+        proc = ref_process.run([str(REF_ARM_PYTHON), str(REF_TOOL), model, target, str(out)],
+                               capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             raise RuntimeError(f"ref_ethosu.py {model} {target} failed:\n{proc.stderr[-4000:]}")
     return out

@@ -5,7 +5,6 @@ this checkout or of /work/main; ``make ref-vgf``)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ for extra in (HERE, HERE.parent, HERE.parent / "ethosu"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+import ref_process  # noqa: E402
 from arm_env import require_tosa_tools, skip_or_fail  # noqa: E402
 
 require_tosa_tools()
@@ -73,8 +73,8 @@ def ref_vgf(tmp_path_factory):
             # ExecuTorch looks for model-converter on PATH: the reference venv's bin first
             env = {**os.environ, "PATH": os.pathsep.join([str(python.parent),
                                                           os.environ.get("PATH", "")])}
-            proc = subprocess.run([str(python), str(REF_TOOL), model, spec, str(out)],
-                                  capture_output=True, text=True, timeout=1800, env=env)
+            proc = ref_process.run([str(python), str(REF_TOOL), model, spec, str(out)],
+                                   capture_output=True, text=True, timeout=1800, env=env)
             if proc.returncode != 0:
                 raise RuntimeError(f"ref_vgf.py failed:\n{proc.stderr[-4000:]}")
             made[(model, spec)] = out
