@@ -94,6 +94,23 @@ CASES = [
     ("aten::any.out", lambda: (np.zeros((6, 3), np.bool_), -1, False), (6,), np.bool_),
     ("aten::embedding.out", lambda: (_t(10, 4), np.array([[1, 9], [0, 1]]), -1, False, False),
      (2, 2, 4), F32),
+    # convolution: each algorithm of conv.dispatch (1x1 GEMM, im2col, Winograd, depthwise
+    # channels-last and on planes, grouped, 1-D)
+    ("aten::convolution.out", lambda: (_t(2, 8, 5, 5), _t(16, 8, 1, 1), _t(16), [1, 1],
+                                       [0, 0], [1, 1], False, [0, 0], 1), (2, 16, 5, 5), F32),
+    ("aten::convolution.out", lambda: (_t(1, 3, 9, 9), _t(4, 3, 3, 3), _t(4), [2, 2], [1, 1],
+                                       [1, 1], False, [0, 0], 1), (1, 4, 5, 5), F32),
+    ("aten::convolution.out", lambda: (_t(1, 16, 6, 6), _t(16, 16, 3, 3), None, [1], [1], [1],
+                                       False, [0], 1), (1, 16, 6, 6), F32),
+    ("aten::convolution.out", lambda: (_t(1, 8, 7, 7), _t(8, 1, 3, 3), _t(8), [1, 1], [1, 1],
+                                       [1, 1], False, [0, 0], 8), (1, 8, 7, 7), F32),
+    ("aten::convolution.out", lambda: (_t(1, 4, 40, 40), _t(4, 1, 3, 3), _t(4), 1, 1, 1, False,
+                                       0, 4), (1, 4, 40, 40), F32),
+    ("aten::convolution.out", lambda: (_t(1, 8, 6, 6, dtype=np.float64),
+                                       _t(8, 4, 3, 3, dtype=np.float64), None, [1, 1], [1, 1],
+                                       [1, 1], False, [0, 0], 2), (1, 8, 6, 6), np.float64),
+    ("aten::convolution.out", lambda: (_t(2, 3, 10), _t(5, 3, 3), _t(5), [1], [0], [1], False,
+                                       [0], 1), (2, 5, 8), F32),
 ]
 
 
