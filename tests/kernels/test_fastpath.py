@@ -17,6 +17,7 @@ from optimized_pair import assert_same_bits_and_eager, fast_and_slow
 
 from edgetorch.examples import get_example
 from edgetorch.exir import to_edge
+from edgetorch.kernels import accel
 from edgetorch.kernels.registry import KERNELS
 from edgetorch.runtime import Runtime
 
@@ -94,6 +95,23 @@ CASES = [
     ("aten::any.out", lambda: (np.zeros((6, 3), np.bool_), -1, False), (6,), np.bool_),
     ("aten::embedding.out", lambda: (_t(10, 4), np.array([[1, 9], [0, 1]]), -1, False, False),
      (2, 2, 4), F32),
+    # convolution: each algorithm of conv.dispatch (1x1 GEMM, im2col, Winograd, depthwise
+    # channels-last and on planes, grouped, 1-D)
+    ("aten::convolution.out", lambda: (_t(2, 8, 5, 5), _t(16, 8, 1, 1), _t(16), [1, 1],
+                                       [0, 0], [1, 1], False, [0, 0], 1), (2, 16, 5, 5), F32),
+    ("aten::convolution.out", lambda: (_t(1, 3, 9, 9), _t(4, 3, 3, 3), _t(4), [2, 2], [1, 1],
+                                       [1, 1], False, [0, 0], 1), (1, 4, 5, 5), F32),
+    ("aten::convolution.out", lambda: (_t(1, 16, 6, 6), _t(16, 16, 3, 3), None, [1], [1], [1],
+                                       False, [0], 1), (1, 16, 6, 6), F32),
+    ("aten::convolution.out", lambda: (_t(1, 8, 7, 7), _t(8, 1, 3, 3), _t(8), [1, 1], [1, 1],
+                                       [1, 1], False, [0, 0], 8), (1, 8, 7, 7), F32),
+    ("aten::convolution.out", lambda: (_t(1, 4, 40, 40), _t(4, 1, 3, 3), _t(4), 1, 1, 1, False,
+                                       0, 4), (1, 4, 40, 40), F32),
+    ("aten::convolution.out", lambda: (_t(1, 8, 6, 6, dtype=np.float64),
+                                       _t(8, 4, 3, 3, dtype=np.float64), None, [1, 1], [1, 1],
+                                       [1, 1], False, [0, 0], 2), (1, 8, 6, 6), np.float64),
+    ("aten::convolution.out", lambda: (_t(2, 3, 10), _t(5, 3, 3), _t(5), [1], [0], [1], False,
+                                       [0], 1), (2, 5, 8), F32),
 ]
 
 
@@ -158,6 +176,32 @@ def test_each_preparer_reads_its_inputs_when_it_runs(case):
     for step in steps:
         step()
     assert out.tobytes() == _kernel(name, args, shape, dtype).tobytes(), name
+
+
+_CONV_CASES = [c for c in CASES if c[0] == "aten::convolution.out"]
+
+
+@pytest.mark.parametrize("case", _CONV_CASES, ids=[str(i) for i in range(len(_CONV_CASES))])
+def test_convolution_preparer_gives_its_kernels_bits_without_the_compiled_loops(case):
+    """(NumPy's depthwise paths: channels-last on small planes, tap by tap on the others.)"""
+    name, make, shape, dtype = case
+    args = make()
+    with accel.disabled():
+        got = _fast(name, args, shape, dtype)
+        want = _kernel(name, args, shape, dtype)
+    assert got is not None and got.tobytes() == want.tobytes()
+
+
+def test_convolution_preparer_declines_what_the_kernel_computes_otherwise():
+    prep = KERNELS["aten::convolution.out"].prepare
+    x, w = _t(1, 4, 6, 6), _t(4, 4, 3, 3)
+    params = ([1, 1], [1, 1], [1, 1])
+    assert prep(x, w, None, *params, True, [0, 0], 1, _o(1, 4, 6, 6)) is None  # transposed
+    assert prep(x, w.astype(np.float64), None, *params, False, [0, 0], 1,
+                _o(1, 4, 6, 6)) is None  # mixed dtypes
+    assert prep(x, w, None, *params, False, [0, 0], 1, _o(1, 4, 5, 5)) is None  # out's size
+    assert prep(x, w, None, *params, False, [0, 0], 1, x) is None  # out is the input
+    assert prep(x, w, None, *params, False, [0, 0], 3, _o(1, 4, 6, 6)) is None  # groups
 
 
 def test_layer_norm_preparer_gives_its_kernels_bits():

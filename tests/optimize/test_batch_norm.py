@@ -200,11 +200,44 @@ def test_conv_activation_fuses_within_float_rounding(compiled):
         fused = prog.load_method("forward", optimize={"fuse_conv_activation"})
         # The planner gives each activation here its convolution's input bytes: the GEMM
         # convolution with a bias keeps writing its own result, read by the epilogue (c1);
-        # the depthwise and bias-free ones would save nothing that way and stay; the last
-        # relu stays (its input is read by the add too).
-        assert fused.load_report["fuse_conv_activation"].changed == 2
-        assert _folded(fused) == ["aten::relu.out"]
+        # the compiled depthwise loop clamps itself, into the output (c2's 9x9 planes go
+        # channels-last, reading a copy of the input); NumPy's depthwise and the bias-free
+        # GEMM would save nothing that way and stay; the last relu stays (its input is read
+        # by the add too).
+        assert fused.load_report["fuse_conv_activation"].changed == (4 if compiled else 2)
+        assert _folded(fused) == ["aten::relu.out"] + (["aten::hardtanh.out"] if compiled
+                                                       else [])
         got = fused.execute([x.numpy()])[0]
+    want = prog.load_method("forward", optimize=False).execute([x.numpy()])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # (the pass's tolerance)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _LargeDepthwise(torch.nn.Module):
+    """A depthwise convolution on planes the compiled loop computes in NCHW (above the
+    channels-last threshold), its relu6 given the input's bytes by the planner."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.dw2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.dw(torch.relu(self.c1(x))))
+        return torch.relu(self.dw2(y))
+
+
+def test_compiled_depthwise_clamps_in_its_loop_when_the_output_takes_the_input_bytes():
+    torch.manual_seed(5)
+    model, x = _LargeDepthwise().eval(), torch.randn(1, 3, 40, 40) * 4
+    pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer
+    prog = Runtime.get().load_program(pte)
+    fused = prog.load_method("forward", optimize={"fuse_conv_activation"})
+    assert fused.load_report["fuse_conv_activation"].changed == 6  # all three convolutions
+    assert _folded(fused) == ["aten::relu.out", "aten::hardtanh.out", "aten::relu.out"]
+    got = fused.execute([x.numpy()])[0]
     want = prog.load_method("forward", optimize=False).execute([x.numpy()])[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # (the pass's tolerance)
     with torch.no_grad():

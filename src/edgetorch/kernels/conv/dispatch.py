@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,12 @@ class Algorithm(str, Enum):
     GEMM = "gemm"  # im2col (the input itself for 1x1) times the filter matrix
 
 
-@dataclass(frozen=True)
-class ConvShape:
+class ConvShape(NamedTuple):
     """What a choice depends on: the filter's window, stride, dilation, groups and
     channels, the input's batch and spatial sizes and the output's (None: not known yet),
-    whether the compiled loops apply to these operands, and whether the values are floats."""
+    whether the compiled loops apply to these operands (asked of depthwise convolutions
+    only: the portable kernel builds one per call, a tuple costs a tenth of a dataclass),
+    and whether the values are floats."""
 
     kernel: tuple[int, ...]
     stride: tuple[int, ...]

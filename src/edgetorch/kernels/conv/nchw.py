@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+from functools import partial
 
 import numpy as np
 
@@ -69,6 +70,27 @@ def conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
     (N, Cout, *out) layout, written straight into ``out`` when it fits; the patch matrix
     is one strided copy into a reused buffer (a 1x1 stride-1 convolution multiplies the input
     itself). Depthwise convolution accumulates taps into the output buffer instead."""
+    dst, run = plan(x, w, stride, padding, dilation, groups, bias, out)
+    run()
+    return dst
+
+
+def conv_step(x, w, stride, padding, dilation, groups, bias, out):
+    """The convolution of tensors that keep their memory and sizes across calls (a load
+    pass's fixed values) as one step writing ``out``, its algorithm, views and checks done
+    now, with the very operations of :func:`conv`; None when ``out`` would not take the
+    result directly or an operand would not be a view (then :func:`conv` runs per call)."""
+    ops = (x, w, out) if bias is None else (x, w, out, bias)
+    if not all(a.flags.c_contiguous and a.dtype == x.dtype for a in ops):
+        return None
+    dst, run = plan(x, w, stride, padding, dilation, groups, bias, out)
+    return run if dst is out else None
+
+
+def plan(x, w, stride, padding, dilation, groups, bias=None, out=None):
+    """``(dst, run)``: ``run()`` computes the convolution of the current values of ``x`` and
+    ``w`` into ``dst`` (``out`` when it fits, else a new array); the algorithm
+    (``dispatch.choose_nchw``) and the views are chosen here, from the sizes."""
     N, C = x.shape[:2]
     Cout, Cg = w.shape[:2]
     K = w.shape[2:]
@@ -93,30 +115,48 @@ def conv(x, w, stride, padding, dilation, groups, bias=None, out=None):
     Og, P, KK = Cout // G, math.prod(out_size), math.prod(K)
     algorithm = dispatch.choose_nchw(ConvShape(
         tuple(K), tuple(stride), tuple(dilation), G, C, Cout, N, x.shape[2:], tuple(out_size),
-        nsp == 2 and compiled.usable(x, w, dst) and (bias is None or bias.dtype == x.dtype),
-        is_float(x.dtype)))
+        nsp == 2 and G == C == Cout and compiled.usable(x, w, dst)
+        and (bias is None or bias.dtype == x.dtype), is_float(x.dtype)))
     if algorithm is Algorithm.WINOGRAD:
-        _conv_winograd(x, w, padding, out_size, dst)
-    elif algorithm is Algorithm.DEPTHWISE_COMPILED:
-        _depthwise_accel(x, w.reshape(C, *K), bias, stride, dilation, padding, out_size, dst)
-        return dst  # the bias is added by the compiled loop
+        run = partial(_conv_winograd, x, w, padding, out_size, dst)
+    elif algorithm is Algorithm.DEPTHWISE_COMPILED:  # (the bias is added by the loop)
+        return dst, partial(_depthwise_accel, x, w.reshape(C, *K), bias, stride, dilation,
+                            padding, out_size, dst)
     elif algorithm is Algorithm.DEPTHWISE_CHANNELS_LAST:
-        _depthwise_nhwc(x, w.reshape(C, KK), K, stride, dilation, padding, out_size, dst)
+        run = partial(_depthwise_nhwc, x, w.reshape(C, KK), K, stride, dilation, padding,
+                      out_size, dst)
     elif algorithm is Algorithm.DEPTHWISE_TAPS:
-        _depthwise(_pad_into(x, padding), w.reshape(C, KK), K, stride, dilation, out_size, dst)
+        run = partial(_depthwise_padded, x, padding, w.reshape(C, KK), K, stride, dilation,
+                      out_size, dst)
+    elif KK == 1 and not any(padding) and all(s == 1 for s in stride):
+        # the input itself is the patch matrix (a view when x is contiguous)
+        run = partial(np.matmul, w.reshape(G, Og, Cg), x.reshape(N, G, Cg, P),
+                      out=dst.reshape(N, G, Og, P))
     else:
-        if KK == 1 and not any(padding) and all(s == 1 for s in stride):
-            cols = x.reshape(N, G, Cg, P)  # a view when x is contiguous
-        else:
-            xp = _pad_into(x, padding)
-            cols = _SCRATCH.get("cols", (N, G, Cg * KK, P), x.dtype)
-            v = windows(xp, K, stride, dilation, out_size)  # (N, C, *out, *K)
-            order = (0, 1) + tuple(range(2 + nsp, 2 + 2 * nsp)) + tuple(range(2, 2 + nsp))
-            np.copyto(cols.reshape((N, C) + tuple(K) + tuple(out_size)), v.transpose(order))
-        np.matmul(w.reshape(G, Og, Cg * KK), cols, out=dst.reshape(N, G, Og, P))
+        run = partial(_im2col_gemm, x, w.reshape(G, Og, Cg * KK), K, stride, padding,
+                      dilation, out_size, dst.reshape(N, G, Og, P))
     if bias is not None:
-        dst += bias.astype(x.dtype, copy=False).reshape((-1,) + (1,) * nsp)
-    return dst
+        b = bias.astype(x.dtype, copy=False).reshape((-1,) + (1,) * nsp)
+        run = partial(_then_add, run, dst, b)
+    return dst, run
+
+
+def _then_add(run, dst, b):
+    run()
+    np.add(dst, b, out=dst)
+
+
+def _im2col_gemm(x, wm, K, stride, padding, dilation, out_size, res):
+    """``res`` (N, G, Og, P) = ``wm`` (G, Og, Cg*KK) @ the patch matrix of ``x``, made by
+    one strided copy into a reused buffer."""
+    N, C = x.shape[:2]
+    nsp = len(K)
+    xp = _pad_into(x, padding)
+    cols = _SCRATCH.get("cols", (N, wm.shape[0], wm.shape[2], res.shape[3]), x.dtype)
+    v = windows(xp, K, stride, dilation, out_size)  # (N, C, *out, *K)
+    order = (0, 1) + tuple(range(2 + nsp, 2 + 2 * nsp)) + tuple(range(2, 2 + nsp))
+    np.copyto(cols.reshape((N, C) + tuple(K) + tuple(out_size)), v.transpose(order))
+    np.matmul(wm, cols, out=res)
 
 
 def _conv_winograd(x, w, padding, out_size, dst):
@@ -132,6 +172,10 @@ def _conv_winograd(x, w, padding, out_size, dst):
         w, "winograd", lambda a: winograd.transform_filter(a.transpose(0, 2, 3, 1)))
     res = winograd.conv_nhwc(xb, u, lambda role, shape, dt: _SCRATCH.get(role, shape, dt))
     np.copyto(dst, res[:, :OH, :OW].transpose(0, 3, 1, 2))
+
+
+def _depthwise_padded(x, padding, wk, K, stride, dilation, out_size, acc):
+    _depthwise(_pad_into(x, padding), wk, K, stride, dilation, out_size, acc)
 
 
 def _depthwise(xp, wk, K, stride, dilation, out_size, acc):
@@ -249,19 +293,51 @@ def _depthwise_nhwc(x, wk, K, stride, dilation, padding, out_size, acc):
     np.copyto(acc, res.transpose(0, 3, 1, 2))
 
 
-def _depthwise_accel(x, w, bias, stride, dilation, padding, out_size, dst):
+def _depthwise_accel(x, w, bias, stride, dilation, padding, out_size, dst, lo=-np.inf,
+                     hi=np.inf):
     """2-D depthwise with the ``accel`` extra: large planes at stride 1 in NCHW, the rest
     channels-last between two transposing copies (as :func:`_depthwise_nhwc`; measured on
-    MobileNetV2's layers, each where it is faster)."""
+    MobileNetV2's layers, each where it is faster); clamped to [lo, hi] in the loop."""
     N, C, H, W = x.shape
     if not dispatch.compiled_depthwise_channels_last(H * W, stride[1]):
-        compiled.depthwise_nchw(x, w, bias, dst, padding, stride, dilation)
+        compiled.depthwise_nchw(x, w, bias, dst, padding, stride, dilation, lo, hi)
         return
     xh = _SCRATCH.get("dw_accel_in", (N, H, W, C), x.dtype)
     np.copyto(xh, x.transpose(0, 2, 3, 1))
     res = _SCRATCH.get("dw_accel_out", (N, *out_size, C), x.dtype)
-    compiled.depthwise_nhwc(xh, w.transpose(1, 2, 0), bias, res, padding, stride, dilation)
+    compiled.depthwise_nhwc(xh, w.transpose(1, 2, 0), bias, res, padding, stride, dilation,
+                            lo, hi)
     np.copyto(dst, res.transpose(0, 3, 1, 2))
+
+
+def depthwise_clamped_step(x, w, bias, stride, padding, dilation, lo, hi, out, spare):
+    """A 2-D depthwise convolution (NCHW, tensors that keep their memory across calls) that
+    the dispatcher gives to the compiled loops, clamped to [lo, hi] inside the loop (an
+    activation after it, at no pass of its own), as one step writing ``out``; None for
+    another algorithm. ``out`` may share the input's bytes (a planner gives a dead input's
+    bytes to the activation after it): the channels-last loop reads a copy of the input; the
+    planes' loop, which would read what it wrote, writes ``spare`` (the convolution's own
+    result, apart from both) and one copy moves it."""
+    ops = (x, w, out) if bias is None else (x, w, out, bias)
+    if not all(a.flags.c_contiguous and a.dtype == x.dtype for a in ops):
+        return None
+    dst, run = plan(x, w, stride, padding, dilation, x.shape[1], bias)
+    if run.func is not _depthwise_accel or dst.shape != out.shape:
+        return None
+    args = run.args[:-1]  # (all but its output)
+    if not np.may_share_memory(out, x) or \
+            dispatch.compiled_depthwise_channels_last(x.shape[2] * x.shape[3], stride[1]):
+        return partial(_depthwise_accel, *args, out, lo, hi)
+    if spare is None or spare.shape != out.shape or spare.dtype != out.dtype or \
+            not spare.flags.c_contiguous or np.may_share_memory(spare, x) or \
+            np.may_share_memory(spare, out):
+        return None
+    return partial(_then_copy, partial(_depthwise_accel, *args, spare, lo, hi), spare, out)
+
+
+def _then_copy(run, src, dst):
+    run()
+    np.copyto(dst, src)
 
 
 def patches(x, K, stride, dilation, out_size, G):

@@ -17,10 +17,12 @@ from functools import partial
 
 import numpy as np
 
+from ...errors import KernelError
 from .. import accel
+from ..conv.nchw import conv_step
 from ..registry import Copy, prepares
 from . import index_accel, linalg, norm_accel, special_accel
-from ._util import INT64, invalid, scalar
+from ._util import INT64, expand_param, invalid, scalar
 from .pooling import _pool_params, pool_pads
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -591,6 +593,28 @@ def _layer_norm_compiled(x, normalized_shape, weight, bias, eps, out0, out1, out
             weight is not None, bias is not None, ct(n), ct(eps), ct(1), ct(0),
             out0.reshape(rows, n), out1.reshape(rows), out2.reshape(rows))
     return [partial(norm_accel.layer_norm_loop, *args)]
+
+
+# ---- convolution ---------------------------------------------------------------------------
+
+
+@prepares("aten::convolution.out")
+def _convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups,
+                 out):
+    """A forward convolution of float32/float64 operands: the kernel's algorithm
+    (``conv.dispatch``), views and checks chosen once (``conv.nchw.conv_step``), where the
+    kernel chooses them on every call."""
+    if transposed or not _float(x, w, out) or w.ndim < 3 or x.ndim != w.ndim or \
+            type(groups) is not int or (bias is not None and not _float(x, bias)):
+        return None
+    nsp = w.ndim - 2
+    try:
+        step = conv_step(x, w, expand_param(stride, nsp, "stride"),
+                         expand_param(padding, nsp, "padding"),
+                         expand_param(dilation, nsp, "dilation"), groups, bias, out)
+    except KernelError:  # (arguments the kernel refuses: it raises them, in context)
+        return None
+    return None if step is None else [step]
 
 
 # ---- pooling -------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...kernels import accel
 from ...kernels.conv.nchw import conv as conv_nd
+from ...kernels.conv.nchw import conv_step, depthwise_clamped_step
 from ...kernels.portable import norm_accel
 from ...kernels.portable._util import expand_param
 from ...kernels.registry import get_kernel
@@ -128,11 +129,12 @@ def _build_activation(flow: Dataflow, m: Match) -> Step | None:
     if act is None or any(np.may_share_memory(act.out, a) for a in (w, b) if a is not None):
         return None
     # The activation's output may take the bytes of the convolution's input (dead after
-    # it): the convolution then keeps writing its own result, which the epilogue reads.
-    # (Not for the paths whose convolution adds the bias itself: nothing would be saved.)
+    # it): the convolution then keeps writing its own result, which the epilogue reads
+    # (the compiled depthwise loop clamps itself: it writes there only where it must).
+    # (Not for a GEMM without bias nor NumPy's depthwise: nothing would be saved.)
     params = [vals[i] for i in params_i]
     via = y if np.may_share_memory(act.out, x) else None
-    if via is not None and (b is None or _depthwise(w, params[5]) or not y.flags.c_contiguous):
+    if via is not None and not y.flags.c_contiguous:
         return None
     return _with_activation(x, w, b, params, act, accel.available(), via)
 
@@ -235,13 +237,15 @@ def _depthwise(w: np.ndarray, groups: int) -> bool:
 
 
 def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: list[Any],
-                     act: _Act, compiled: bool, via: np.ndarray | None = None) -> Step:
+                     act: _Act, compiled: bool, via: np.ndarray | None = None) -> Step | None:
     """The (folded) convolution written straight into the activation's output, the clamp in
     its epilogue: the GEMM paths leave the bias to one compiled pass that adds it and clamps
     (the kernel adds it last too: the same bits); depthwise convolution adds the bias in its
-    own loop (one without bias has none to add), then one in-place clamp. One pass over the
-    activations less than convolution, then hardtanh, and no BatchNorm-sized intermediate.
-    ``via`` (GEMM paths only): the convolution writes there and the epilogue reads it."""
+    own loop, and the compiled one clamps there too, NumPy's in one in-place pass after. One
+    pass over the activations less than convolution, then hardtanh (two with the compiled
+    depthwise loop), and no BatchNorm-sized intermediate. ``via``: the convolution's own
+    result, written there and read by the epilogue where the output shares the input's
+    bytes; None (the fusion would save nothing) where that does not apply."""
     stride, padding, dilation = (expand_param(p, 2, n) for p, n in
                                  zip(params[:3], ("stride", "padding", "dilation")))
     groups, out = params[5], act.out
@@ -250,11 +254,18 @@ def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params:
         clamp = partial(np.maximum, out, dt(0), out=out)
     else:
         clamp = partial(np.clip, out, dt(act.lo), dt(act.hi), out=out)
-    if b is None or _depthwise(w, groups):
-        return partial(_chain, [partial(_conv_into, x, w, stride, padding, dilation, groups, b,
-                                        out), clamp])
+    if _depthwise(w, groups):
+        step = depthwise_clamped_step(x, w, b, stride, padding, dilation, act.lo, act.hi, out,
+                                      via) if compiled else None
+        if step is not None or via is not None:
+            return step
+        return partial(_chain, [_conv(x, w, stride, padding, dilation, groups, b, out), clamp])
+    if b is None:
+        if via is not None:
+            return None
+        return partial(_chain, [_conv(x, w, stride, padding, dilation, groups, b, out), clamp])
     src = out if via is None else via
-    conv = partial(_conv_into, x, w, stride, padding, dilation, groups, None, src)
+    conv = _conv(x, w, stride, padding, dilation, groups, None, src)
     if compiled:
         flat = out.reshape(out.shape[0], out.shape[1], -1)
         epilogue = [partial(norm_accel.channel_bias_clamp,
@@ -263,6 +274,15 @@ def _with_activation(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params:
     else:
         epilogue = [partial(np.add, src, b.reshape(-1, 1, 1), out=out), clamp]
     return partial(_chain, [conv, *epilogue])
+
+
+def _conv(x, w, stride, padding, dilation, groups, bias, out) -> Step:
+    """The convolution into ``out`` as one step: its algorithm chosen now when the operands
+    allow (``conv_step``), else per call."""
+    step = conv_step(x, w, stride, padding, dilation, groups, bias, out)
+    if step is not None:
+        return step
+    return partial(_conv_into, x, w, stride, padding, dilation, groups, bias, out)
 
 
 def _conv_into(x, w, stride, padding, dilation, groups, bias, out) -> None:
