@@ -65,3 +65,13 @@ def test_a_crashing_call_is_reported_and_the_next_one_runs():
     crashed = _py("-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     assert crashed.returncode == -11
     assert _py("-c", "print(2)").stdout == "2\n"
+
+
+def test_calls_from_two_threads_each_get_a_server():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        outs = list(pool.map(lambda k: _py("-c", f"import time; time.sleep(2); print({k})"),
+                             range(2)))
+    assert [o.stdout for o in outs] == ["0\n", "1\n"]
+    assert len(ref_process._servers[sys.executable]) >= 2

@@ -45,8 +45,15 @@ def _ours(*args: str) -> None:
                    capture_output=True, timeout=1200)
 
 
-@pytest.mark.parametrize("origin", ["executorch", "edgetorch"])
-@pytest.mark.parametrize("model", ["cnn", "cnn-xnnpack", "bn", "tfm", "tfm-xnnpack"])
+# The default run takes each model once, alternating whose file it is; `-m slow` the other five.
+DEFAULT = {("cnn", "executorch"), ("cnn-xnnpack", "edgetorch"), ("bn", "edgetorch"),
+           ("tfm", "executorch"), ("tfm-xnnpack", "edgetorch")}
+
+
+@pytest.mark.parametrize(("model", "origin"), [
+    pytest.param(m, o, id=f"{m}-{o}", marks=[] if (m, o) in DEFAULT else [pytest.mark.slow])
+    for m in ["cnn", "cnn-xnnpack", "bn", "tfm", "tfm-xnnpack"]
+    for o in ["executorch", "edgetorch"]])
 def test_inspectors_agree_on_the_same_files(tmp_path, model, origin):
     (_theirs if origin == "executorch" else _ours)("generate", model, str(tmp_path))
     _theirs("inspect", str(tmp_path), str(tmp_path / "theirs.json"))

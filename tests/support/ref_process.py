@@ -49,7 +49,11 @@ def run(cmd: list, *, timeout: float | None = None, env: dict[str, str] | None =
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                                 cwd=cwd)
     else:
-        result = _server(cmd[0]).call(cmd, cmd[1:], timeout, _clean(env or os.environ), cwd)
+        server = _acquire(cmd[0])
+        try:
+            result = server.call(cmd, cmd[1:], timeout, _clean(env or os.environ), cwd)
+        finally:
+            server.lock.release()
     if check:
         result.check_returncode()
     return result
@@ -74,29 +78,29 @@ class _Server:
         return self.proc.poll() is None
 
     def call(self, cmd, argv, timeout, env, cwd) -> subprocess.CompletedProcess:
-        with self.lock:
-            self.jobs += 1
-            out = Path(self.tmp.name) / f"job{self.jobs}.out"
-            err = Path(self.tmp.name) / f"job{self.jobs}.err"
-            job = {"argv": [str(a) for a in argv], "env": env, "timeout": timeout,
-                   "cwd": str(cwd or os.getcwd()), "out": str(out), "err": str(err)}
-            try:
-                self.proc.stdin.write(json.dumps(job) + "\n")
-                self.proc.stdin.flush()
-            except OSError:
-                return self._died(cmd)
-            # the server starts with the imports; after that the job's own timeout applies
-            line = self._answer(timeout + (_START_TIMEOUT_S if self.jobs == 1 else 30.0))
-            if line is None:
-                return self._died(cmd)
-            answer = json.loads(line)
-            stdout = out.read_text(errors="replace") if out.exists() else ""
-            stderr = err.read_text(errors="replace") if err.exists() else ""
-            for path in (out, err):
-                path.unlink(missing_ok=True)
-            if answer["timed_out"]:
-                raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
-            return subprocess.CompletedProcess(cmd, answer["returncode"], stdout, stderr)
+        """One job; the caller holds ``self.lock``."""
+        self.jobs += 1
+        out = Path(self.tmp.name) / f"job{self.jobs}.out"
+        err = Path(self.tmp.name) / f"job{self.jobs}.err"
+        job = {"argv": [str(a) for a in argv], "env": env, "timeout": timeout,
+               "cwd": str(cwd or os.getcwd()), "out": str(out), "err": str(err)}
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return self._died(cmd)
+        # the server starts with the imports; after that the job's own timeout applies
+        line = self._answer(timeout + (_START_TIMEOUT_S if self.jobs == 1 else 30.0))
+        if line is None:
+            return self._died(cmd)
+        answer = json.loads(line)
+        stdout = out.read_text(errors="replace") if out.exists() else ""
+        stderr = err.read_text(errors="replace") if err.exists() else ""
+        for path in (out, err):
+            path.unlink(missing_ok=True)
+        if answer["timed_out"]:
+            raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
+        return subprocess.CompletedProcess(cmd, answer["returncode"], stdout, stderr)
 
     def _answer(self, timeout: float) -> str | None:
         with selectors.DefaultSelector() as sel:
@@ -119,15 +123,24 @@ class _Server:
         self.proc.wait()
 
 
-_servers: dict[str, _Server] = {}
+_servers: dict[str, list[_Server]] = {}
 _servers_lock = threading.Lock()
 
 
-def _server(python: str) -> _Server:
+def _acquire(python: str) -> _Server:
+    """A live, idle server for ``python``, its lock held: calls from several threads (the
+    delegate tests export two models at a time) each get a server of their own."""
     with _servers_lock:
-        server = _servers.get(python)
-        if server is None or not server.alive():
-            server = _servers[python] = _Server(python, _clean(os.environ))
+        pool = _servers.setdefault(python, [])
+        pool[:] = [s for s in pool if s.alive() or s.lock.locked()]
+        for server in pool:
+            if server.lock.acquire(blocking=False):
+                if server.alive():
+                    return server
+                server.lock.release()
+        server = _Server(python, _clean(os.environ))
+        server.lock.acquire()
+        pool.append(server)
         return server
 
 
@@ -141,5 +154,6 @@ def _clean(env) -> dict[str, str]:
 
 @atexit.register
 def _shutdown() -> None:
-    for server in _servers.values():
-        server.close()
+    for pool in _servers.values():
+        for server in pool:
+            server.close()

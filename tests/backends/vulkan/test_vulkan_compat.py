@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.torch]
 # (model, partitioner options, quantization): what is compared byte for byte
 CASES = [
     ("mobilenet_v2", {}, None),
+    ("cnn", {}, None),
     ("transformer_encoder", {}, None),
     ("llama_decoder", {}, None),
     ("cnn", {"force_fp16": True}, None),
@@ -33,7 +34,7 @@ CASES = [
 ]
 IDS = [f"{m}-{'-'.join(map(str, o.items())) or 'default'}-{q or 'fp'}" for m, o, q in CASES]
 # The larger models run with ``-m slow`` (``make test-vulkan-coreml-slow``): each costs ExecuTorch a minute.
-SLOW = {"transformer_encoder", "llama_decoder"}
+SLOW = {"mobilenet_v2", "transformer_encoder", "llama_decoder"}
 
 
 
@@ -61,7 +62,7 @@ def test_pte_bytes_equal_executorch(model, options, quant, submitted):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("model", params(["mobilenet_v2", "transformer_encoder",
+@pytest.mark.parametrize("model", params(["cnn", "mobilenet_v2", "transformer_encoder",
                                            "llama_decoder"], SLOW))
 def test_executorch_vulkan_pte_runs_in_edgetorch(model, submitted):
     m, inputs = EXAMPLES[model].build()
