@@ -18,7 +18,7 @@ OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
 
-.PHONY: et-suite browser vulkan demo test test-fast test-quant-slow test-arm-slow test-vulkan-coreml-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
+.PHONY: et-suite browser vulkan venvs demo test test-fast test-slow test-quant-slow test-arm-slow test-vulkan-coreml-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -97,9 +97,16 @@ vulkan:
 		|| (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		mesa-vulkan-drivers libvulkan1 >/dev/null)
 
+## Every venv `test` uses, two at a time (each its own folder; the Debian packages of `browser`
+## and `vulkan` are installed apart, one apt at a time).
+VENV_STAMPS := $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed $(ARM)/.installed \
+	$(REF_ARM)/.installed $(REF_VGF)/.installed $(OV)/.installed $(REF_OV)/.installed
+venvs:
+	$(MAKE) -j2 $(VENV_STAMPS)
+
 ## Everything CI runs: lint, the suite (with ExecuTorch compatibility), then the torch-free job.
 ## The suite runs on both cores (pytest-xdist; a file's tests stay together, in order).
-test: $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
+test: venvs $(VENV)/.installed $(REF)/.installed $(NOTORCH)/.installed browser
 	$(VENV)/bin/ruff check src tests bench
 	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
 		$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" \
@@ -123,6 +130,14 @@ test-arm-slow: $(ARM)/.installed $(REF_ARM)/.installed $(REF_VGF)/.installed vul
 		EDGETORCH_REF_VGF_PYTHON=$(CURDIR)/$(REF_VGF)/bin/python \
 		$(ARM)/bin/python -m pytest -q -n 2 --dist loadfile -m slow tests/backends/arm \
 		tests/backends/cortex_m
+
+## Every case of the main venv's suite marked slow (the ExecuTorch comparisons and larger models
+## that `test` leaves out to stay under 50 minutes).
+test-slow: $(VENV)/.installed $(REF)/.installed browser
+	$(PY) -m pip install -q -e '.[ray]' torch==2.13.0
+	EDGETORCH_REF_PYTHON=$(CURDIR)/$(REF)/bin/python EDGETORCH_FIXTURES=$(CURDIR)/$(FIXTURES) \
+		$(PY) -m pytest -q -n 2 --dist loadfile -m slow \
+		--ignore=tests/backends/arm --ignore=tests/backends/cortex_m --ignore=tests/backends/openvino
 
 ## The Vulkan and Core ML cases marked slow (the transformer and decoder, the other quantized
 ## modes and MIL operation families, their ExecuTorch comparisons): what `test` leaves out.

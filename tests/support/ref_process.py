@@ -24,7 +24,9 @@ SWITCH = "EDGETORCH_REF_FORKSERVER"
 # reference venvs (tosa-tools) get the Arm backend, the others XNNPACK and the devtools, so no
 # call finds a backend registered that its own imports would not have brought in.
 PRELOAD = ("torch", "torchao.quantization.pt2e.quantize_pt2e", "executorch.exir",
-           "executorch.runtime",
+           # ExecuTorch's OpenvinoBackend looks for libopenvino_c once, when the runtime loads:
+           # in the OpenVINO venv a call imports the runtime itself, after openvino
+           "executorch.runtime@!openvino",
            "executorch.backends.arm.quantizer@tosa_serializer",
            "executorch.backends.arm.tosa.partitioner@tosa_serializer",
            "executorch.backends.xnnpack.partition.xnnpack_partitioner@!tosa_serializer",

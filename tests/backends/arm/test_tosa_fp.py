@@ -47,11 +47,9 @@ NOT_EQUAL = {
                      "(FuseEqualPlaceholdersPass) and shares one RESHAPE between the q/k/v "
                      "linears (FuseIdenticalInputTransformsPass); edgetorch does neither yet",
 }
-# Each ExecuTorch comparison exports in the reference venv (~10 s): the default run compares
-# five models that cover most families between them; make test-arm-slow compares every one.
-COMPARED = ["convnet", "linear_3d", "softmax_last", "layer_norm_only", "gelu"]
-SLOW_COMPARED = [m for m in FAMILIES if m not in COMPARED] + MORE
-CASES = [*COMPARED, *[pytest.param(m, marks=pytest.mark.slow) for m in SLOW_COMPARED],
+# The default run compares one model per operator family with ExecuTorch (each exports in the
+# reference venv's fork server, a few seconds); make test-arm-slow compares every one.
+CASES = [*FAMILIES, *[pytest.param(m, marks=pytest.mark.slow) for m in MORE],
          *[pytest.param(m, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=why)])
            for m, why in NOT_EQUAL.items()]]
 NUMERIC = [*FAMILIES, "softmax_conv", "encoder_block"]
@@ -151,8 +149,8 @@ def test_fp_tosa_byte_equal_to_executorch(reference, tmp_path, name):
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("name", [*COMPARED, *[pytest.param(m, marks=pytest.mark.slow)
-                                               for m in [*SLOW_COMPARED, *NOT_EQUAL]]])
+@pytest.mark.parametrize("name", [*FAMILIES, *[pytest.param(m, marks=pytest.mark.slow)
+                                               for m in [*MORE, *NOT_EQUAL]]])
 def test_executorch_fp_pte_runs_here(reference, name):
     """ExecuTorch's +FP .pte runs in our runtime with eager's numbers (the model's float
     outputs as ExecuTorch's script saved them)."""
