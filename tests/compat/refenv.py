@@ -189,11 +189,7 @@ def load_npz(path: str | os.PathLike) -> list[np.ndarray]:
 
 
 def _clean_env() -> dict[str, str]:
-    # Our venv's variables would point the reference interpreter at the wrong site-packages.
-    env = dict(os.environ)
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
-        env.pop(key, None)
-    return env
+    return ref_process.clean_env()
 
 
 def _run_tool(args: list[str], timeout: float, tool: Path | None = None) -> subprocess.CompletedProcess:

@@ -66,10 +66,7 @@ def ref_ov_status() -> tuple[bool, str]:
 
 
 def _clean_env() -> dict[str, str]:
-    env = dict(os.environ)
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    return env
+    return ref_process.clean_env()
 
 
 def _run(args: list[str], timeout: float = 1200) -> None:

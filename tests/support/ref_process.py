@@ -53,7 +53,7 @@ def run(cmd: list, *, timeout: float | None = None, env: dict[str, str] | None =
     else:
         server = _acquire(cmd[0])
         try:
-            result = server.call(cmd, cmd[1:], timeout, _clean(env or os.environ), cwd)
+            result = server.call(cmd, cmd[1:], timeout, clean_env(env), cwd)
         finally:
             server.lock.release()
     if check:
@@ -63,7 +63,6 @@ def run(cmd: list, *, timeout: float | None = None, env: dict[str, str] | None =
 
 class _Server:
     def __init__(self, python: str, env: dict[str, str]):
-        self.python = python
         self.lock = threading.Lock()
         self.tmp = tempfile.TemporaryDirectory(prefix="edgetorch-refserver-")
         self.log = open(Path(self.tmp.name) / "server.log", "w+b")  # noqa: SIM115
@@ -140,15 +139,16 @@ def _acquire(python: str) -> _Server:
                 if server.alive():
                     return server
                 server.lock.release()
-        server = _Server(python, _clean(os.environ))
+        server = _Server(python, clean_env())
         server.lock.acquire()
         pool.append(server)
         return server
 
 
-def _clean(env) -> dict[str, str]:
-    """Without our venv's variables, which would point the other interpreter at our packages."""
-    env = dict(env)
+def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (the process's environment by default) without our venv's variables, which would
+    point a reference interpreter at our site-packages."""
+    env = dict(os.environ if env is None else env)
     for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
         env.pop(key, None)
     return env
