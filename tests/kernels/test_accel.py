@@ -63,3 +63,20 @@ def test_a_loop_compiled_while_torch_export_swaps_min_and_max_still_compiles(mon
         assert _clamped_sum(x, 0.0, 1.0) == 1.5
     monkeypatch.undo()
     assert _clamped_sum.py_func(x, 0.0, 1.0) == 1.5
+
+
+@accel.jit
+def _sum_of_scaled_sums(x, k):
+    # calls another @jit loop by its global name: compiled, it calls that loop's compiled
+    # function; as Python, the loop object itself
+    return _scaled_sum(x, k) + _scaled_sum(x, 2 * k)
+
+
+def test_a_loop_calls_another_compiled_loop():
+    pytest.importorskip("numba")
+    x = np.arange(4, dtype=np.float64)
+    with accel.enabled():
+        assert _sum_of_scaled_sums(x, 1.0) == 18.0
+        assert _sum_of_scaled_sums.py_func(x, 1.0) == 18.0
+        # the compiled caller holds the callee's numba dispatcher, not the Python loop object
+        assert _scaled_sum.compiled() in _sum_of_scaled_sums.compiled().py_func.__globals__.values()

@@ -36,7 +36,7 @@ from typing import Any
 ENV_VAR = "EDGETORCH_ACCEL"
 WARMUP_ENV = "EDGETORCH_ACCEL_WARMUP"  # "background" (default) or "wait"
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: compiling a loop compiles the @jit loops it calls
 # The builtins numba resolves by name when it compiles a loop, as they were when edgetorch was
 # imported: torch.export swaps builtins.min/max for functools.partial objects while it traces
 # (torch/_export/non_strict_utils.py), and a loop compiled meanwhile -- by the warm-up thread, or
@@ -252,11 +252,16 @@ class LazyJit:
 
 def _with_real_builtins(py_func: Callable[..., Any]) -> Callable[..., Any]:
     """``py_func`` with the same code whose globals name the real builtins (see
-    ``_REAL_BUILTINS``); its module's own names win, as Python's lookup order has it."""
-    names = {k: v for k, v in _REAL_BUILTINS.items() if k in py_func.__code__.co_names}
-    if not names:
+    ``_REAL_BUILTINS``; its module's own names win, as Python's lookup order has it) and, for
+    every other ``@jit`` loop it calls by a global name, that loop's compiled function (numba
+    calls one compiled function from another; LLVM inlines a small one)."""
+    used = py_func.__code__.co_names
+    names = {k: v for k, v in _REAL_BUILTINS.items() if k in used}
+    helpers = {k: v.compiled() for k, v in py_func.__globals__.items()
+               if k in used and isinstance(v, LazyJit)}
+    if not names and not helpers:
         return py_func
-    twin = types.FunctionType(py_func.__code__, {**names, **py_func.__globals__},
+    twin = types.FunctionType(py_func.__code__, {**names, **py_func.__globals__, **helpers},
                               py_func.__name__, py_func.__defaults__, py_func.__closure__)
     twin.__qualname__, twin.__module__ = py_func.__qualname__, py_func.__module__
     twin.__kwdefaults__, twin.__doc__ = py_func.__kwdefaults__, py_func.__doc__

@@ -238,25 +238,31 @@ def masked_rows_zero(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
 # ---- a folded BatchNorm's epilogue: per-channel bias and the activation after it ---------
 
 
+@accel.jit(inline="always")
+def _bias_act(v, b, lo, hi, relu):  # pragma: no cover - compiled
+    """``v + b`` clamped as the activation kernel clamps: hardtanh is ``np.clip`` (max(v, lo)
+    as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN stays), relu ``np.maximum(v, 0)``
+    (``v >= 0 ? v : 0``, -0.0 stays)."""
+    v = v + b
+    if v == v:  # NaN passes through both
+        if relu:
+            v = v if v >= lo else lo
+        else:
+            v = v if v > lo else lo
+            v = v if v < hi else hi
+    return v
+
+
 @accel.jit
 def _channel_bias_clamp(out, bias, lo, hi, relu):  # pragma: no cover - compiled
-    """``out`` (N, C, P) += bias[c], then clamped as the activation kernel clamps: hardtanh
-    is ``np.clip`` (max(v, lo) as ``v > lo ? v : lo``, so -0.0 becomes lo; NaN stays),
-    relu ``np.maximum(v, 0)`` (``v >= 0 ? v : 0``, -0.0 stays)."""
+    """``out`` (N, C, P) = ``_bias_act(out, bias[c])`` in place."""
     nb, c, p = out.shape
     for n in range(nb):
         for ch in range(c):
             b = bias[ch]
             row = out[n, ch]
             for i in range(p):
-                v = row[i] + b
-                if v == v:  # NaN passes through both
-                    if relu:
-                        v = v if v >= lo else lo
-                    else:
-                        v = v if v > lo else lo
-                        v = v if v < hi else hi
-                row[i] = v
+                row[i] = _bias_act(row[i], b, lo, hi, relu)
 
 
 @accel.jit
@@ -270,14 +276,7 @@ def _channel_bias_clamp_from(src, out, bias, lo, hi, relu):  # pragma: no cover 
             b = bias[ch]
             row, res = src[n, ch], out[n, ch]
             for i in range(p):
-                v = row[i] + b
-                if v == v:
-                    if relu:
-                        v = v if v >= lo else lo
-                    else:
-                        v = v if v > lo else lo
-                        v = v if v < hi else hi
-                res[i] = v
+                res[i] = _bias_act(row[i], b, lo, hi, relu)
 
 
 def channel_bias_clamp(src: np.ndarray, out: np.ndarray, bias: np.ndarray, lo, hi,
