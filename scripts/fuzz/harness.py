@@ -23,6 +23,9 @@ from pathlib import Path
 # One BLAS thread: several fuzzers share the machine, and RLIMIT_AS counts every thread's stack.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# A load pass that fails on a file is a finding (it must decline what it cannot take): strict
+# mode raises it as an OptimizationError where users get a warning and the pass skipped.
+os.environ.setdefault("EDGETORCH_OPTIMIZE_STRICT", "1")
 
 import atheris  # noqa: E402
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from edgetorch.errors import EdgeTorchError, MemoryAllocationError
+from edgetorch.errors import EdgeTorchError, MemoryAllocationError, OptimizationError
 from edgetorch.runtime import Runtime
 from edgetorch.runtime.data_map import DataMap
 from edgetorch.runtime.program import Program
@@ -50,6 +50,8 @@ def check(exc: BaseException) -> None:
         raise Finding(f"untyped {type(exc).__name__} escaped: {exc}") from exc
     if isinstance(exc, MemoryAllocationError):
         return  # the runtime's own report that a planned allocation failed: by design
+    if isinstance(exc, OptimizationError):  # (the harness runs the load passes strict)
+        raise Finding(f"a load pass failed on the file instead of declining it: {exc}") from exc
     cause = exc.__cause__
     while cause is not None:
         if isinstance(cause, FATAL_CAUSES):

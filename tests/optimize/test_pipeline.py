@@ -145,3 +145,33 @@ def test_a_step_built_at_load_falls_back_under_the_guard(monkeypatch):
     monkeypatch.setenv(optimize.STRICT_ENV_VAR, "1")
     with pytest.raises(OptimizationError, match="cannot fold"):
         prog.load_method("forward", optimize={"fold_batch_norm"})
+
+
+def test_a_preparer_failing_where_its_kernel_works_is_the_pass_bug(program, monkeypatch):
+    """A preparer that raises on arguments its kernel takes fails the pass (strict mode: the
+    load); one that raises where the kernel fails too (a malformed file's arguments) declines,
+    and the kernel fails at run time, as without the pass."""
+    import dataclasses
+
+    from edgetorch.errors import KernelError
+    from edgetorch.kernels import registry
+
+    prog, args = program
+    entry = registry.KERNELS["aten::relu.out"]
+
+    def preparer_bug(x, out):
+        raise TypeError("a bug in the preparer")
+    monkeypatch.setitem(registry.KERNELS, entry.name,
+                        dataclasses.replace(entry, prepare=preparer_bug))
+    monkeypatch.setenv(optimize.STRICT_ENV_VAR, "1")
+    with pytest.raises(OptimizationError, match="prepare_kernels.*a bug in the preparer"):
+        prog.load_method("forward", optimize={"prepare_kernels"})
+
+    def kernel_refuses(x, out):
+        raise TypeError("refused")
+    monkeypatch.setitem(registry.KERNELS, entry.name,
+                        dataclasses.replace(entry, fn=kernel_refuses, prepare=preparer_bug))
+    m = prog.load_method("forward", optimize={"prepare_kernels"})
+    assert _status(m)["prepare_kernels"] == "ran"
+    with pytest.raises(KernelError, match="relu.*TypeError: refused"):
+        m.execute(args)

@@ -207,6 +207,20 @@ def _resolve(values: list[Any], idx: int) -> Any:
     return v
 
 
+def call_kernel(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` under ``execute``'s rule for what a kernel raises: an edgetorch error as
+    it is, anything else as a ``KernelError`` (see :func:`with_context`). For a load pass that
+    runs a kernel early (constant folding) or asks whether it accepts a file's arguments: a
+    kernel that fails on them is left to fail at run time, in context, as without the pass."""
+    try:
+        return fn(*args)
+    except EdgeTorchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - execute's rule: a kernel's failure is typed
+        raise KernelError(f"{getattr(fn, '__qualname__', fn)} failed: {type(e).__name__}: {e}"
+                          ) from e
+
+
 def with_context(e: Exception, method: str, rec: InstructionRecord | None) -> Exception:
     """The error to raise for ``e`` escaping instruction ``rec`` of ``method``.
 

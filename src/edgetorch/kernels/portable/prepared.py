@@ -295,6 +295,10 @@ def _copy(view, out):
 
 
 def _dim(d, ndim):
+    """``d`` as a dimension of a rank-``ndim`` tensor, or None (out of range, or not an int:
+    a malformed file's argument, which the kernel refuses at run time)."""
+    if type(d) is not int and not isinstance(d, np.integer):
+        return None
     return d % ndim if ndim and -ndim <= d < ndim else None
 
 
@@ -428,7 +432,7 @@ def _select(x, dim, index, out):
 
 @prepares("aten::cat.out")
 def _cat(tensors, dim, out):
-    if not tensors or not all(_plain(t) and t.dtype == out.dtype and t.ndim == out.ndim
+    if type(tensors) is not list or not tensors or not all(_plain(t) and t.dtype == out.dtype and t.ndim == out.ndim
                               and t.ndim > 0 for t in tensors):
         return None
     d = _dim(dim, out.ndim)

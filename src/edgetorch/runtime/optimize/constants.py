@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import EdgeTorchError
 from ...kernels.registry import Copy, get_kernel
-from ..instructions import InstructionRecord, Kind
+from ..instructions import InstructionRecord, Kind, call_kernel
 from .dataflow import Dataflow
 from .steps import Step, StepPlan, arguments, prepare, single_out
 
@@ -65,7 +65,7 @@ def _fold(flow: Dataflow, plan: StepPlan, rec: InstructionRecord, out: int) -> l
         return None
     own = np.empty_like(target)  # same sizes, dtype and layout as the planned tensor
     try:
-        res = get_kernel(rec.name).fn(*args[:-1], own)
+        res = call_kernel(get_kernel(rec.name).fn, *args[:-1], own)
     except EdgeTorchError:  # the kernel refuses these inputs: it fails at run time, in context
         return None
     if res is not own:

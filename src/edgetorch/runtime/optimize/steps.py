@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import EdgeTorchError
 from ...kernels.registry import get_kernel
-from ..instructions import InstructionRecord, Kind
+from ..instructions import InstructionRecord, Kind, call_kernel
 from .dataflow import Dataflow
 
 Step = Callable[[], Any]
@@ -146,7 +146,28 @@ def prepare(flow: Dataflow, plan: StepPlan, rec: InstructionRecord,
             if j in unread:
                 args[len(args) - len(outs) + k] = None
     try:
-        steps = entry.prepare(*args)
-    except EdgeTorchError:  # the kernel refuses these arguments too, at run time, in context
-        return None
+        steps = call_kernel(entry.prepare, *args)
+    except EdgeTorchError as e:
+        # The kernel refuses these arguments too (a file's malformed ones: a list where a
+        # tensor goes, ...): it fails at run time, in context. If the kernel takes them, the
+        # preparer's own failure is its bug, for the pass's guard.
+        cause = e.__cause__
+        if cause is None or isinstance(cause, EdgeTorchError) or \
+                _kernel_refuses(entry.fn, args, len(outs) if outs is not None else 1):
+            return None
+        raise cause from None
     return None if steps is None else list(steps)
+
+
+def _kernel_refuses(fn: Callable[..., Any], args: list[Any], n_out: int) -> bool:
+    """Whether the kernel itself fails on ``args`` (its outs replaced by scratch arrays), or
+    returns a result its one fixed out cannot take (``execute`` refuses that too)."""
+    trial = [a.copy() if isinstance(a, np.ndarray) and k >= len(args) - n_out else a
+             for k, a in enumerate(args)]
+    try:
+        res = call_kernel(fn, *trial)
+    except EdgeTorchError:
+        return True
+    out = trial[-1]
+    return n_out == 1 and isinstance(out, np.ndarray) and res is not out and \
+        not (type(res) is np.ndarray and res.shape == out.shape)
