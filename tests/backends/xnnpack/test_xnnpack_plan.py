@@ -532,3 +532,26 @@ def test_outputs_are_written_in_place_or_stored_through_the_resize_hook():
         out = values[1] if k % 2 == 0 else planned  # the resized view, or the bound again
     assert "t1 = o1 if" in str(handle.plan)
     assert resized and all(r == (3, 4) for r in resized)
+
+
+@pytest.mark.parametrize("lo,hi", [(0.0, np.inf), (-np.inf, 6.0), (0.0, 6.0), (-1.0, 1.0)],
+                         ids=["relu", "min_only", "relu6", "hardtanh"])
+def test_a_planned_clamp_gives_the_reference_bits_for_signed_zeros_and_nans(lo, hi):
+    # The plan clamps a bound on one side with maximum/minimum alone (clip for both): the
+    # very bits of the reference step, -0.0 and NaN included (array_equal would not see
+    # -0.0 against 0.0: bytes are compared).
+    b = GraphBuilder()
+    i1, i2 = b.input(4, 40), b.input(4, 40)
+    o = b.output(4, 40)
+    b.node(x.XNNAdd(i1, i2, o), x.OutputMinMax(lo, hi))
+    a = np.random.default_rng(0).standard_normal((4, 40)).astype(np.float32)
+    a[:, ::5] = [-0.0, 0.0, np.nan, -np.inf, 6.0, 1.0, -1.0, 7.0][:a[:, ::5].shape[1]]
+    inputs = [a, np.zeros_like(a) * -1.0]  # -0.0 + -0.0 is -0.0
+    backend, handle = _handle(b)
+    reference = _reference(handle, b, inputs)
+    planned = _call(backend, handle, b, inputs)
+    (plan,) = handle.plans.values()
+    assert ("MAXIMUM(" in str(plan), "MINIMUM(" in str(plan)) == (hi == np.inf, lo == -np.inf)
+    assert planned[0].tobytes() == reference[0].tobytes()
+    want = np.clip(a + inputs[1], np.float32(lo), np.float32(hi))
+    assert planned[0].tobytes() == want.tobytes()
