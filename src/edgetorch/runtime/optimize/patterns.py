@@ -199,10 +199,11 @@ def apply(g: Graph, rules: Sequence[Rule], nodes: Sequence[Node]) -> list[tuple[
     fusion is not covered by another. (rule, match, what its builder returned) per fusion."""
     taken: set[Node] = set()
     found = []
+    by_key = _rules_by_op(rules)
     for node in nodes:
         if node in taken:
             continue
-        for rule in rules:
+        for rule in by_key.get(g.op(node), by_key[ANY]):
             m = match(g, rule.pattern, node)
             if m is None or taken.intersection(m.nodes):
                 continue
@@ -213,6 +214,16 @@ def apply(g: Graph, rules: Sequence[Rule], nodes: Sequence[Node]) -> list[tuple[
                 found.append((rule, m, result))
                 break
     return found
+
+
+def _rules_by_op(rules: Sequence[Rule]) -> dict[Any, list[Rule]]:
+    """The rules whose last operation may be an op, per op key (``ANY``: for any other key),
+    in their order: a node is tried only with the rules that can end there."""
+    keys = {k for r in rules if r.pattern.op is not ANY
+            for k in (r.pattern.op if isinstance(r.pattern.op, frozenset) else (r.pattern.op,))}
+    out = {k: [r for r in rules if r.pattern.accepts(k)] for k in keys}
+    out[ANY] = [r for r in rules if r.pattern.op is ANY]
+    return out
 
 
 def _build(g: Graph, rule: Rule, m: Match, taken: set[Node]) -> tuple[Match, Any] | None:
