@@ -175,11 +175,12 @@ fuzz-short: $(VENV)/.installed
 	done
 
 ## Every target to FUZZ_RUNS iterations, one campaign at a time (hours to days on a laptop;
-## findings and summary.json per target under build/fuzz-long/<target>/).
+## findings and summary.json per target under build/fuzz-long/<target>/; stopped and run again,
+## each campaign continues where it was: --resume).
 FUZZ_RUNS ?= 1000000
 fuzz-long: $(VENV)/.installed
 	for t in $(FUZZ_TARGETS); do \
-		nice -n 19 $(PY) scripts/fuzz/run_campaign.py $$t --runs $(FUZZ_RUNS) \
+		nice -n 19 $(PY) scripts/fuzz/run_campaign.py $$t --runs $(FUZZ_RUNS) --resume \
 			--workdir build/fuzz-long/$$t || exit 1; \
 	done
 

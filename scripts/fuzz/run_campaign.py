@@ -2,12 +2,14 @@
 
     nice -n 19 python scripts/fuzz/run_campaign.py pte --runs 1000000 --workdir /tmp/fuzz-pte
     nice -n 19 python scripts/fuzz/run_campaign.py gguf --max-seconds 7200 --workdir /tmp/fuzz-gguf
+    nice -n 19 python scripts/fuzz/run_campaign.py etrecord --resume --workdir /tmp/fuzz-etrecord
 
 libFuzzer stops at the first crash; this keeps the corpus in ``<workdir>/corpus`` (seeded from
 the checked-in one), restarts until the total reaches ``--runs``, and writes
 ``<workdir>/summary.json``: iterations, seconds, exec/s, corpus size, coverage and the findings
 (``<workdir>/crash-*``, ``timeout-*``, ``oom-*``: copy them to
-``tests/fixtures/fuzz/regressions/<target>/``).
+``tests/fixtures/fuzz/regressions/<target>/``). ``--resume`` continues a campaign in parts (its
+corpus and counts), each part listed with the commit it ran on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="libFuzzer -seed (0: random)")
     ap.add_argument("--max-seconds", type=int, default=0,
                     help="stop after this long even if --runs is not reached (0: no limit)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the campaign whose summary.json is in --workdir: its "
+                         "iterations count toward --runs and each part is listed")
     args = ap.parse_args()
 
     import targets  # after sys.path: needs edgetorch importable
@@ -50,6 +55,14 @@ def main() -> int:
         shutil.copy(f, corpus / f.name)
     total, restarts, cov, ft = 0, 0, 0, 0
     findings: list[dict] = []
+    before_s, before_cpu, parts = 0.0, 0.0, []
+    previous = work / "summary.json"
+    if args.resume and previous.is_file():
+        old = json.loads(previous.read_text())
+        total, restarts = old["iterations"], old["restarts"]
+        findings, before_s, before_cpu = old["findings"], old["seconds"], old["cpu_seconds"]
+        parts = old.get("parts") or [{"iterations": total, "commit": old.get("commit")}]
+    first = total
     start = time.time()
     log = (work / "fuzz.log").open("a")
     while total < args.runs and restarts <= args.max_restarts:
@@ -85,10 +98,14 @@ def main() -> int:
                              "exit": proc.returncode, "log_tail": "".join(tail[-25:])})
             if not artifacts:
                 break  # died without saying why (e.g. killed by a signal): stop and report
-    seconds = time.time() - start
+    seconds = time.time() - start + before_s
     # CPU time of the fuzzers: on a shared machine wall-clock exec/s says more about the load
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = child.ru_utime + child.ru_stime
+    cpu = child.ru_utime + child.ru_stime + before_cpu
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                            capture_output=True).stdout.strip() or None
+    parts.append({"iterations": total - first, "commit": commit,
+                  "ended": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
     files = [f for f in corpus.iterdir() if f.is_file()]
     summary = {
         "target": args.target, "iterations": total, "seconds": round(seconds, 1),
@@ -96,6 +113,7 @@ def main() -> int:
         "cpu_seconds": round(cpu, 1), "exec_per_cpu_s": round(total / cpu, 1) if cpu else None,
         "corpus_files": len(files), "corpus_bytes": sum(f.stat().st_size for f in files),
         "coverage_edges": cov, "features": ft, "restarts": restarts, "findings": findings,
+        "commit": commit, "parts": parts,
     }
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "findings"}))
