@@ -288,6 +288,10 @@ class QuantDebugError(EdgeTorchError, ValueError):
     code = ErrorCode.InvalidArgument
 
 
+class InspectorError(EdgeTorchError, ValueError):
+    """The Inspector lacks what a request needs (an ETRecord, a debug buffer, inputs)."""
+
+
 def near_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
     """Names close to ``name`` among ``candidates``, for 'did you mean' hints."""
     return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)

@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from ...errors import EdgeTorchError
+from ...errors import EdgeTorchError, InspectorError  # noqa: F401  (raised here; its home)
 from ...runtime.event_tracer import RecordingEventTracer
 from ..etdump import schema_flatcc as flatcc  # noqa: F401  (ExecuTorch's name here)
 from . import _runs as R
@@ -51,10 +51,6 @@ log = logging.getLogger(__name__)
 
 EXPORTED_PROGRAM = "exported_program"
 EDGE_PROGRAM = "edge_dialect_exported_program"
-
-
-class InspectorError(EdgeTorchError, ValueError):
-    """The Inspector lacks what a request needs (an ETRecord, a debug buffer, inputs)."""
 
 
 class Inspector:

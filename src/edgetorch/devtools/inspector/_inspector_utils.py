@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ...errors import InspectorError
 from ._compare import (  # noqa: F401  (ExecuTorch's names for the output metrics)  # noqa: F401
     calculate_cosine_similarity,
     calculate_mse,
@@ -123,7 +124,6 @@ def is_inference_output_equal(output1: Any, output2: Any) -> bool:
 
 def read_capped(path: str | os.PathLike, cap: int, what: str) -> bytes:
     """A file's bytes, refused (before reading) when larger than ``cap``."""
-    from ._inspector import InspectorError
 
     size = os.path.getsize(path)
     if size > cap:
@@ -384,7 +384,6 @@ def _components(aot: dict[DebugHandle, Any], runtime: dict[DebugHandle, tuple[An
 def map_runtime_aot_intermediate_outputs(aot: dict[DebugHandle, Any], runtime: dict[DebugHandle, tuple[Any, int]]
                 ) -> dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]]:
     """{(handle, AOT output): (runtime handle, runtime output)} for every matched output."""
-    from ._inspector import InspectorError
 
     mapping: dict[tuple[DebugHandle, Any], tuple[DebugHandle, Any]] = {}
     for aot_list, rt_list in _components(aot, runtime):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ...errors import InspectorError
 from . import _runs as R
 from ._event import DELEGATE_CALL, OPERATOR_CALL
 from ._inspector_utils import (
@@ -67,7 +68,6 @@ def runtime_outputs(inspector: Inspector
             if ev.name == OPERATOR_CALL or not ev.op_types or not ev.debug_data:
                 continue
             if any(isinstance(v, R.Missing) for v in ev.debug_data):
-                from ._inspector import InspectorError
 
                 raise InspectorError("the ETDump's tensors are in a debug buffer that was not "
                                      "given; pass debug_buffer_path= (written with "
@@ -80,7 +80,6 @@ def runtime_outputs(inspector: Inspector
                 found[key] = (ev._instruction_id, ev.debug_data, ev.num_outputs)
                 names[key] = [ev.name]
     if not found and not inspector.has_debug_buffer:
-        from ._inspector import InspectorError
 
         raise InspectorError("the ETDump's tensors are in a debug buffer that was not given; pass "
                              "debug_buffer_path= (written with debug_buffer_size > 0)")
@@ -93,7 +92,6 @@ def _as_key(handles: Any) -> DebugHandle:
 
 
 def make_comparator(inspector: Inspector, distance: Any) -> NumericalComparatorBase:
-    from ._inspector import InspectorError
 
     if isinstance(distance, NumericalComparatorBase):
         if distance.inspector is None:
@@ -110,7 +108,6 @@ def aot_outputs(inspector: Inspector, gm: torch.fx.GraphModule
                 ) -> tuple[dict[DebugHandle, Any], dict[DebugHandle, list[str]]]:
     """The reference graph's output per debug handle on the ETRecord's representative inputs,
     and the names of its operators per handle."""
-    from ._inspector import InspectorError
 
     inputs = require_etrecord(inspector)._representative_inputs
     if inputs is None or len(inputs) == 0:
@@ -136,7 +133,6 @@ def aot_stack_traces(gm: torch.fx.GraphModule, graph_name: str
 
 
 def require_etrecord(inspector: Inspector) -> Any:
-    from ._inspector import InspectorError
 
     if inspector._etrecord is None:
         raise InspectorError("calculate_numeric_gap needs an ETRecord; pass etrecord= (a path or "
@@ -146,7 +142,6 @@ def require_etrecord(inspector: Inspector) -> Any:
 
 def numeric_gap(inspector: Inspector, distance: Any, disable_validation: bool,
                 reference_graph: str | None):
-    from ._inspector import InspectorError
 
     comparator = make_comparator(inspector, distance)
     gm, graph_name = inspector._resolve_reference_graph(reference_graph, disable_validation)
