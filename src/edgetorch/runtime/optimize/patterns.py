@@ -204,6 +204,9 @@ def apply(g: Graph, rules: Sequence[Rule], nodes: Sequence[Node]) -> list[tuple[
         if node in taken:
             continue
         for rule in by_key.get(g.op(node), by_key[ANY]):
+            test = rule.pattern.test
+            if test is not None and not test(g, node):  # (before any match state is built)
+                continue
             m = match(g, rule.pattern, node)
             if m is None or taken.intersection(m.nodes):
                 continue
@@ -216,13 +219,21 @@ def apply(g: Graph, rules: Sequence[Rule], nodes: Sequence[Node]) -> list[tuple[
     return found
 
 
+_BY_OP: dict[int, tuple[Sequence[Rule], tuple[Rule, ...], dict[Any, list[Rule]]]] = {}
+
+
 def _rules_by_op(rules: Sequence[Rule]) -> dict[Any, list[Rule]]:
     """The rules whose last operation may be an op, per op key (``ANY``: for any other key),
-    in their order: a node is tried only with the rules that can end there."""
+    in their order: a node is tried only with the rules that can end there. Kept per rule
+    list (a module's list of fusions), rebuilt if that list changes."""
+    cached = _BY_OP.get(id(rules))
+    if cached is not None and cached[0] is rules and cached[1] == tuple(rules):
+        return cached[2]
     keys = {k for r in rules if r.pattern.op is not ANY
             for k in (r.pattern.op if isinstance(r.pattern.op, frozenset) else (r.pattern.op,))}
     out = {k: [r for r in rules if r.pattern.accepts(k)] for k in keys}
     out[ANY] = [r for r in rules if r.pattern.op is ANY]
+    _BY_OP[id(rules)] = (rules, tuple(rules), out)
     return out
 
 
