@@ -75,3 +75,19 @@ def test_calls_from_two_threads_each_get_a_server():
                              range(2)))
     assert [o.stdout for o in outs] == ["0\n", "1\n"]
     assert len(ref_process._servers[sys.executable]) >= 2
+
+
+def test_a_server_that_stops_answering_is_a_timeout_and_the_next_call_gets_a_new_one(
+        monkeypatch):
+    import os
+    import signal
+
+    _py("-c", "pass")  # a started server (its first job waits for the imports)
+    (server,) = [s for s in ref_process._servers[sys.executable] if s.alive()][:1]
+    monkeypatch.setattr(ref_process, "ANSWER_SLACK_S", 1.0)
+    os.kill(server.proc.pid, signal.SIGSTOP)  # hung: neither answers nor dies
+    with pytest.raises(subprocess.TimeoutExpired) as e:
+        _py("-c", "print(1)", timeout=1)
+    assert "did not answer in time" in e.value.stderr
+    assert not server.alive()
+    assert _py("-c", "print(3)").stdout == "3\n"

@@ -32,6 +32,7 @@ PRELOAD = ("torch", "torchao.quantization.pt2e.quantize_pt2e", "executorch.exir"
            "executorch.backends.xnnpack.partition.xnnpack_partitioner@!tosa_serializer",
            "executorch.devtools@!tosa_serializer")
 _START_TIMEOUT_S = 900.0
+ANSWER_SLACK_S = 30.0  # beyond a job's own timeout, how long the server may take to answer
 
 
 def enabled() -> bool:
@@ -91,7 +92,11 @@ class _Server:
         except OSError:
             return self._died(cmd)
         # the server starts with the imports; after that the job's own timeout applies
-        line = self._answer(timeout + (_START_TIMEOUT_S if self.jobs == 1 else 30.0))
+        wait = timeout + (_START_TIMEOUT_S if self.jobs == 1 else ANSWER_SLACK_S)
+        line = self._answer(wait)
+        if line is _NO_ANSWER:  # the server itself hung (its job's own timeout did not fire)
+            hung = self._died(cmd, "did not answer in time")
+            raise subprocess.TimeoutExpired(cmd, wait, output="", stderr=hung.stderr)
         if line is None:
             return self._died(cmd)
         answer = json.loads(line)
@@ -104,19 +109,19 @@ class _Server:
         return subprocess.CompletedProcess(cmd, answer["returncode"], stdout, stderr)
 
     def _answer(self, timeout: float) -> str | None:
+        """The server's answer line; None when it died, ``_NO_ANSWER`` when none came in time."""
         with selectors.DefaultSelector() as sel:
             sel.register(self.answers, selectors.EVENT_READ)
             if not sel.select(timeout):
-                self.close()
-                return None
+                return _NO_ANSWER
         return self.answers.readline() or None
 
-    def _died(self, cmd) -> subprocess.CompletedProcess:
+    def _died(self, cmd, what: str = "died") -> subprocess.CompletedProcess:
         self.close()
         self.log.seek(0)
         log = self.log.read().decode(errors="replace")[-6000:]
         return subprocess.CompletedProcess(cmd, self.proc.returncode or -1, "",
-                                           f"reference fork server died:\n{log}")
+                                           f"reference fork server {what}:\n{log}")
 
     def close(self) -> None:
         if self.alive():
@@ -124,6 +129,7 @@ class _Server:
         self.proc.wait()
 
 
+_NO_ANSWER = "<no answer>"  # (a marker: a real answer is a JSON line)
 _servers: dict[str, list[_Server]] = {}
 _servers_lock = threading.Lock()
 
