@@ -163,3 +163,16 @@ def test_a_models_own_transpose_inside_xnnpack_reads_in_its_own_layout():
     assert wide["transpose"] == wide["view"] == wide["linear"]
     assert wide["transpose_1"] == wide["relu"]
     assert np.isfinite(wide["linear"]) and wide["linear"] > 30
+
+
+def test_a_debug_buffer_too_small_for_one_execute_grows_and_the_sample_runs_again():
+    """The size is where the captured copies start: a model whose values do not fit (a large
+    model logs every dequantized weight) gets the same table with a bigger cap."""
+    torch.manual_seed(0)
+    model, data = Heads(), [torch.randn(1, 8, 16) for _ in range(2)]
+    tables = [debug_quantization(model, (data[0],), data, "xnnpack:dynamic",
+                                 stages=["fake_quant", "portable", "xnnpack"],
+                                 show_progress=False, debug_buffer_size=size).table
+              for size in (64, 1 << 28)]
+    assert tables[0].equals(tables[1])
+    assert tables[0].stage.isin(["portable", "xnnpack"]).sum() > 0

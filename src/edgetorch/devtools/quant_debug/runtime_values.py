@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 # which returns outputs only): its per-operator values are the layers' values.
 SIMULATION_OPTIONS = {"VgfBackend": {"simulation": "tosa"}}
 
-DEFAULT_DEBUG_BUFFER = 1 << 28  # 256 MiB: every logged value of one execute must fit
+DEFAULT_DEBUG_BUFFER = 1 << 28  # 256 MiB to start with: every logged value of one execute
+MAX_DEBUG_BUFFER = 1 << 34  # ... growing, by doubling, up to 16 GiB
 _NODE = re.compile(r"#(\d+)$")
 
 # backend id -> reader(lowered_module) -> decode(name, raw) -> [(handle, float value)...]
@@ -216,12 +217,22 @@ class RuntimeStage:
         self.ep = ep
 
     def run(self, inputs: Sequence[np.ndarray]) -> tuple[dict[int, np.ndarray], np.ndarray]:
-        self.tracer.reset()
-        outputs = self.method.execute(list(inputs))
-        if self.tracer.debug_buffer_overflowed:
-            raise QuantDebugError(f"the debug buffer ({self.tracer.debug_buffer_size} bytes) "
-                                  "cannot hold one execute's values; pass a larger "
-                                  "debug_buffer_size")
+        while True:
+            self.tracer.reset()
+            outputs = self.method.execute(list(inputs))
+            if not self.tracer.debug_buffer_overflowed:
+                break
+            # The size is a cap on the copies kept, not memory taken up front: grow it (a
+            # large model logs every dequantized weight) and run the sample again.
+            size = self.tracer.debug_buffer_size
+            if 2 * size > MAX_DEBUG_BUFFER:
+                raise QuantDebugError(f"the debug buffer ({size} bytes) cannot hold one "
+                                      "execute's values, and twice that is over "
+                                      f"{MAX_DEBUG_BUFFER} bytes: debug fewer samples' "
+                                      "layers at a time (stages=...) or a smaller model")
+            log.info("debug buffer of %d bytes full: running the sample again with %d",
+                     size, 2 * size)
+            self.tracer.debug_buffer_size = 2 * size
         values: dict[int, np.ndarray] = {}
         logged: set[int] = set()
         for event in self.tracer.events("Execute"):
