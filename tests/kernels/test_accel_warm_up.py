@@ -109,3 +109,57 @@ def test_the_tests_wait_for_the_compiled_kernels():
     from edgetorch.kernels import accel
 
     assert accel.available() and not accel.pending()  # tests/conftest.py: warm-up "wait"
+
+
+PAUSE_CHILD = r"""
+import sys, time
+from edgetorch.kernels import accel
+accel.PAUSE_S, accel.PAUSE_BUDGET_S = 600.0, 600.0  # (the call below ends the pause)
+assert accel.call_started(), "a load or call before the warm-up starts is counted"
+assert not accel.available()  # starts the warm-up: it pauses before its first import
+time.sleep(0.5)
+assert "numba" not in sys.modules and not accel.wait_until_warm(0), "paused during the call"
+accel.call_ended()
+assert accel.wait_until_warm(600) and "numba" in sys.modules, "resumed when the call ended"
+assert not accel.call_started(), "nothing to count once warm"
+assert not any(type(f).__name__ == "_PauseBeforeImports" for f in sys.meta_path)
+print("ok")
+"""
+
+BUDGET_CHILD = r"""
+from edgetorch.kernels import accel
+accel.PAUSE_S, accel.PAUSE_BUDGET_S = 0.05, 0.3
+assert accel.call_started()  # a call that never ends
+assert not accel.available()
+assert accel.wait_until_warm(600), "the warm-up pauses within its budget, then goes on"
+assert 0.25 <= accel._paused_s <= 1.0, accel._paused_s
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("child", [PAUSE_CHILD, BUDGET_CHILD], ids=["pauses", "budget"])
+def test_the_warm_up_pauses_while_a_call_runs(child):
+    """The warm-up waits at its pause points while a load or call runs (which would otherwise
+    wait for the interpreter lock numba's import holds), within a bounded budget."""
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=900, env=_env())
+    assert proc.returncode == 0 and proc.stdout.split() == ["ok"], proc.stderr
+
+
+def test_loads_and_calls_tell_the_warm_up(monkeypatch):
+    from edgetorch.errors import InvalidArgumentError
+    from edgetorch.kernels import accel
+    from edgetorch.runtime import Runtime
+
+    events = []
+    monkeypatch.setattr(accel, "call_started", lambda: events.append("start") or True)
+    monkeypatch.setattr(accel, "call_ended", lambda: events.append("end"))
+    model, x = torch.nn.Linear(4, 3).eval(), torch.randn(2, 4)
+    from edgetorch.exir import to_edge
+
+    pte = to_edge(torch.export.export(model, (x,))).to_executorch().buffer
+    method = Runtime.get().load_program(pte).load_method("forward")
+    method.execute([x.numpy()])
+    with pytest.raises(InvalidArgumentError):  # (a failing call ends too)
+        method.execute([x.numpy()[:, :2]])
+    assert events == ["start", "end"] * 3

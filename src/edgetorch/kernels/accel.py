@@ -18,6 +18,16 @@ the first calls run the NumPy paths, and plans built meanwhile are rebuilt once 
 kernels are ready (:func:`pending`): by the warm-up thread itself (:func:`after_warm_up`), or
 else at their next call. ``EDGETORCH_ACCEL_WARMUP=wait`` makes the first
 :func:`available` wait for the warm-up instead (the tests do, to see the compiled paths at once).
+
+The warm-up shares the interpreter lock with the calls it runs beside: numba's import and its
+first compilation hold the lock for milliseconds at a time, and a call that gives the lock up
+(NumPy does around its BLAS calls and large loops) waited for it -- 5-10 ms added to a call of
+1-3 ms, on the first calls of a fresh process. So the warm-up *pauses for calls*: while
+``Method.execute`` or ``Program.load_method`` runs (:func:`call_started` / :func:`call_ended`;
+the warm-up starts during the first load), the warm-up thread waits
+at its next pause point -- before each module it imports and each kernel it loads -- until
+the call ends, at most ``PAUSE_S`` at a time and ``PAUSE_BUDGET_S`` in all (a program calling
+without a break, or a long call, still gets its compiled kernels a little later).
 """
 
 from __future__ import annotations
@@ -27,7 +37,9 @@ import builtins
 import contextlib
 import importlib.util
 import os
+import sys
 import threading
+import time
 import types
 import weakref
 from collections.abc import Callable, Iterator
@@ -51,6 +63,15 @@ _warm_thread: threading.Thread | None = None
 _stop = threading.Event()  # set at exit: the warm-up stops after the kernel it is loading
 _REGISTRY: list[LazyJit] = []  # every @jit loop, in definition order
 _AFTER: list[weakref.WeakMethod] = []  # after_warm_up's callbacks, not yet run
+# Pausing the warm-up for calls (see the module docstring): calls running now, counted while
+# the warm-up runs; set when none is.
+PAUSE_S = 0.05  # the longest the warm-up waits at one pause point
+PAUSE_BUDGET_S = 1.0  # ... and in all, before it stops pausing
+_calls = 0
+_calls_lock = threading.Lock()
+_no_calls = threading.Event()
+_no_calls.set()
+_paused_s = 0.0  # how long the warm-up has paused so far
 
 
 def available() -> bool:
@@ -107,6 +128,53 @@ def wait_until_warm(timeout: float | None = None) -> bool:
     return _ready
 
 
+def call_started() -> bool:
+    """A method call or load begins (``Method.execute``, ``Program.load_method``): while the
+    warm-up runs (or before it starts: a load starts it), it pauses at its next pause point
+    until the call ends. True when the call was counted: then call :func:`call_ended` once it
+    ends. (Nothing to count, and False, once the warm-up is done or without numba.)"""
+    global _calls
+    if _ready or _found is False or _warmed.is_set():
+        return False
+    with _calls_lock:
+        _calls += 1
+        _no_calls.clear()
+    return True
+
+
+def call_ended() -> None:
+    """The end of a call that :func:`call_started` counted."""
+    global _calls
+    with _calls_lock:
+        _calls -= 1
+        if _calls <= 0:
+            _calls = 0
+            _no_calls.set()
+
+
+def _pause_for_calls() -> None:
+    """(The warm-up thread, at a pause point.) Wait while a call runs, within the budget."""
+    global _paused_s
+    if _no_calls.is_set() or _paused_s >= PAUSE_BUDGET_S:
+        return
+    start = time.monotonic()
+    _no_calls.wait(min(PAUSE_S, PAUSE_BUDGET_S - _paused_s))
+    _paused_s += time.monotonic() - start
+
+
+class _PauseBeforeImports:
+    """A finder that finds nothing: before each module the warm-up thread imports (numba is
+    some 400 of them), it pauses for calls. Other threads' imports pass straight through."""
+
+    def __init__(self, thread: int) -> None:
+        self.thread = thread
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread:
+            _pause_for_calls()
+        return None
+
+
 def after_warm_up(callback: Callable[[], Any]) -> None:
     """Call the bound method ``callback`` in the warm-up thread once the compiled kernels are
     ready, before :func:`wait_until_warm` returns: what was built with the NumPy paths while
@@ -145,6 +213,8 @@ def _warm_up() -> None:
     while this runs too). A kernel numba never compiled on this machine compiles on its first
     call, as before."""
     global _ready, _found
+    pause = _PauseBeforeImports(threading.get_ident())
+    sys.meta_path.insert(0, pause)
     try:
         try:
             import numba  # noqa: F401
@@ -158,11 +228,15 @@ def _warm_up() -> None:
                     if _stop.is_set():
                         break
                     done.add(id(k))
+                    _pause_for_calls()
                     if k.before_load is None or k.before_load():
                         _load_cached(k.compiled())
             _ready = not _stop.is_set()
         except Exception:  # noqa: BLE001 - a broken numba means the NumPy paths, not a failure
             _found = False
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(pause)
         if _ready:
             _run_after_warm_up()
     finally:

@@ -717,11 +717,14 @@ class Method:
                 f"method {self.name!r} is already executing in another thread; a Method runs "
                 "one call at a time. Load a Method per thread with program.load_method("
                 f"{self.name!r}) (the Program can be shared), or guard this one with a lock")
+        counted = accel.call_started()  # (the compiled kernels' warm-up pauses meanwhile)
         try:
             # (one argument when copying: tests/reliability wrap _execute(inputs))
             return self._execute(inputs) if copy_outputs else self._execute(inputs, False)
         finally:
             self._busy.release()
+            if counted:
+                accel.call_ended()
 
     def _check_input_sequence(self, inputs: Any) -> None:
         """``execute(x)`` for ``execute([x])``: a tensor is a sequence too (of its rows), which

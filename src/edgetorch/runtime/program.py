@@ -13,6 +13,7 @@ from ..errors import (
     InvalidProgramError,
     MethodNotFoundError,
 )
+from ..kernels import accel
 from ..schema import program as S
 from ..schema.pte import PteFile
 from .event_tracer import UNSET_CHAIN_ID, UNSET_DEBUG_HANDLE, EventTracer, now_ns
@@ -77,6 +78,7 @@ class Program:
         jumps (default ExecuTorch's 10,000,000; beyond it the call fails with InvalidProgram)."""
         plan = self._plan(name)
         start = now_ns()
+        counted = accel.call_started()  # (the compiled kernels' warm-up pauses meanwhile)
         try:
             method = Method(self, plan, max_instructions if max_instructions is not None
                             else MAX_INSTRUCTIONS, optimize)
@@ -89,6 +91,9 @@ class Program:
                 f"{self._source} method {name!r}: loading failed inside edgetorch "
                 f"({type(e).__name__}: {e}). This is a bug in edgetorch rather than a problem "
                 "with the file; please report it with the .pte attached.") from e
+        finally:
+            if counted:
+                accel.call_ended()
         if self._selected_ops is not None:  # after Method validated every index it reads
             self._selected_ops.check(plan, f"{self._source} method {name!r}")
         if self.event_tracer is not None:
