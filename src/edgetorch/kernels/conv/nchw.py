@@ -83,14 +83,15 @@ def conv_step(x, w, stride, padding, dilation, groups, bias, out):
     ops = (x, w, out) if bias is None else (x, w, out, bias)
     if not all(a.flags.c_contiguous and a.dtype == x.dtype for a in ops):
         return None
-    dst, run = plan(x, w, stride, padding, dilation, groups, bias, out)
+    dst, run = plan(x, w, stride, padding, dilation, groups, bias, out, at_load=True)
     return run if dst is out else None
 
 
-def plan(x, w, stride, padding, dilation, groups, bias=None, out=None):
+def plan(x, w, stride, padding, dilation, groups, bias=None, out=None, at_load=False):
     """``(dst, run)``: ``run()`` computes the convolution of the current values of ``x`` and
     ``w`` into ``dst`` (``out`` when it fits, else a new array); the algorithm
-    (``dispatch.choose_nchw``) and the views are chosen here, from the sizes."""
+    (``dispatch.choose_nchw``) and the views are chosen here, from the sizes. ``at_load``:
+    what the first ``run()`` would do once is done now (Winograd: :func:`_winograd_ready`)."""
     N, C = x.shape[:2]
     Cout, Cg = w.shape[:2]
     K = w.shape[2:]
@@ -119,6 +120,8 @@ def plan(x, w, stride, padding, dilation, groups, bias=None, out=None):
         and (bias is None or bias.dtype == x.dtype), is_float(x.dtype)))
     if algorithm is Algorithm.WINOGRAD:
         run = partial(_conv_winograd, x, w, padding, out_size, dst)
+        if at_load:
+            _winograd_ready(x, w, padding, out_size)
     elif algorithm is Algorithm.DEPTHWISE_COMPILED:  # (the bias is added by the loop)
         return dst, partial(_depthwise_accel, x, w.reshape(C, *K), bias, stride, dilation,
                             padding, out_size, dst)
@@ -135,6 +138,8 @@ def plan(x, w, stride, padding, dilation, groups, bias=None, out=None):
     else:
         run = partial(_im2col_gemm, x, w.reshape(G, Og, Cg * KK), K, stride, padding,
                       dilation, out_size, dst.reshape(N, G, Og, P))
+        if at_load:  # (the padded input and patch matrix: this thread's work memory)
+            _patch_matrix(*run.args[:-1], run.args[-1].shape)
     if bias is not None:
         b = bias.astype(x.dtype, copy=False).reshape((-1,) + (1,) * nsp)
         run = partial(_then_add, run, dst, b)
@@ -149,29 +154,55 @@ def _then_add(run, dst, b):
 def _im2col_gemm(x, wm, K, stride, padding, dilation, out_size, res):
     """``res`` (N, G, Og, P) = ``wm`` (G, Og, Cg*KK) @ the patch matrix of ``x``, made by
     one strided copy into a reused buffer."""
+    np.matmul(wm, _patch_matrix(x, wm, K, stride, padding, dilation, out_size, res.shape),
+              out=res)
+
+
+def _patch_matrix(x, wm, K, stride, padding, dilation, out_size, res_shape):
     N, C = x.shape[:2]
     nsp = len(K)
     xp = _pad_into(x, padding)
-    cols = _SCRATCH.get("cols", (N, wm.shape[0], wm.shape[2], res.shape[3]), x.dtype)
+    cols = _SCRATCH.get("cols", (N, wm.shape[0], wm.shape[2], res_shape[3]), x.dtype)
     v = windows(xp, K, stride, dilation, out_size)  # (N, C, *out, *K)
     order = (0, 1) + tuple(range(2 + nsp, 2 + 2 * nsp)) + tuple(range(2, 2 + nsp))
     np.copyto(cols.reshape((N, C) + tuple(K) + tuple(out_size)), v.transpose(order))
-    np.matmul(wm, cols, out=res)
+    return cols
 
 
 def _conv_winograd(x, w, padding, out_size, dst):
     """3x3 stride-1 convolution by Winograd F(2x2, 3x3) in NHWC: the transposing copy into
     the zero-bordered buffer replaces im2col's 9x patch matrix, one transposing copy out."""
-    N, C, H, W = x.shape
-    OH, OW = out_size
-    th, tw = winograd.tiles(OH, OW)
+    H, W = x.shape[2:]
+    xb, u = _winograd_operands(x, w, padding, out_size)
+    xb[:, padding[0] : padding[0] + H, padding[1] : padding[1] + W] = x.transpose(0, 2, 3, 1)
+    res = winograd.conv_nhwc(xb, u, _scratch)
+    np.copyto(dst, res[:, :out_size[0], :out_size[1]].transpose(0, 3, 1, 2))
+
+
+def _winograd_ready(x, w, padding, out_size):
+    """At load, what a Winograd convolution's first call would do first (0.7 ms of a 2 ms
+    call for a small CNN, and a megabyte of new pages): the filter transformed (kept for the
+    constant filter) and this thread's work buffers allocated and written -- by the transforms
+    and GEMMs run on the zero-bordered buffer as it is, into work memory only: no tensor of
+    the program is read or written, and each call writes every work buffer before reading it."""
+    xb, u = _winograd_operands(x, w, padding, out_size)
+    winograd.conv_nhwc(xb, u, _scratch)
+
+
+def _winograd_operands(x, w, padding, out_size):
+    """This thread's zero-bordered NHWC input buffer and the transformed filter (computed
+    once per constant filter) of a Winograd convolution."""
+    N, C = x.shape[:2]
+    th, tw = winograd.tiles(*out_size)
     xb = _SCRATCH.get(("wino_pad", tuple(padding)), (N, 2 * th + 2, 2 * tw + 2, C), x.dtype,
                       zero=True)
-    xb[:, padding[0] : padding[0] + H, padding[1] : padding[1] + W] = x.transpose(0, 2, 3, 1)
     u = winograd.constant_cache(
         w, "winograd", lambda a: winograd.transform_filter(a.transpose(0, 2, 3, 1)))
-    res = winograd.conv_nhwc(xb, u, lambda role, shape, dt: _SCRATCH.get(role, shape, dt))
-    np.copyto(dst, res[:, :OH, :OW].transpose(0, 3, 1, 2))
+    return xb, u
+
+
+def _scratch(role, shape, dtype):
+    return _SCRATCH.get(role, shape, dtype)
 
 
 def _depthwise_padded(x, padding, wk, K, stride, dilation, out_size, acc):

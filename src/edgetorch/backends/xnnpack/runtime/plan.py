@@ -276,7 +276,7 @@ def _fused(w: _Writer, k: int, f: Any) -> bool:
         return False
     buf = np.empty(r.shape, r.dtype)
     w.nbytes += buf.nbytes
-    np.copyto(buf, r)
+    fn(*vals, *extra, out=buf)  # (as the plan calls it: what it derives once, e.g. views, now)
     out = w.written[f.out] = w.define(f.out, buf, True)
     names = [w.name[s] for s in f.ins] + [w.constant(e, "E") for e in extra]
     w.emit(f"{w.constant(fn, 'F')}({', '.join(names)}, out={out})  # {f.name}: nodes "
