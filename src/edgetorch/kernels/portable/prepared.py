@@ -467,13 +467,13 @@ def _softmax(x, dim, half_to_float, out):
     e = np.empty(x.shape, x.dtype)
     return [
         # the kernel's max shifted to 0 where the row's max is not finite (all -inf rows)
-        partial(np.max, x, axis=d, keepdims=True, initial=-np.inf, out=m),
+        partial(np.maximum.reduce, x, axis=d, keepdims=True, initial=-np.inf, out=m),
         partial(np.isfinite, m, out=bad),
         partial(np.logical_not, bad, out=bad),
         partial(np.copyto, m, 0.0, where=bad),
         partial(np.subtract, x, m, out=e),
         partial(np.exp, e, out=e),
-        partial(np.sum, e, axis=d, keepdims=True, out=s),
+        partial(np.add.reduce, e, axis=d, keepdims=True, out=s),
         partial(np.true_divide, e, s, out=out),
     ]
 
@@ -558,12 +558,12 @@ def _layer_norm(x, normalized_shape, weight, bias, eps, out0, out1, out2):
     n, e = ct(math.prod(normalized_shape)), ct(eps)
     d, sq = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
     total, var = np.empty(keep, x.dtype), np.empty(keep, x.dtype)
-    steps = [
-        partial(np.sum, x, axis=axes, keepdims=True, out=total),
+    steps = [  # (np.add.reduce: what np.sum calls for an ndarray, without its Python wrapper)
+        partial(np.add.reduce, x, axis=axes, keepdims=True, out=total),
         partial(np.true_divide, total, n, out=out1),  # mean
         partial(np.subtract, x, out1, out=d),
         partial(np.multiply, d, d, out=sq),
-        partial(np.sum, sq, axis=axes, keepdims=True, out=var),
+        partial(np.add.reduce, sq, axis=axes, keepdims=True, out=var),
         partial(np.true_divide, var, n, out=var),
         partial(np.add, var, e, out=var),
         partial(np.sqrt, var, out=var),
