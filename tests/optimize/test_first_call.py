@@ -1,9 +1,14 @@
 """Everything the load passes build is built by ``load_method``: a fresh method's first
 ``execute`` runs what later ones run and builds nothing (a method's steps, XNNPACK's plan for
-its declared input shapes, the folded weights, the planned memory's pages). How long the first
-call takes against a later one is a benchmark figure (bench/bench_first_call.py), not a test."""
+its declared input shapes, the folded weights, the planned memory's pages, a convolution's
+transformed filters and work buffers). How long the first call takes against a later one is a
+benchmark figure (bench/bench_first_call.py), not a test."""
 
 from __future__ import annotations
+
+import collections
+import gc
+import sys
 
 import numpy as np
 import pytest
@@ -105,3 +110,72 @@ def test_a_delegate_with_dynamic_sizes_is_planned_per_shape_at_calls():
             np.testing.assert_allclose(method.execute([x.numpy()])[0], model(x).numpy(),
                                        rtol=1e-5, atol=1e-6)
     assert all(len(h.plans) == 1 for h in handles)
+
+
+class _Wide(torch.nn.Module):
+    """Convolutions the dispatcher runs by Winograd (3x3, 16 channels) and by im2col (5x5),
+    heads whose products a plan fuses, a layer norm and a softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.conv5 = torch.nn.Conv2d(16, 8, 5, padding=2)
+        self.attn = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        y = self.conv5(torch.relu(self.conv(x))).flatten(2).transpose(1, 2)  # (1, 64, 8)
+        return self.norm(self.attn(y, y, y, need_weights=False)[0]).softmax(-1)
+
+
+def _python_calls(method, inputs) -> collections.Counter:
+    """How often each Python function and builtin runs in one call."""
+    counts: collections.Counter = collections.Counter()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            counts[(code.co_filename, code.co_firstlineno, code.co_name)] += 1
+        elif event == "c_call":
+            counts[(getattr(arg, "__module__", None), getattr(arg, "__qualname__", None))] += 1
+
+    gc.disable()  # (a collection would run finalizers inside the call)
+    sys.setprofile(profile)
+    try:
+        method.execute(inputs)
+    finally:
+        sys.setprofile(None)
+        gc.enable()
+    return counts
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
+def test_the_first_call_runs_the_very_functions_of_later_calls(xnnpack, compiled):
+    """Nothing is done once at the first call (a filter transformed, a buffer allocated, a
+    view made, an import): it runs the same Python functions, as often, as later calls."""
+    from edgetorch.exir import to_edge, to_edge_transform_and_lower
+    from edgetorch.kernels import accel
+
+    if compiled:
+        pytest.importorskip("numba")
+    torch.manual_seed(0)
+    model, x = _Wide().eval(), torch.randn(1, 16, 8, 8)
+    ep = torch.export.export(model, (x,))
+    if xnnpack:
+        from edgetorch.backends.xnnpack import XnnpackPartitioner
+
+        program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    else:
+        program = to_edge(ep)
+    pte = program.to_executorch().buffer
+    with torch.no_grad():
+        want = model(x).numpy()
+    with accel.enabled() if compiled else accel.disabled():
+        method = Runtime.get().load_program(pte).load_method("forward", optimize=True)
+        calls = [_python_calls(method, [x.numpy()]) for _ in range(3)]
+        np.testing.assert_allclose(method.execute([x.numpy()])[0], want, rtol=1e-4, atol=1e-5)
+    first, later = calls[0], calls[2]
+    assert first == later, {k: (first[k], later[k]) for k in first.keys() | later.keys()
+                            if first[k] != later[k]}
+    assert calls[1] == later
