@@ -155,7 +155,7 @@ def call_ended() -> None:
 def _pause_for_calls() -> None:
     """(The warm-up thread, at a pause point.) Wait while a call runs, within the budget."""
     global _paused_s
-    if _no_calls.is_set() or _paused_s >= PAUSE_BUDGET_S:
+    if _no_calls.is_set() or _paused_s >= PAUSE_BUDGET_S or _stop.is_set():
         return
     start = time.monotonic()
     _no_calls.wait(min(PAUSE_S, PAUSE_BUDGET_S - _paused_s))
@@ -258,6 +258,7 @@ def _load_cached(dispatcher: Any) -> None:
 
 def _stop_warm_up() -> None:
     _stop.set()
+    _no_calls.set()  # (a paused warm-up goes on, to stop at once)
     if _warm_thread is not None:
         _warm_thread.join()
 
