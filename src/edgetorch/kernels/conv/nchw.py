@@ -39,6 +39,9 @@ class _Scratch(threading.local):
     def __init__(self) -> None:
         self.bufs: dict[tuple, np.ndarray] = {}
 
+    def has(self, key: tuple, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+        return (key, shape, dtype) in self.bufs
+
     def get(self, key: tuple, shape: tuple[int, ...], dtype: np.dtype,
             zero: bool = False) -> np.ndarray:
         key = (key, shape, dtype)
@@ -182,20 +185,27 @@ def _conv_winograd(x, w, padding, out_size, dst):
 def _winograd_ready(x, w, padding, out_size):
     """At load, what a Winograd convolution's first call would do first (0.7 ms of a 2 ms
     call for a small CNN, and a megabyte of new pages): the filter transformed (kept for the
-    constant filter) and this thread's work buffers allocated and written -- by the transforms
-    and GEMMs run on the zero-bordered buffer as it is, into work memory only: no tensor of
-    the program is read or written, and each call writes every work buffer before reading it."""
+    constant filter) and, the first time this thread meets the input's geometry, its work
+    buffers allocated and written -- by the transforms and GEMMs run on the zero-bordered
+    buffer as it is, into work memory only: no tensor of the program is read or written, and
+    each call writes every work buffer before reading it."""
+    fresh = not _SCRATCH.has(*_winograd_input(x, padding, out_size))
     xb, u = _winograd_operands(x, w, padding, out_size)
-    winograd.conv_nhwc(xb, u, _scratch)
+    if fresh:
+        winograd.conv_nhwc(xb, u, _scratch)
+
+
+def _winograd_input(x, padding, out_size):
+    """The scratch key, shape and dtype of a Winograd convolution's zero-bordered input."""
+    N, C = x.shape[:2]
+    th, tw = winograd.tiles(*out_size)
+    return ("wino_pad", tuple(padding)), (N, 2 * th + 2, 2 * tw + 2, C), x.dtype
 
 
 def _winograd_operands(x, w, padding, out_size):
     """This thread's zero-bordered NHWC input buffer and the transformed filter (computed
     once per constant filter) of a Winograd convolution."""
-    N, C = x.shape[:2]
-    th, tw = winograd.tiles(*out_size)
-    xb = _SCRATCH.get(("wino_pad", tuple(padding)), (N, 2 * th + 2, 2 * tw + 2, C), x.dtype,
-                      zero=True)
+    xb = _SCRATCH.get(*_winograd_input(x, padding, out_size), zero=True)
     u = winograd.constant_cache(
         w, "winograd", lambda a: winograd.transform_filter(a.transpose(0, 2, 3, 1)))
     return xb, u
