@@ -38,9 +38,14 @@ class _Scratch(threading.local):
 
     def __init__(self) -> None:
         self.bufs: dict[tuple, np.ndarray] = {}
+        self.prepared: set[tuple] = set()  # what made its buffers at load (_winograd_ready)
 
-    def has(self, key: tuple, shape: tuple[int, ...], dtype: np.dtype) -> bool:
-        return (key, shape, dtype) in self.bufs
+    def first_time(self, key: tuple) -> bool:
+        """True the first time ``key`` comes (since the buffers were last dropped)."""
+        if key in self.prepared:
+            return False
+        self.prepared.add(key)
+        return True
 
     def get(self, key: tuple, shape: tuple[int, ...], dtype: np.dtype,
             zero: bool = False) -> np.ndarray:
@@ -49,6 +54,7 @@ class _Scratch(threading.local):
         if buf is None:
             if len(self.bufs) >= self.MAX_BUFFERS:
                 self.bufs.clear()
+                self.prepared.clear()
             buf = self.bufs[key] = np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
         return buf
 
@@ -189,9 +195,10 @@ def _winograd_ready(x, w, padding, out_size):
     buffers allocated and written -- by the transforms and GEMMs run on the zero-bordered
     buffer as it is, into work memory only: no tensor of the program is read or written, and
     each call writes every work buffer before reading it."""
-    fresh = not _SCRATCH.has(*_winograd_input(x, padding, out_size))
     xb, u = _winograd_operands(x, w, padding, out_size)
-    if fresh:
+    # (the buffers follow from the input's geometry, the filter's and the path taken)
+    if _SCRATCH.first_time((*_winograd_input(x, padding, out_size), u.shape,
+                            compiled.usable(xb, u))):
         winograd.conv_nhwc(xb, u, _scratch)
 
 
