@@ -31,24 +31,27 @@ class _Net(torch.nn.Module):
         return self.fc(self.norm(torch.relu(self.bn(self.conv(x))))).softmax(-1)
 
 
-def _program(xnnpack: bool):
+def _pte(model: torch.nn.Module, x: torch.Tensor, xnnpack: bool) -> bytes:
     from edgetorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
 
+    ep = torch.export.export(model, (x,))
+    if xnnpack:
+        from edgetorch.backends.xnnpack import XnnpackPartitioner
+
+        program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+        return program.to_executorch().buffer
+    # BatchNorm left in the program: folded by the load pass, as in a foreign .pte
+    return to_edge(ep).to_executorch(ExecutorchBackendConfig(fuse_batch_norm=False)).buffer
+
+
+def _program(xnnpack: bool):
     torch.manual_seed(0)
     model, x = _Net().eval(), torch.randn(1, 4, 6, 6)
     with torch.no_grad():
         model.bn.running_mean.uniform_(-1, 1)
         model.bn.running_var.uniform_(0.5, 2)
         want = model(x).numpy()
-    ep = torch.export.export(model, (x,))
-    if xnnpack:
-        from edgetorch.backends.xnnpack import XnnpackPartitioner
-
-        program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
-        pte = program.to_executorch().buffer
-    else:  # BatchNorm left in the program: folded by the load pass, as in a foreign .pte
-        pte = to_edge(ep).to_executorch(ExecutorchBackendConfig(fuse_batch_norm=False)).buffer
-    return Runtime.get().load_program(pte), [x.numpy()], want
+    return Runtime.get().load_program(_pte(model, x, xnnpack)), [x.numpy()], want
 
 
 def _nothing_built_now(monkeypatch):
@@ -154,21 +157,13 @@ def _python_calls(method, inputs) -> collections.Counter:
 def test_the_first_call_runs_the_very_functions_of_later_calls(xnnpack, compiled):
     """Nothing is done once at the first call (a filter transformed, a buffer allocated, a
     view made, an import): it runs the same Python functions, as often, as later calls."""
-    from edgetorch.exir import to_edge, to_edge_transform_and_lower
     from edgetorch.kernels import accel
 
     if compiled:
         pytest.importorskip("numba")
     torch.manual_seed(0)
     model, x = _Wide().eval(), torch.randn(1, 16, 8, 8)
-    ep = torch.export.export(model, (x,))
-    if xnnpack:
-        from edgetorch.backends.xnnpack import XnnpackPartitioner
-
-        program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
-    else:
-        program = to_edge(ep)
-    pte = program.to_executorch().buffer
+    pte = _pte(model, x, xnnpack)
     with torch.no_grad():
         want = model(x).numpy()
     with accel.enabled() if compiled else accel.disabled():
