@@ -13,10 +13,11 @@ if TYPE_CHECKING:
 class EdgeCompileConfig:
     """Options of ``to_edge``.
 
-    ``_check_ir_validity`` runs the verifier that refuses operators the runtime cannot run.
-    ``preserve_ops`` keeps those ops out of the core-ATen decomposition (a kernel or a
-    backend must then handle them). ``_core_aten_ops_exception_list`` lets non-core ops through
-    the verifier; they still need a kernel.
+    ``_check_ir_validity`` runs ExecuTorch's Edge verifier: ATen operators in core ATen, Edge
+    dtypes as ``edge.yaml`` allows; custom operators pass. ``preserve_ops`` keeps those ops
+    out of the core-ATen decomposition, ``_core_aten_ops_exception_list`` lets non-core ops
+    through the verifier; either way a kernel or a backend must handle them, which
+    ``to_executorch`` checks (see ``ExecutorchBackendConfig.target_runtime_operators``).
     """
 
     _check_ir_validity: bool = True
@@ -90,3 +91,10 @@ class ExecutorchBackendConfig:
     enable_non_cpu_memory_planning: bool = True
     # PropagateDeviceConfig, or {method: PropagateDeviceConfig}.
     propagate_device_config: Any = field(default_factory=_default_propagate_device_config)
+    # to_executorch refuses an operator left outside delegates that edgetorch's runtime has no
+    # kernel for (or no kernel for its dtype), so no .pte is written that the runtime cannot
+    # run. A deployment whose ExecuTorch runtime links its own kernel library names those
+    # operators here ("mylib::foo.out", "mylib::foo" for every overload, or torch.ops.mylib.foo):
+    # they are written unchecked, and edgetorch's runtime refuses the file at load_method
+    # (OperatorMissingError) unless a kernel is registered with @edgetorch.kernels.kernel.
+    target_runtime_operators: list[Any] = field(default_factory=list)

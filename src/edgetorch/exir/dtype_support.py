@@ -1,13 +1,16 @@
-"""Export-time dtype check: every operator must be used with dtypes it accepts.
+"""Export-time dtype checks: every operator must be used with dtypes it accepts.
 
-Two tables, checked in this order over the whole graph:
+Two tables:
 
-1. The kernel library's own declaration (``edgetorch.kernels.support``, the table the kernel
-   tests run against torch), so a model that would fail on the device because of a dtype fails
-   here instead (its hints are the most specific).
-2. The Edge dialect's rules (``exir_ops.edge.*._schema``'s ``allowed_types``, from ExecuTorch's
-   ``edge.yaml``): the dtype combinations ExecuTorch's own verifier accepts, so a program that
-   ExecuTorch would refuse at ``to_edge`` is refused here too.
+1. The Edge dialect's rules (``exir_ops.edge.*._schema``'s ``allowed_types``, from ExecuTorch's
+   ``edge.yaml``): the dtype combinations ExecuTorch's own verifier accepts, checked at
+   ``to_edge`` (``check_edge_dtypes``), so a program ExecuTorch would refuse there is refused
+   here too.
+2. The kernel library's own declaration (``edgetorch.kernels.support``, the table the kernel
+   tests run against torch), checked at ``to_executorch`` (``check_kernel_dtypes``), so a
+   model that would fail on the device because of a dtype fails on the developer's machine.
+   Where both refuse a node at ``to_edge``, this one's message is given: its hints are the
+   most specific.
 
 Either error names the operator, the argument, the dtype, the node, the user's source line and
 what to try.
@@ -15,7 +18,7 @@ what to try.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import torch
 from torch._ops import OpOverload
@@ -195,20 +198,30 @@ def _dtype_list(dtypes: Iterable[torch.dtype]) -> str:
     return ", ".join(names) or "no dtype"
 
 
-def check_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
-                 skip: set[object] = frozenset()) -> None:
-    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks,
-    else for the first node whose dtypes the Edge dialect rules forbid."""
-    nodes = [n for n in nodes if n.target not in skip]
-    problems = [(n, p) for n in nodes if (p := dtype_problem(n))]
+def check_kernel_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
+                        skip: Collection[object] = frozenset()) -> None:
+    """Raise ``UnsupportedOperatorError`` for the first node whose dtype its kernel lacks
+    (``to_executorch``: the runtime could not run it)."""
+    problems = [(n, p) for n in nodes if n.target not in skip and (p := dtype_problem(n))]
     if problems:
         _raise_kernel_problem(problems, method)
-    edge = [(n, p) for n in nodes if (p := edge_dtype_problem(n))]
-    if edge:
-        node, problem = edge[0]
-        others = sorted({p[0] for _, p in edge[1:]})
-        more = f"\n  ({len(edge) - 1} more: {', '.join(others)})" if others else ""
-        _raise_edge_problem(node, problem, method, more)
+
+
+def check_edge_dtypes(nodes: Iterable[torch.fx.Node], method: str = "forward",
+                      skip: Collection[object] = frozenset()) -> None:
+    """Raise ``UnsupportedOperatorError`` for the first node whose dtypes the Edge dialect
+    rules forbid (``to_edge``, as ExecuTorch's verifier). Where the kernel lacks that dtype
+    too, the kernel's message is raised: its hints are the most specific."""
+    edge = [(n, p) for n in nodes if n.target not in skip and (p := edge_dtype_problem(n))]
+    if not edge:
+        return
+    kernel = [(n, p) for n, _ in edge if (p := dtype_problem(n))]
+    if kernel:
+        _raise_kernel_problem(kernel, method)
+    node, problem = edge[0]
+    others = sorted({p[0] for _, p in edge[1:]})
+    more = f"\n  ({len(edge) - 1} more: {', '.join(others)})" if others else ""
+    _raise_edge_problem(node, problem, method, more)
 
 
 def _raise_kernel_problem(problems: list, method: str) -> None:

@@ -26,6 +26,7 @@ from .passes.quant_fusion import quant_fusion_and_const_prop
 from .passes.spec_prop import propagate_specs, root
 from .passes.to_out_variant import to_out_variants, view_copy_to_view
 from .passes.write_back import insert_write_back
+from .verifier import provided_names, verify_runtime_support
 
 Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]
 
@@ -67,6 +68,11 @@ def _reinplace_custom_ops(ep: ExportedProgram, config: ExecutorchBackendConfig) 
         )
 
         unsafe_remove_auto_functionalized_pass(ep)
+
+
+def _runtime_support(ep: ExportedProgram, config: ExecutorchBackendConfig,
+                     name: str = "forward") -> None:
+    verify_runtime_support(ep, name, provided_names(config.target_runtime_operators))
 
 
 def _write_back(ep: ExportedProgram, config: ExecutorchBackendConfig) -> None:
@@ -131,6 +137,7 @@ STEPS: list[Step] = [
     ("contiguous inputs for portable kernels (LegalizePortableDimOrderPass)",
      _legalize_dim_order),
     ("custom ops mutate in place (remove auto_functionalized)", _reinplace_custom_ops),
+    ("every operator has a kernel (target_runtime_operators)", _runtime_support),
     ("write back mutated buffers", _write_back),
     ("fuse batch norm into convolutions (fuse_batch_norm)", _fuse_batch_norm),
     ("fold constants", _fold),
@@ -198,7 +205,7 @@ def plan_method(name: str, edge_ep: ExportedProgram, config: ExecutorchBackendCo
     done: list[str] = []
     for step_name, fn in STEPS:
         try:
-            if fn is _devices:  # the one step whose options may be given per method
+            if fn in (_devices, _runtime_support):  # steps that name the method
                 fn(ep, config, name)
             else:
                 fn(ep, config)

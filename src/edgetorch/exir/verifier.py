@@ -1,8 +1,16 @@
-"""The Edge verifier: every operator left in a method must be one the runtime can run.
+"""The two operator checks of export: the Edge dialect's, and the runtime's.
 
-It runs at ``to_edge`` (and after every ``transform``), so an unsupported operator fails on
-the developer's machine with the op, the node, the user's source line and what to try --
-never later on a device.
+``to_edge`` (and every ``transform``) checks what ExecuTorch's Edge verifier checks: every call
+is an operator, every ATen operator is in core ATen unless preserved or excepted, and every
+Edge operator's dtypes follow ExecuTorch's Edge dialect rules. Operators of any other namespace
+(custom ops) pass, as in ExecuTorch: a pass or a partitioner may still take them.
+
+``to_executorch`` checks what ExecuTorch leaves to the runtime: every operator left outside
+delegates has a kernel in edgetorch's registry, for its dtypes, so a ``.pte`` that the runtime
+would refuse at load (ExecuTorch's with OperatorMissing) is refused on the developer's machine,
+naming the op, the node, the user's source line and what to try. Operators the target runtime
+provides from its own kernel library are listed in
+``ExecutorchBackendConfig.target_runtime_operators`` and skip that check.
 """
 
 from __future__ import annotations
@@ -10,15 +18,19 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+from collections.abc import Collection, Iterable
 
 import torch
-from torch._ops import HigherOrderOperator, OpOverload
+from torch._ops import HigherOrderOperator, OpOverload, OpOverloadPacket
 from torch.export import ExportedProgram
 
-from ..errors import UnsupportedOperatorError
+from ..errors import ErrorCode, ExportError, UnsupportedOperatorError
 from ..kernels import KERNELS
-from .dtype_support import check_dtypes
+from . import memory
+from .dtype_support import check_edge_dtypes, check_kernel_dtypes
+from .error import NonCoreOperatorError
 from .ops import describe_node, graph_modules, out_variant, qualified_name
+from .passes.to_out_variant import NO_OUT_VARIANT, is_inplace
 
 # Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
 # Python's symbolic-int operations in a graph -> the ``executorch_prim::<name>.Scalar``
@@ -32,8 +44,85 @@ SYM_OP_NAMES = {
     torch.sym_min: "sym_min", torch.sym_not: "sym_not", torch.sym_ite: "sym_ite",
 }
 SYM_OPS = set(SYM_OP_NAMES)
-_ALLOWED_CALLS = {operator.getitem}
+# Calls that are no operator: a tuple's item, and the buffers and views ``to_executorch``
+# inserts (a lowered program may be wrapped in a manager again).
+_ALLOWED_CALLS = {operator.getitem, memory.alloc, memory.view}
 _AUTO_FUNCTIONALIZED = ("auto_functionalized", "auto_functionalized_v2")
+
+_aten = torch.ops.aten
+# ATen operators ExecuTorch's Edge verifier lets through whatever their tags say (its own
+# list: a few non-core ops its kernels cover, asserts, and the symbolic-size ops).
+EXECUTORCH_EXCEPTIONS = frozenset({
+    _aten.mkldnn_rnn_layer.default, _aten._upsample_bilinear2d_aa.default,
+    _aten.quantize_per_tensor.default, _aten.dequantize.self, _aten.max.default,
+    _aten.min.default, _aten.full_like.default, _aten._assert_scalar.default,
+    _aten._assert_async.msg, _aten.scalar_tensor.default, _aten.sym_stride.int,
+    _aten.sym_size.int, _aten.sym_numel.default, _aten._local_scalar_dense.default,
+    _aten.sym_constrain_range_for_size.default, _aten.sym_constrain_range.default,
+})
+
+
+def core_aten_problem(op: OpOverload, exceptions: Collection[object] = (),
+                      preserved: Collection[object] = ()) -> str | None:
+    """Why ExecuTorch's Edge verifier refuses ``op`` (an ATen or Edge overload), or None:
+    an ATen operator outside core ATen that is neither excepted nor preserved, or a preserved
+    view. Other namespaces always pass."""
+    op = getattr(op, "_op", op)  # an Edge op is checked as the ATen op it stands for
+    if op.namespace != "aten" or op in EXECUTORCH_EXCEPTIONS or op in exceptions:
+        return None
+    if op in preserved:
+        return (f"{op} cannot be preserved: it is a view, and memory planning needs views as "
+                "copies" if op.is_view else None)
+    if torch.Tag.core in op.tags or torch.Tag.view_copy in op.tags:
+        return None
+    return f"{qualified_name(op)} is not in the core ATen opset"
+
+
+# ---- to_edge: ExecuTorch's Edge verifier --------------------------------------------------
+
+
+def edge_reason(node: torch.fx.Node, exceptions: Collection[object] = (),
+                preserved: Collection[object] = ()) -> str | None:
+    """Why ExecuTorch's Edge verifier refuses ``node``, or None."""
+    if node.op != "call_function":
+        return None
+    target = node.target
+    if target in _ALLOWED_CALLS or target in SYM_OPS or isinstance(target, HigherOrderOperator):
+        return None
+    if not isinstance(target, OpOverload):
+        return f"call to {getattr(target, '__name__', target)!r} is not an operator"
+    return core_aten_problem(target, exceptions, preserved)
+
+
+def verify_edge_program(ep: ExportedProgram, method: str = "forward",
+                        exceptions: Collection[object] = (),
+                        preserved: Collection[object] = ()) -> None:
+    """Raise for the first node ExecuTorch's Edge verifier refuses (a non-core ATen operator:
+    ``NonCoreOperatorError``, which is also torch's ``SpecViolationError``), else for the first
+    node whose dtypes the Edge dialect rules forbid (``UnsupportedOperatorError``)."""
+    nodes = _nodes(ep)
+    problems = [(n, r) for n in nodes if (r := edge_reason(n, exceptions, preserved))]
+    if problems:
+        node, reason = problems[0]
+        core = isinstance(node.target, OpOverload)
+        raise (NonCoreOperatorError if core else UnsupportedOperatorError)(
+            f"method {method!r}: {reason} (ExecuTorch's Edge dialect refuses it too).\n"
+            f"  {describe_node(node)}{_more(problems, node)}\n  Try: " + (
+                _non_core_hint(node.target) if core else
+                "rewrite that line with torch operators; or pass "
+                "EdgeCompileConfig(_check_ir_validity=False) to skip this check"))
+    check_edge_dtypes(nodes, method, exceptions)
+
+
+def _non_core_hint(op: OpOverload) -> str:
+    aten = getattr(op, "_op", op)
+    return (f"export under torch.no_grad() (training export keeps some ops whole); or let it "
+            "through with to_edge(..., compile_config=EdgeCompileConfig("
+            f"_core_aten_ops_exception_list=[torch.ops.{aten}])) or preserve_ops=[...] when a "
+            "backend or a kernel you register handles it (to_executorch checks that one does)")
+
+
+# ---- to_executorch: can the runtime run it ------------------------------------------------
 
 
 def _unwrapped(node: torch.fx.Node) -> torch.fx.Node:
@@ -44,19 +133,46 @@ def _unwrapped(node: torch.fx.Node) -> torch.fx.Node:
 
 def _runtime_name(op: OpOverload) -> str | None:
     """The operator string the runtime must have for ``op``, or None when there is none."""
-    if op in (torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
-              torch.ops.aten._local_scalar_dense.default):
+    if op in NO_OUT_VARIANT or is_inplace(op):  # called as themselves (scalars, write-backs)
         return qualified_name(op)
     out = out_variant(op)
     return qualified_name(out) if out is not None else None
 
 
-def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset()) -> str | None:
-    """Why ``node`` cannot run in the runtime, or None if it can."""
+def provided_names(ops: Iterable[object]) -> frozenset[str]:
+    """``target_runtime_operators`` as operator strings: a string as given (``mylib::foo.out``,
+    or ``mylib::foo`` for every overload), an overload as the name the ``.pte`` stores for it
+    (its out variant's) and its own, a packet (``torch.ops.mylib.foo``) as ``mylib::foo``."""
+    names = set()
+    for op in ops:
+        if isinstance(op, str):
+            names.add(op)
+        elif isinstance(op, OpOverloadPacket):
+            names.add(op._qualified_op_name)
+        elif isinstance(op, OpOverload):
+            names.add(qualified_name(op))
+            names.add(_runtime_name(op) or qualified_name(op))
+        else:
+            raise ExportError(f"ExecutorchBackendConfig.target_runtime_operators takes operator "
+                              "names ('mylib::foo.out') or torch.ops overloads and packets, "
+                              f"got {op!r}", code=ErrorCode.InvalidArgument)
+    return frozenset(names)
+
+
+def _provided(op: OpOverload, provided: frozenset[str]) -> bool:
+    op = getattr(op, "_op", op)
+    name = qualified_name(op)
+    return bool(provided) and (name in provided or op._schema.name in provided
+                               or _runtime_name(op) in provided)
+
+
+def unsupported_reason(node: torch.fx.Node, provided: frozenset[str] = frozenset()) -> str | None:
+    """Why ``node`` cannot run in the runtime, or None if it can (or the target runtime
+    provides its operator)."""
     if node.op != "call_function":
         return None
     target = node.target
-    if target in _ALLOWED_CALLS or target in SYM_OPS or target in extra_ok:
+    if target in _ALLOWED_CALLS or target in SYM_OPS:
         return None
     if isinstance(target, HigherOrderOperator):
         if target is torch.ops.higher_order.cond:
@@ -66,15 +182,18 @@ def unsupported_reason(node: torch.fx.Node, extra_ok: set[object] = frozenset())
         if target.__name__ == "executorch_call_delegate":
             return None
         if target.__name__ in _AUTO_FUNCTIONALIZED:  # a mutating custom op, made in place
-            return unsupported_reason(_unwrapped(node), extra_ok)  # again by to_executorch
+            return unsupported_reason(_unwrapped(node), provided)  # by to_executorch
         return f"higher-order operator {target.__name__} is not supported"
     if not isinstance(target, OpOverload):
         return f"call to {getattr(target, '__name__', target)!r} is not an ATen operator"
+    if _provided(target, provided):
+        return None
     name = _runtime_name(target)
     if name is None:
-        return f"{qualified_name(target)} has no out-variant overload the runtime could call"
+        return (f"{qualified_name(target)} has no out-variant overload the runtime could call "
+                f"(define {target._schema.name}.out, as ExecuTorch's to_executorch needs too)")
     if name not in KERNELS:
-        return f"the runtime has no kernel for {name}"
+        return f"edgetorch's runtime has no kernel for {name}"
     return None
 
 
@@ -97,32 +216,43 @@ def map_reason(node: torch.fx.Node) -> str | None:
     return None
 
 
-def verify_edge_program(ep: ExportedProgram, method: str = "forward",
-                        extra_ok: set[object] = frozenset()) -> None:
-    """Raise ``UnsupportedOperatorError`` for the first node the runtime could not run."""
-    problems = []
-    nodes = [n for gm in graph_modules(ep.graph_module) for n in gm.graph.nodes]
-    for node in nodes:
-        reason = unsupported_reason(node, extra_ok)
-        if reason is not None:
-            problems.append((node, reason))
+def verify_runtime_support(ep: ExportedProgram, method: str = "forward",
+                           provided: frozenset[str] = frozenset()) -> None:
+    """Raise ``UnsupportedOperatorError`` for the first node outside delegates that the
+    runtime could not run, else for the first whose dtype its kernel lacks. Operators in
+    ``provided`` (the target runtime's own kernels) are not checked."""
+    nodes = _nodes(ep)
+    problems = [(n, r) for n in nodes if (r := unsupported_reason(n, provided))]
     if not problems:
-        check_dtypes(nodes, method, extra_ok)  # and each operator's dtype has a kernel
+        skip = {n.target for n in nodes if isinstance(n.target, OpOverload)
+                and _provided(n.target, provided)}
+        check_kernel_dtypes(nodes, method, skip)
         return
     node, reason = problems[0]
     target = node.target
     op = qualified_name(target) if isinstance(target, OpOverload) else str(target)
-    others = sorted({str(n.target) for n, _ in problems[1:] if n.target != target})
-    more = f"\n  ({len(problems) - 1} more unsupported node(s): {', '.join(others)})" if others else ""
     raise UnsupportedOperatorError(
         f"method {method!r}: operator {op} cannot run in the edgetorch runtime: {reason}.\n"
-        f"  {describe_node(node)}{more}\n"
-        "  Try: rewrite that line with supported operators; or lower it to a backend with "
-        "to_edge_transform_and_lower(..., partitioner=[...]); or register a kernel with "
-        f"@edgetorch.kernels.kernel({_suggest(target)!r}); or pass "
-        "EdgeCompileConfig(_check_ir_validity=False) to export anyway (the runtime will then "
-        "refuse the program at load_method)."
+        f"  {describe_node(node)}{_more(problems, node)}\n"
+        "  Try: register a kernel with "
+        f"@edgetorch.kernels.kernel({_suggest(target)!r}) before to_executorch (then it runs "
+        "in edgetorch); or lower that part to a backend with "
+        "to_edge_transform_and_lower(..., partitioner=[...]); or rewrite that line with "
+        "supported operators. To deploy with your own C++ kernel library linked into "
+        "ExecuTorch's runtime, name the operator in ExecutorchBackendConfig("
+        f"target_runtime_operators=[{_suggest(target)!r}]) (edgetorch's runtime then refuses "
+        "that file at load_method)."
     )
+
+
+def _nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
+    return [n for gm in graph_modules(ep.graph_module) for n in gm.graph.nodes]
+
+
+def _more(problems: list, first: torch.fx.Node) -> str:
+    others = sorted({str(n.target) for n, _ in problems[1:] if n.target != first.target})
+    return (f"\n  ({len(problems) - 1} more such node(s): {', '.join(others)})"
+            if others else "")
 
 
 def _suggest(target: object) -> str:

@@ -47,7 +47,8 @@ def to_edge(
     compile_config: EdgeCompileConfig | None = None,
     generate_etrecord: bool = False,
 ) -> EdgeProgramManager:
-    """Lower ATen programs to the Edge dialect and verify the runtime can run every op."""
+    """Lower ATen programs to the Edge dialect and verify them as ExecuTorch's Edge verifier
+    does (whether the runtime can run every op is ``to_executorch``'s check)."""
     config = compile_config or EdgeCompileConfig()
     edge = {name: to_edge_dialect(ep, config) for name, ep in _as_dict(programs).items()}
     manager = EdgeProgramManager(edge, constant_methods, config)
@@ -79,7 +80,8 @@ def to_edge_transform_and_lower(
 
     ``partitioner`` is a list tried in order for every method, or ``{method: [...]}``. The
     operators each partitioner's ``ops_to_not_decompose`` names stay whole for it to take
-    (and must be taken). What is left after lowering is verified like ``to_edge``'s output.
+    (and must be taken). What is left after lowering is verified like ``to_edge``'s output,
+    the partitioners' operators counting as preserved.
     """
     config = compile_config or EdgeCompileConfig()
     aten = _as_dict(programs)
@@ -111,7 +113,9 @@ def to_edge_transform_and_lower(
         ep = manager.exported_program(name)
         preserve.decompose_declined(ep, kept[name], _decomposition_table(config, []))
         preserve.check_consumed(name, ep, kept[name])
-    result = EdgeProgramManager(manager._edge_programs, constant_methods, config)
+    result = EdgeProgramManager(manager._edge_programs, constant_methods, config,
+                                preserve_ops=[op for ops in kept.values()
+                                              for op in preserve.all_ops(ops)])
     return (_with_etrecord(result, programs, before_lowering, extra) if generate_etrecord
             else result)
 
@@ -169,7 +173,11 @@ class EdgeProgramManager:
 
     def __init__(self, edge_programs: dict[str, ExportedProgram] | ExportedProgram,
                  constant_methods: dict[str, Any] | None = None,
-                 compile_config: EdgeCompileConfig | None = None) -> None:
+                 compile_config: EdgeCompileConfig | None = None,
+                 core_aten_ops_exception_list: list | None = None,
+                 preserve_ops: list | None = None) -> None:
+        """``core_aten_ops_exception_list`` and ``preserve_ops`` add to the config's lists for
+        the Edge verifier (ExecuTorch's arguments)."""
         self.compile_config = compile_config or EdgeCompileConfig()
         if isinstance(edge_programs, ExportedProgram):  # one method, as ExecuTorch accepts
             edge_programs = {"forward": edge_programs}
@@ -179,10 +187,13 @@ class EdgeProgramManager:
         clash = set(self._edge_programs) & set(self._config_methods)
         if clash:
             raise ExportError(f"names used both as methods and constant methods: {sorted(clash)}")
+        self._exceptions = list(core_aten_ops_exception_list or [])  # beyond the config's
+        self._preserved = list(preserve_ops or [])
         if self.compile_config._check_ir_validity:
-            extra = set(self.compile_config._core_aten_ops_exception_list or [])
+            exceptions = [*self.compile_config._core_aten_ops_exception_list, *self._exceptions]
+            preserved = [*self.compile_config.preserve_ops, *self._preserved]
             for name, ep in self._edge_programs.items():
-                verify_edge_program(ep, name, extra)
+                verify_edge_program(ep, name, exceptions, preserved)
 
     @property
     def methods(self) -> set[str]:
@@ -230,7 +241,8 @@ class EdgeProgramManager:
     def _derived(self, programs: dict[str, ExportedProgram]) -> EdgeProgramManager:
         """A manager for ``programs`` that keeps this one's configuration and ETRecord (which
         records the Edge program as ``to_edge`` made it, before transforms and delegation)."""
-        manager = EdgeProgramManager(programs, self._config_methods, self.compile_config)
+        manager = EdgeProgramManager(programs, self._config_methods, self.compile_config,
+                                     self._exceptions, self._preserved)
         manager._etrecord = self._etrecord
         return manager
 

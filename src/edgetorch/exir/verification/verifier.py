@@ -1,9 +1,10 @@
 """``EXIRATenDialectVerifier`` and ``EXIREdgeDialectVerifier`` (ExecuTorch's names): torch
 export verifiers that check a graph is in core ATen, or in the Edge dialect over core ATen.
 
-They answer "is this graph well-formed IR"; whether edgetorch's runtime can run every node is
-``edgetorch.exir.verifier.verify_edge_program``'s question. Operators outside the ``aten``
-namespace (custom ops) are accepted, as ExecuTorch accepts them.
+They answer "is this graph well-formed IR" with ExecuTorch's rules (``to_edge`` asks the same
+through ``edgetorch.exir.verifier.verify_edge_program``, with edgetorch's messages); whether
+edgetorch's runtime can run every node is ``to_executorch``'s question. Operators outside the
+``aten`` namespace (custom ops) are accepted, as ExecuTorch accepts them.
 """
 
 from __future__ import annotations
@@ -18,22 +19,16 @@ from torch._ops import OpOverload
 
 from ..dialects.edge._ops import EdgeOpOverload
 from ..lowered_backend_module import LoweredBackendModule
+from ..verifier import core_aten_problem
 
 
 def _check_core_aten(op: OpOverload, exceptions: list, preserve_ops: list) -> None:
-    if op.namespace != "aten" or op in exceptions:
-        return
-    if op in preserve_ops:
-        if op.is_view:
-            raise SpecViolationError(f"cannot preserve operator {op}: it is a view (memory "
-                                     "planning needs views as copies)")
-        return
-    if torch.Tag.core not in op.tags and torch.Tag.view_copy not in op.tags:
+    problem = core_aten_problem(op, exceptions, preserve_ops)
+    if problem is not None:
         raise SpecViolationError(
-            f"operator {op} is not in the core ATen opset. Try: "
-            f"to_edge(..., compile_config=EdgeCompileConfig(_core_aten_ops_exception_list="
-            f"[torch.ops.{op}])) if your backend or runtime handles it, or export under "
-            "torch.no_grad() for inference")
+            f"{problem}. Try: to_edge(..., compile_config=EdgeCompileConfig("
+            f"_core_aten_ops_exception_list=[torch.ops.{getattr(op, '_op', op)}])) if your "
+            "backend or runtime handles it, or export under torch.no_grad() for inference")
 
 
 def _lists(edge_compile_config: Any, exceptions: list | None,
