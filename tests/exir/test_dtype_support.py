@@ -1,5 +1,6 @@
-"""Export-time dtype guarantee: to_edge refuses an operator used with a dtype its kernel lacks,
-naming the op, the dtype, the node, the user's source line and what to try."""
+"""Export-time dtype guarantee: an operator used with a dtype its kernel lacks is refused at
+to_edge when ExecuTorch's Edge dialect rules refuse it too, else at to_executorch, naming the
+op, the dtype, the node, the user's source line and what to try."""
 
 import pytest
 
@@ -31,10 +32,14 @@ class Bf16Mlp(torch.nn.Module):
         return torch.softmax(torch.nn.functional.gelu(self.fc(x)), -1)
 
 
-def _refused(model, *inputs) -> UnsupportedOperatorError:
+def _refused(model, *inputs, at: str = "to_edge") -> UnsupportedOperatorError:
+    """The error of ``to_edge`` (where ExecuTorch's Edge dtype rules refuse the node too) or of
+    ``to_executorch`` (where only edgetorch's kernel lacks the dtype)."""
     ep = torch.export.export(model, inputs)
     with pytest.raises(UnsupportedOperatorError) as info:
-        to_edge(ep)
+        edge = to_edge(ep)
+        assert at == "to_executorch", "to_edge accepted it"
+        edge.to_executorch()
     return info.value
 
 
@@ -51,7 +56,7 @@ def test_integer_input_to_a_float_only_op():
 
 
 def test_low_precision_input_to_an_op_without_that_kernel():
-    msg = str(_refused(Bf16Pdist(), torch.randn(4, 3, dtype=torch.bfloat16)))
+    msg = str(_refused(Bf16Pdist(), torch.randn(4, 3, dtype=torch.bfloat16), at="to_executorch"))
     assert "aten::_pdist_forward.out" in msg and "bfloat16" in msg
     assert "compute that op in float32" in msg
 

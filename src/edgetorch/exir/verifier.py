@@ -27,6 +27,7 @@ from torch.export import ExportedProgram
 from ..errors import ErrorCode, ExportError, UnsupportedOperatorError
 from ..kernels import KERNELS
 from . import memory
+from .dialects.edge._ops import EdgeOpOverload
 from .dtype_support import check_edge_dtypes, check_kernel_dtypes
 from .error import NonCoreOperatorError
 from .ops import describe_node, graph_modules, out_variant, qualified_name
@@ -62,12 +63,17 @@ EXECUTORCH_EXCEPTIONS = frozenset({
 })
 
 
+def aten_op(op: OpOverload) -> OpOverload:
+    """The ATen overload an Edge overload stands for (``op`` itself otherwise)."""
+    return op._op if isinstance(op, EdgeOpOverload) else op
+
+
 def core_aten_problem(op: OpOverload, exceptions: Collection[object] = (),
                       preserved: Collection[object] = ()) -> str | None:
     """Why ExecuTorch's Edge verifier refuses ``op`` (an ATen or Edge overload), or None:
     an ATen operator outside core ATen that is neither excepted nor preserved, or a preserved
     view. Other namespaces always pass."""
-    op = getattr(op, "_op", op)  # an Edge op is checked as the ATen op it stands for
+    op = aten_op(op)  # an Edge op is checked as the ATen op it stands for
     if op.namespace != "aten" or op in EXECUTORCH_EXCEPTIONS or op in exceptions:
         return None
     if op in preserved:
@@ -115,7 +121,7 @@ def verify_edge_program(ep: ExportedProgram, method: str = "forward",
 
 
 def _non_core_hint(op: OpOverload) -> str:
-    aten = getattr(op, "_op", op)
+    aten = aten_op(op)
     return (f"export under torch.no_grad() (training export keeps some ops whole); or let it "
             "through with to_edge(..., compile_config=EdgeCompileConfig("
             f"_core_aten_ops_exception_list=[torch.ops.{aten}])) or preserve_ops=[...] when a "
@@ -160,7 +166,7 @@ def provided_names(ops: Iterable[object]) -> frozenset[str]:
 
 
 def _provided(op: OpOverload, provided: frozenset[str]) -> bool:
-    op = getattr(op, "_op", op)
+    op = aten_op(op)
     name = qualified_name(op)
     return bool(provided) and (name in provided or op._schema.name in provided
                                or _runtime_name(op) in provided)

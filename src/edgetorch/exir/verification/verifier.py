@@ -19,7 +19,7 @@ from torch._ops import OpOverload
 
 from ..dialects.edge._ops import EdgeOpOverload
 from ..lowered_backend_module import LoweredBackendModule
-from ..verifier import core_aten_problem
+from ..verifier import aten_op, core_aten_problem
 
 
 def _check_core_aten(op: OpOverload, exceptions: list, preserve_ops: list) -> None:
@@ -27,7 +27,7 @@ def _check_core_aten(op: OpOverload, exceptions: list, preserve_ops: list) -> No
     if problem is not None:
         raise SpecViolationError(
             f"{problem}. Try: to_edge(..., compile_config=EdgeCompileConfig("
-            f"_core_aten_ops_exception_list=[torch.ops.{getattr(op, '_op', op)}])) if your "
+            f"_core_aten_ops_exception_list=[torch.ops.{aten_op(op)}])) if your "
             "backend or runtime handles it, or export under torch.no_grad() for inference")
 
 
