@@ -84,6 +84,13 @@ class ExportPass(_ExportPassBaseDeprecatedDoNotUse):
         res = super().placeholder(name, arg, meta)
         return ProxyValue(res.data, res.proxy_or_node)
 
+    def call_getitem(self, value, key: int, meta: NodeMetadata):  # type: ignore[no-untyped-def]
+        # A pass that replaced a multi-result operator by several nodes returns them as a
+        # tuple: its readers take the element itself, not a getitem of a tuple literal.
+        if isinstance(value, (tuple, list)):
+            return value[key]
+        return super().call_getitem(value, key, meta)
+
     def should_preserve_symbolic_input_metadata(self) -> bool:
         """Whether replaying the graph must keep each input's symbolic sizes (override to
         return False in a pass that changes them on purpose)."""
