@@ -1,7 +1,8 @@
 """The ``channels_last`` dialect: each operator is its ATen operator on NHWC data, it passes
-``to_edge`` (a custom namespace, as in ExecuTorch), ``DecomposeChannelsLastPass`` turns it back
-into portable operators that run in edgetorch's runtime with eager's numbers, and one left in
-the program is refused at ``to_executorch``."""
+``to_edge`` (a custom namespace, as in ExecuTorch), ``ReplaceOpsWithChannelsLastVariants``
+brings it in, ``DecomposeChannelsLastPass`` turns it back into portable operators that run in
+edgetorch's runtime with eager's numbers, and one left in the program is refused at
+``to_executorch``."""
 
 import pytest
 
@@ -10,6 +11,10 @@ torch = pytest.importorskip("torch")
 import edgetorch.backends.transforms.channels_last_ops  # noqa: E402, F401
 from edgetorch.backends.transforms.decompose_channels_last_pass import (  # noqa: E402
     DecomposeChannelsLastPass,
+)
+from edgetorch.backends.transforms.replace_ops_with_channels_last_variants import (  # noqa: E402
+    ChannelsLastOpSpec,
+    ReplaceOpsWithChannelsLastVariants,
 )
 from edgetorch.errors import UnsupportedOperatorError  # noqa: E402
 from edgetorch.exir import to_edge  # noqa: E402
@@ -82,3 +87,54 @@ def test_to_edge_keeps_the_dialect_and_decompose_runs_it_with_eagers_numbers():
     torch.testing.assert_close(outs[0], expected[0], rtol=1e-5, atol=1e-5)  # float32 conv
     assert torch.equal(outs[1], expected[1])  # indices: the same positions
     torch.testing.assert_close(outs[2], expected[2], rtol=1e-5, atol=1e-5)
+
+
+class Layouts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.conv1d = torch.nn.Conv1d(4, 4, 3)
+        self.pool = torch.nn.MaxPool2d(2, return_indices=True)
+
+    def forward(self, x, y, z):
+        values, indices = self.pool(self.conv(x))
+        unbatched = torch.nn.functional.avg_pool2d(y, 2)  # a 3-D input gets a batch dim
+        return torch.nn.functional.avg_pool2d(values, 2), indices, unbatched, self.conv1d(z)
+
+
+def _targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_replace_brings_the_dialect_in_and_decompose_takes_it_out_with_eagers_numbers():
+    model = Layouts().eval()
+    args = (torch.randn(1, 4, 8, 8), torch.randn(3, 8, 8), torch.randn(1, 4, 9))
+    edge = to_edge(torch.export.export(model, args))
+    ep = edge.exported_program()
+    result = ReplaceOpsWithChannelsLastVariants(ep)(ep.graph_module)
+    targets = _targets(result.graph_module)
+    assert result.modified
+    assert targets.count(exir_ops.edge.channels_last.convolution.default) == 1
+    assert targets.count(exir_ops.edge.aten.convolution.default) == 1  # conv1d stays
+    assert targets.count(exir_ops.edge.channels_last.avg_pool2d.default) == 2
+    assert exir_ops.edge.channels_last.max_pool2d_with_indices.default in targets
+    assert exir_ops.edge.aten.squeeze_copy.dims in targets  # the unbatched pool's batch goes
+
+    edge = edge.transform([ReplaceOpsWithChannelsLastVariants(ep), DecomposeChannelsLastPass()])
+    et = edge.to_executorch()
+    outs = Runtime.get().load_program(et.buffer).load_method("forward").execute(list(args))
+    for out, ref in zip(outs, model(*args)):
+        assert out.shape == ref.shape
+        torch.testing.assert_close(out, ref.detach(), rtol=1e-5, atol=1e-5)  # float32 conv
+
+
+def test_op_map_restricts_what_is_replaced():
+    args = (torch.randn(1, 4, 8, 8), torch.randn(3, 8, 8), torch.randn(1, 4, 9))
+    ep = to_edge(torch.export.export(Layouts().eval(), args)).exported_program()
+    assert not ReplaceOpsWithChannelsLastVariants(ep, op_map={})(ep.graph_module).modified
+    only_pool = {exir_ops.edge.aten.avg_pool2d.default: ChannelsLastOpSpec(
+        exir_ops.edge.channels_last.avg_pool2d.default, [0], [0])}
+    gm = ReplaceOpsWithChannelsLastVariants(ep, op_map=only_pool)(ep.graph_module).graph_module
+    targets = _targets(gm)
+    assert targets.count(exir_ops.edge.channels_last.avg_pool2d.default) == 2
+    assert exir_ops.edge.channels_last.convolution.default not in targets
