@@ -98,3 +98,71 @@ def test_selectors_on_exported_graph():
     assert names(select_any()) == [] and len(names(select_all())) == len(nodes)
     with pytest.raises(ValueError):
         select_by_op_type()
+
+
+class _TwoLinears(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(8, 8)
+        self.l2 = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+def _tapped(model, x):
+    from edgetorch.devtools.intermediate_output_tap import tap_intermediate_outputs_
+
+    ep = torch.export.export(model, (x,))
+    rules = [(select_by_op_type("aten.linear.default"), FULL_TENSOR),
+             (select_all_call_function(), STATS)]
+    return tap_intermediate_outputs_(ep, rules)
+
+
+def test_tap_pass_appends_one_user_output_per_selected_node():
+    model, x = _TwoLinears().eval(), torch.randn(2, 8)
+    ep, specs = _tapped(model, x)
+    assert [(s.node_name, s.reducer_name, s.output_index) for s in specs] == [
+        ("linear", "FULL_TENSOR", 1), ("relu", "STATS", 2), ("linear_1", "FULL_TENSOR", 3)]
+    assert specs[0].module_class == specs[2].module_class == "Linear"
+    assert specs[0].module_path == "l1" and specs[2].module_path == "l2"
+    assert len(ep.graph_signature.output_specs) == 4
+    outputs = ep.module()(x)
+    torch.testing.assert_close(outputs[0], model(x))
+    torch.testing.assert_close(outputs[1], model.l1(x))  # the tap's eager value
+    torch.testing.assert_close(outputs[2], STATS.eager(torch.relu(model.l1(x))))
+
+
+def test_taps_survive_xnnpack_lowering_and_strip_into_a_program_edgetorch_runs():
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from edgetorch.devtools.intermediate_output_tap import find_tap_nodes, strip_taps_
+    from edgetorch.errors import UnsupportedOperatorError
+    from edgetorch.exir import to_edge_transform_and_lower
+    from edgetorch.runtime import Runtime
+
+    model, x = _TwoLinears().eval(), torch.randn(2, 8)
+    ep, specs = _tapped(model, x)
+    aot = ep.module()(x)
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    assert len(find_tap_nodes(edge.exported_program().graph_module)) == 3  # not delegated
+    with pytest.raises(UnsupportedOperatorError, match="executorch_devtools::tap"):
+        edge.to_executorch()  # a tap left in has no kernel: strip first
+    strip_taps_(edge)
+    assert not find_tap_nodes(edge.exported_program().graph_module)
+    outputs = Runtime.get().load_program(edge.to_executorch().buffer).load_method(
+        "forward").execute([x])
+    assert len(outputs) == 4
+    for spec in specs:  # XNNPACK's float32 linear against torch's: the project's bound
+        torch.testing.assert_close(outputs[spec.output_index], aot[spec.output_index].detach(),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_no_matching_rule_is_an_error_or_a_warning():
+    from edgetorch.devtools.intermediate_output_tap import tap_intermediate_outputs_
+
+    ep = torch.export.export(_TwoLinears(), (torch.randn(2, 8),))
+    rule = (select_by_op_type("aten.conv2d.default"), STATS)
+    with pytest.raises(ValueError, match="no rule matched"):
+        tap_intermediate_outputs_(ep, rule)
+    with pytest.warns(UserWarning, match="no rule matched"):
+        assert tap_intermediate_outputs_(ep, rule, error_on_empty=False) == (ep, [])
