@@ -166,3 +166,20 @@ def test_no_matching_rule_is_an_error_or_a_warning():
         tap_intermediate_outputs_(ep, rule)
     with pytest.warns(UserWarning, match="no rule matched"):
         assert tap_intermediate_outputs_(ep, rule, error_on_empty=False) == (ep, [])
+
+
+def test_tap_compare_runs_the_whole_pipeline_and_compares_per_tap():
+    from edgetorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from edgetorch.devtools.intermediate_output_tap import tap_compare
+
+    model, x = _TwoLinears().eval(), torch.randn(2, 8)
+    rules = [(select_by_op_type("aten.linear.default"), FULL_TENSOR),
+             (select_all_call_function(), STATS)]
+    df, specs = tap_compare(model, (x,), [XnnpackPartitioner()], rules=rules)
+    assert list(df["node_name"]) == [s.node_name for s in specs] == ["linear", "relu", "linear_1"]
+    full = df[df["reducer_name"] == "FULL_TENSOR"]
+    assert (full["aot_numel"] == full["rt_numel"]).all() and set(full["aot_numel"]) == {16, 8}
+    assert (full["sqnr_db"] > 100).all()  # float32 XNNPACK against torch: ~1e-7 relative error
+    stats = df[df["reducer_name"] == "STATS"].iloc[0]
+    for field in STATS.fields:
+        assert stats[f"rt_{field}"] == pytest.approx(stats[f"aot_{field}"], rel=1e-5, abs=1e-5)
