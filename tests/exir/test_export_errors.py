@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 
 from torch._export.verifier import SpecViolationError  # noqa: E402
 
-
 from edgetorch.errors import (  # noqa: E402
     ErrorCode,
     ExportError,
