@@ -138,3 +138,32 @@ def test_op_map_restricts_what_is_replaced():
     targets = _targets(gm)
     assert targets.count(exir_ops.edge.channels_last.avg_pool2d.default) == 2
     assert exir_ops.edge.channels_last.convolution.default not in targets
+
+
+def test_remove_getitem_keeps_only_the_values_and_refuses_a_read_of_the_indices():
+    from edgetorch.backends.transforms.remove_getitem_op import RemoveGetItemPass
+    from edgetorch.errors import ExportError
+
+    class Pools(torch.nn.Module):
+        def forward(self, x):
+            values, _ = torch.max(x, dim=1)
+            return torch.nn.functional.max_pool2d(x, 2), values
+
+    x = torch.randn(1, 3, 4, 4)
+    ep = to_edge(torch.export.export(Pools(), (x,))).exported_program()
+    gm = RemoveGetItemPass()(ep.graph_module).graph_module
+    targets = _targets(gm)
+    assert exir_ops.edge.aten.max_pool2d.default in targets
+    assert exir_ops.edge.aten.amax.default in targets
+    assert exir_ops.edge.aten.max_pool2d_with_indices.default not in targets
+    # max_pool2d is no core ATen op: a backend takes it, as in ExecuTorch (not to_edge's graph)
+    for out, ref in zip(gm(x), Pools()(x)):
+        assert torch.equal(out, ref)  # maxima are copied values: exact
+
+    class WithIndices(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.max_pool2d(x, 2, return_indices=True)[1]
+
+    ep = to_edge(torch.export.export(WithIndices(), (x,))).exported_program()
+    with pytest.raises(ExportError, match="for its values"):
+        RemoveGetItemPass()(ep.graph_module)
