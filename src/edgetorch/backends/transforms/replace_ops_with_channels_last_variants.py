@@ -19,8 +19,8 @@ from . import channels_last_ops  # noqa: F401  (defines the dialect's operators)
 
 FilterFnType = Callable[[torch.fx.Node], bool]
 
-_NCHW_TO_NHWC = [0, 2, 3, 1]
-_NHWC_TO_NCHW = [0, 3, 1, 2]
+_NCHW_TO_NHWC_PERM = [0, 2, 3, 1]
+_NHWC_TO_NCHW_PERM = [0, 3, 1, 2]
 _CL, _A = exir_ops.edge.channels_last, exir_ops.edge.aten
 
 
@@ -114,7 +114,7 @@ class ReplaceOpsWithChannelsLastVariants(ExportPass):
             for i in spec.input_indices:
                 if unbatched:
                     args[i] = _new(graph, _A.unsqueeze_copy.default, (args[i], 0))
-                args[i] = _new(graph, _CL.permute_copy.default, (args[i], _NCHW_TO_NHWC))
+                args[i] = _new(graph, _CL.permute_copy.default, (args[i], _NCHW_TO_NHWC_PERM))
             variant = graph.create_node("call_function", spec.target, tuple(args), node.kwargs)
             variant.meta = dict(node.meta)
             users = list(node.users)
@@ -142,7 +142,7 @@ def _restore_layout(graph: torch.fx.Graph, nhwc: torch.fx.Node,
                     readers: list[torch.fx.Node], unbatched: bool) -> None:
     """Permute ``nhwc`` back to NCHW (dropping the added batch) for what read ``readers``,
     and remove the readers that were getitems of the replaced node."""
-    out = _new(graph, _CL.permute_copy.default, (nhwc, _NHWC_TO_NCHW))
+    out = _new(graph, _CL.permute_copy.default, (nhwc, _NHWC_TO_NCHW_PERM))
     if unbatched:
         out = _new(graph, _A.squeeze_copy.dims, (out, [0]))
     for reader in readers:

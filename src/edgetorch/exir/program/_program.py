@@ -190,8 +190,9 @@ class EdgeProgramManager:
         self._exceptions = list(core_aten_ops_exception_list or [])  # beyond the config's
         self._preserved = list(preserve_ops or [])
         if self.compile_config._check_ir_validity:
-            exceptions = [*self.compile_config._core_aten_ops_exception_list, *self._exceptions]
-            preserved = [*self.compile_config.preserve_ops, *self._preserved]
+            config = self.compile_config
+            exceptions = [*(config._core_aten_ops_exception_list or []), *self._exceptions]
+            preserved = [*(config.preserve_ops or []), *self._preserved]
             for name, ep in self._edge_programs.items():
                 verify_edge_program(ep, name, exceptions, preserved)
 
