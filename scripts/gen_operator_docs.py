@@ -106,8 +106,9 @@ def render() -> str:
         "Every kernel of `edgetorch.kernels`, with the dtypes it supports for its key argument "
         "(the first tensor argument unless named). The table is `edgetorch/kernels/support.py`: "
         "the kernel tests (`tests/kernels`) run each operator on seeded inputs for every listed "
-        "dtype against torch, and check that torch itself rejects the unlisted ones; `to_edge` "
-        "refuses a program that uses an operator with an unlisted dtype.",
+        "dtype against torch, and check that torch itself rejects the unlisted ones; "
+        "`to_executorch` refuses a program that uses an operator with an unlisted dtype "
+        "(`to_edge` already, where ExecuTorch's Edge dtype rules refuse it too).",
         "",
         f"- ExecuTorch 1.5 portable library (`kernels/portable/functions.yaml`): {yaml_have} of "
         f"{len(EXECUTORCH_PORTABLE)} operators.",
