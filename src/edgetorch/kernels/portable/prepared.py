@@ -432,8 +432,9 @@ def _select(x, dim, index, out):
 
 @prepares("aten::cat.out")
 def _cat(tensors, dim, out):
-    if type(tensors) is not list or not tensors or not all(_plain(t) and t.dtype == out.dtype and t.ndim == out.ndim
-                              and t.ndim > 0 for t in tensors):
+    if type(tensors) is not list or not tensors or \
+            not all(_plain(t) and t.dtype == out.dtype and t.ndim == out.ndim and t.ndim > 0
+                    for t in tensors):
         return None
     d = _dim(dim, out.ndim)
     if d is None or not _apart(out, *tensors):

@@ -27,6 +27,7 @@ ones.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -219,21 +220,18 @@ def apply(g: Graph, rules: Sequence[Rule], nodes: Sequence[Node]) -> list[tuple[
     return found
 
 
-_BY_OP: dict[int, tuple[Sequence[Rule], tuple[Rule, ...], dict[Any, list[Rule]]]] = {}
-
-
 def _rules_by_op(rules: Sequence[Rule]) -> dict[Any, list[Rule]]:
     """The rules whose last operation may be an op, per op key (``ANY``: for any other key),
-    in their order: a node is tried only with the rules that can end there. Kept per rule
-    list (a module's list of fusions), rebuilt if that list changes."""
-    cached = _BY_OP.get(id(rules))
-    if cached is not None and cached[0] is rules and cached[1] == tuple(rules):
-        return cached[2]
+    in their order: a node is tried only with the rules that can end there."""
+    return _index(tuple(rules))
+
+
+@functools.lru_cache(maxsize=64)  # (a few rule lists: one per fusion pass)
+def _index(rules: tuple[Rule, ...]) -> dict[Any, list[Rule]]:
     keys = {k for r in rules if r.pattern.op is not ANY
             for k in (r.pattern.op if isinstance(r.pattern.op, frozenset) else (r.pattern.op,))}
     out = {k: [r for r in rules if r.pattern.accepts(k)] for k in keys}
     out[ANY] = [r for r in rules if r.pattern.op is ANY]
-    _BY_OP[id(rules)] = (rules, tuple(rules), out)
     return out
 
 
