@@ -208,17 +208,18 @@ def _resolve(values: list[Any], idx: int) -> Any:
 
 
 def call_kernel(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` under ``execute``'s rule for what a kernel raises: an edgetorch error as
-    it is, anything else as a ``KernelError`` (see :func:`with_context`). For a load pass that
-    runs a kernel early (constant folding) or asks whether it accepts a file's arguments: a
-    kernel that fails on them is left to fail at run time, in context, as without the pass."""
-    try:
-        return fn(*args)
-    except EdgeTorchError:
-        raise
-    except Exception as e:  # noqa: BLE001 - execute's rule: a kernel's failure is typed
-        raise KernelError(f"{getattr(fn, '__qualname__', fn)} failed: {type(e).__name__}: {e}"
-                          ) from e
+    """``fn(*args)`` under ``execute``'s rule for what a kernel raises (the plain loop's,
+    :func:`run_steps` with :func:`with_context`): an edgetorch error as it is, anything else
+    as a ``KernelError``. For a load pass that runs a kernel early (constant folding) or asks
+    whether it accepts a file's arguments: a kernel that fails on them is left to fail at run
+    time, in context, as without the pass."""
+    result: list[Any] = []
+
+    def fail(_: int, e: Exception) -> None:
+        raise with_context(e, "(a load pass)", None) from e
+
+    run_steps([lambda: result.append(fn(*args))], fail)
+    return result[0]
 
 
 def with_context(e: Exception, method: str, rec: InstructionRecord | None) -> Exception:
