@@ -174,3 +174,27 @@ def test_the_first_call_runs_the_very_functions_of_later_calls(xnnpack, compiled
     assert first == later, {k: (first[k], later[k]) for k in first.keys() | later.keys()
                             if first[k] != later[k]}
     assert calls[1] == later
+
+
+@pytest.fixture
+def _full_shared_scratch():
+    """The convolutions' per-thread work buffers one short of full, as other methods leave it."""
+    from edgetorch.kernels.conv import nchw
+
+    saved = dict(nchw._SCRATCH.bufs), set(nchw._SCRATCH.prepared)
+    nchw._SCRATCH.bufs.clear()
+    nchw._SCRATCH.prepared.clear()
+    for i in range(nchw._Scratch.MAX_BUFFERS - 1):
+        nchw._SCRATCH.get(("another method", i), (1,), np.dtype(np.float32))
+    yield
+    nchw._SCRATCH.bufs.clear()
+    nchw._SCRATCH.bufs.update(saved[0])
+    nchw._SCRATCH.prepared.clear()
+    nchw._SCRATCH.prepared.update(saved[1])
+
+
+@pytest.mark.usefixtures("_full_shared_scratch")
+def test_the_first_call_keeps_what_load_made_when_other_methods_filled_the_buffers():
+    """A full shared buffer cache drops other methods' oldest buffers, not the ones this
+    method's load just made (it once dropped them all, and the first call allocated again)."""
+    test_the_first_call_runs_the_very_functions_of_later_calls(xnnpack=False, compiled=False)

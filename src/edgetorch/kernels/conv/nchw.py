@@ -37,13 +37,19 @@ class _Scratch(threading.local):
     MAX_BUFFERS = 64
 
     def __init__(self) -> None:
+        # oldest first: a full cache drops its oldest buffer, so what a method made at load
+        # survives the loads and calls of other methods in between (until 64 newer ones came)
         self.bufs: dict[tuple, np.ndarray] = {}
-        self.prepared: set[tuple] = set()  # what made its buffers at load (_winograd_ready)
+        # what made its buffers at load (_winograd_ready); forgotten whenever a buffer is
+        # dropped, so a key here means its buffers are all still here
+        self.prepared: set[tuple] = set()
 
     def first_time(self, key: tuple) -> bool:
-        """True the first time ``key`` comes (since the buffers were last dropped)."""
+        """True the first time ``key`` comes (since a buffer was last dropped)."""
         if key in self.prepared:
             return False
+        if len(self.prepared) >= self.MAX_BUFFERS:
+            self.prepared.clear()
         self.prepared.add(key)
         return True
 
@@ -53,7 +59,7 @@ class _Scratch(threading.local):
         buf = self.bufs.get(key)
         if buf is None:
             if len(self.bufs) >= self.MAX_BUFFERS:
-                self.bufs.clear()
+                del self.bufs[next(iter(self.bufs))]
                 self.prepared.clear()
             buf = self.bufs[key] = np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
         return buf
