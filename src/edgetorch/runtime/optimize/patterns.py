@@ -102,11 +102,12 @@ class Match:
         return self.ops[name] if name in self.ops else self.values[name]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rule:
     """A fusion: ``pattern``, the optional ``tail`` (a test of an operation reading the
     previous result, ``max_tail`` of them at most) and ``build(graph, match)`` -> the
-    replacement or None."""
+    replacement or None. (Equal only to itself: the rule index is cached by the rules, and
+    hashing a rule by identity costs nothing, by value its whole pattern.)"""
 
     name: str
     pattern: Pattern

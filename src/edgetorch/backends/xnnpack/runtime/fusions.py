@@ -28,6 +28,7 @@ do not fit (the plan then runs the nodes one by one).
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ....runtime.optimize.patterns import ANY, Match, Pattern, Rule, Var, apply
+from ....runtime.optimize.patterns import Match, Pattern, Rule, Var, apply
 from .. import schema as x
 from . import kernels_fused as KF
 from .nodes import _CONCAT, OUT, VIEW, Lowered, _rsqrt
@@ -62,17 +63,26 @@ class _Graph:
     def __init__(self, nodes: list[Lowered], node_slots: list[tuple[int, ...]],
                  consts: list[Any], external: set[int]) -> None:
         self.nodes, self.consts, self.external = nodes, consts, external
-        self._producer: dict[int, int] = {}
-        self._readers: dict[int, list[int]] = {}
-        for k, (rec, slots) in enumerate(zip(nodes, node_slots)):
-            self._producer[rec.out] = k
+        self._node_slots = node_slots
+
+    @functools.cached_property
+    def _producer(self) -> dict[int, int]:
+        """(Made when a rule's last operation first matches: most graphs have none.)"""
+        return {rec.out: k for k, rec in enumerate(self.nodes)}
+
+    @functools.cached_property
+    def _readers(self) -> dict[int, list[int]]:
+        readers: dict[int, list[int]] = {}
+        for k, (rec, slots) in enumerate(zip(self.nodes, self._node_slots)):
             for s in slots:
                 if s != rec.out:
-                    self._readers.setdefault(s, []).append(k)
+                    readers.setdefault(s, []).append(k)
+        return readers
 
     def op(self, k: int) -> Any:
+        """The Op function, or the XNNPACK node kind of a function made per node (softmax)."""
         op = self.nodes[k].op
-        return None if op is None else op.fn
+        return None if op is None else getattr(op.fn, "xnn_kind", op.fn)
 
     def operands(self, k: int) -> tuple[int, ...]:
         op = self.nodes[k].op
@@ -219,8 +229,7 @@ def _rms_ba(x, eps, m, w, out=None):
 
 
 def _softmax_node(g: _Graph, k: int) -> bool:
-    return getattr(g.op(k), "xnn_kind", None) is x.XNNSoftmax and _f32(g, k) and \
-        len(g.operands(k)) == 1
+    return _f32(g, k) and len(g.operands(k)) == 1
 
 
 def _pair(g: _Graph, k: int) -> bool:
@@ -229,7 +238,7 @@ def _pair(g: _Graph, k: int) -> bool:
 
 def _scaled_softmax(scale: Any) -> Pattern:
     """``softmax(scale(s, c) + m)`` (the sum either order), ``c`` a single value."""
-    return Pattern(ANY, (
+    return Pattern(x.XNNSoftmax, (
         Pattern(np.add, (Pattern(scale, (Var("s"), Var("c")), test=_pair, commutative=False),
                          Var("m")), commutative=True),), test=_softmax_node)
 
