@@ -15,6 +15,7 @@ from functools import singledispatch
 
 import torch
 from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
 
 from ...errors import ExportError
 from ...util import progress
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 # ExecuTorch's switch: the check that a partitioner left the graph as it was can be turned off
 # where it was measured to cost too much (its tester turns it off around every partition).
 _ENABLE_VALIDATION = True
+_WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
 
 def disable_validation() -> None:
@@ -109,6 +111,33 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner) -> ExportedProgra
     if not lowered_any:
         logger.info("%s delegated nothing", type(partitioner).__name__)
     return rebuild(owner)
+
+
+def _get_node_list_with_same_tag(tagged_graph_module: torch.fx.GraphModule, tag: str,
+                                 owning_program: ExportedProgram) -> list[torch.fx.Node]:
+    """The nodes tagged ``tag``, in graph order (ExecuTorch's helper, kept under its name for
+    callers that cut a partition out by hand). A tagged output node, a tagged user input, or
+    a tagged weight read outside the partition is an error."""
+    specs = {s.arg.name: s for s in owning_program.graph_signature.input_specs
+             if hasattr(s.arg, "name")}
+    nodes = []
+    for node in tagged_graph_module.graph.nodes:
+        if node.meta.get(TAG) != tag:
+            continue
+        if node.op == "output":
+            raise ExportError(f"the output node is tagged {tag!r}; tag only the nodes that "
+                              "compute values")
+        if node.op == "placeholder":
+            spec = specs.get(node.name)
+            if spec is None or spec.kind not in _WEIGHT_KINDS:
+                raise ExportError(f"placeholder %{node.name} is a user input but is tagged "
+                                  f"{tag!r}; only parameters, buffers and constants may be")
+            outside = [u.name for u in node.users if u.meta.get(TAG) != tag]
+            if outside:
+                raise ExportError(f"weight %{node.name} is tagged {tag!r} but also used by "
+                                  f"{outside} outside the partition")
+        nodes.append(node)
+    return nodes
 
 
 def _fingerprint(gm: torch.fx.GraphModule) -> list[tuple]:

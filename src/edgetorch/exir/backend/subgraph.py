@@ -221,6 +221,36 @@ def tagged_program(ep: ExportedProgram, tag: str) -> ExportedProgram | None:
     return _sub_program(owner, sub_gm, consumed, {})
 
 
+def fuse_nodes(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], tag: str,
+               legalize: bool = True) -> tuple[torch.fx.GraphModule, torch.fx.Node,
+                                               list[torch.fx.Node]] | None:
+    """Move ``nodes`` (topologically sorted, one self-contained subgraph) of ``gm`` into a
+    submodule ``fused_<tag>`` called in their place; returns (the submodule, its
+    ``call_module`` node, the nodes whose values left the partition), or None when none
+    does. ``getitem``\\ s read the call's results; ``legalize`` re-sorts ``gm`` afterwards as
+    ExecuTorch does (torch's ``legalize_graph``, breadth first)."""
+    name = f"fused_{tag}"
+    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, name)
+    if not outputs:
+        return None
+    _fixup_output_node(sub_gm)
+    insert_subgm(gm, sub_gm, inputs, outputs)
+    module_node = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == name)
+    if len(outputs) == 1 and isinstance(outputs[0].meta.get("val"), FakeTensor):
+        with gm.graph.inserting_after(module_node):
+            item = torch.fx.Proxy(module_node)[0].node
+            module_node.replace_all_uses_with(item, propagate_meta=True)
+            item.args = (module_node, 0)
+    for item in module_node.users:  # outputs keep their source's metadata, not its module
+        item.meta.pop("nn_module_stack", None)
+        item.meta.pop("source_fn_stack", None)
+    erase_nodes(gm, nodes)
+    if legalize:
+        legalize_graph(gm)
+    module_node = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == name)
+    return sub_gm, module_node, outputs
+
+
 def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> bool:
     """Replace the nodes tagged ``tag`` by a call to their lowered module. False if none.
 
@@ -233,27 +263,12 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     nodes = _checked_nodes(owner, tag)
     if nodes is None:
         return False
-    sub_gm, inputs, outputs = fuse_as_graphmodule(gm, nodes, f"fused_{tag}")
-    if not outputs:
+    fused = fuse_nodes(gm, nodes, tag)
+    if fused is None:
         logger.info("tag %r computes nothing the program uses; left undelegated", tag)
         return False
-    _fixup_output_node(sub_gm)
+    sub_gm, module_node, outputs = fused
     last = nodes[-1]
-    insert_subgm(gm, sub_gm, inputs, outputs)
-    module_node = next(n for n in gm.graph.nodes
-                       if n.op == "call_module" and n.target == f"fused_{tag}")
-    if len(outputs) == 1 and isinstance(outputs[0].meta.get("val"), FakeTensor):
-        with gm.graph.inserting_after(module_node):
-            item = torch.fx.Proxy(module_node)[0].node
-            module_node.replace_all_uses_with(item, propagate_meta=True)
-            item.args = (module_node, 0)
-    for item in module_node.users:  # outputs keep their source's metadata, not its module
-        item.meta.pop("nn_module_stack", None)
-        item.meta.pop("source_fn_stack", None)
-    erase_nodes(gm, nodes)
-    legalize_graph(gm)
-    module_node = next(n for n in gm.graph.nodes
-                       if n.op == "call_module" and n.target == f"fused_{tag}")
 
     consumed = {n.name: owner.input_specs[n.name] for n in nodes if n.op == "placeholder"}
     written_back = _take_over_mutations(owner, module_node, consumed)
@@ -279,27 +294,32 @@ def lower_tag(owner: Owner, tag: str, spec: DelegationSpec, lower: Lower) -> boo
     return True
 
 
+def _written_back(owner: Owner, module_node: torch.fx.Node,
+                  consumed: dict[str, InputSpec]) -> dict[int, str]:
+    """Delegate output index -> buffer, for the write-backs of buffers the delegate took
+    (the program's outputs that are a ``getitem`` of ``module_node``)."""
+    owned = {s.target for s in consumed.values() if s.kind == InputKind.BUFFER}
+    args = owner.gm.graph.output_node().args[0]
+    return {arg.args[1]: spec.target for arg, spec in zip(args, owner.output_specs)
+            if spec.kind == OutputKind.BUFFER_MUTATION and spec.target in owned
+            and isinstance(arg, torch.fx.Node) and arg.op == "call_function"
+            and arg.args and arg.args[0] is module_node}
+
+
 def _take_over_mutations(owner: Owner, module_node: torch.fx.Node,
                          consumed: dict[str, InputSpec]) -> dict[int, str]:
     """Write-backs of buffers the delegate took: dropped from the program's outputs (with
     their ``getitem``, later ones renumbered) and returned as delegate output index ->
     buffer, ExecuTorch's ``_unsafe_adjust_original_program``."""
-    owned = {s.target for s in consumed.values() if s.kind == InputKind.BUFFER}
-    out_node = owner.gm.graph.output_node()
-    args, specs, taken = list(out_node.args[0]), [], {}
-    kept = []
-    for arg, spec in zip(args, owner.output_specs):
-        if (spec.kind == OutputKind.BUFFER_MUTATION and spec.target in owned
-                and isinstance(arg, torch.fx.Node) and arg.op == "call_function"
-                and arg.args and arg.args[0] is module_node):
-            taken[arg.args[1]] = spec.target
-            continue
-        kept.append(arg)
-        specs.append(spec)
+    taken = _written_back(owner, module_node, consumed)
     if not taken:
         return {}
-    out_node.args = (tuple(kept),)
-    owner.output_specs = specs
+    out_node = owner.gm.graph.output_node()
+    kept = [(arg, spec) for arg, spec in zip(out_node.args[0], owner.output_specs)
+            if not (isinstance(arg, torch.fx.Node) and arg.args and arg.args[0] is module_node
+                    and arg.args[1] in taken and spec.kind == OutputKind.BUFFER_MUTATION)]
+    out_node.args = (tuple(arg for arg, _ in kept),)
+    owner.output_specs = [spec for _, spec in kept]
     for item in list(module_node.users):
         if item.args[1] in taken:
             owner.gm.graph.erase_node(item)
@@ -331,3 +351,42 @@ def rebuild(owner: Owner) -> ExportedProgram:
         state_dict=state_dict, range_constraints=copy.deepcopy(ep.range_constraints),
         module_call_graph=copy.deepcopy(ep.module_call_graph), example_inputs=None,
         constants=constants, verifiers=[ep.verifier])
+
+
+# ExecuTorch's step-by-step API over the same machinery (``exir.lowered_backend_module``):
+# callers that cut a subgraph out by hand (its Vulkan test utilities) use these.
+
+def create_submodule_from_nodes(gm: torch.fx.GraphModule, node_list: list[torch.fx.Node],
+                                tag: str, skip_legalize_graph: bool = False,
+                                ) -> tuple[torch.fx.GraphModule, torch.fx.Node]:
+    """Move ``node_list`` (one self-contained subgraph) of ``gm`` into a submodule, in place;
+    returns the submodule and the ``call_module`` node that now calls it."""
+    nodes = topo_sort(list(node_list))
+    if not validate_partition(nodes):
+        raise ExportError(f"the nodes given for {tag!r} do not form one self-contained "
+                          "subgraph: an outside node both uses one of them and feeds another")
+    fused = fuse_nodes(gm, nodes, tag, legalize=not skip_legalize_graph)
+    if fused is None:
+        raise ExportError(f"the nodes given for {tag!r} compute nothing the graph uses")
+    return fused[0], fused[1]
+
+
+def create_exported_program_from_submodule(
+        submodule: torch.fx.GraphModule, owning_program: ExportedProgram, tag: str,
+        call_module_node: torch.fx.Node, is_submodule: bool,
+) -> tuple[ExportedProgram, dict[str, InputSpec], dict[str, OutputSpec]]:
+    """The submodule as an ExportedProgram holding the weights tagged ``tag`` (placeholders
+    carrying the tag), and the input and output specs of ``owning_program`` it took over:
+    those weights, and the write-backs of buffers it computes. Inside a control-flow
+    submodule (``is_submodule``) nothing is taken over."""
+    owner = Owner.of(owning_program)
+    consumed = {} if is_submodule else {
+        n.name: owner.input_specs[n.name] for n in submodule.graph.nodes
+        if n.op == "placeholder" and n.meta.get(TAG) == tag and n.name in owner.input_specs
+        and owner.input_specs[n.name].kind in _CONSUMABLE}
+    written_back = _written_back(owner, call_module_node, consumed)
+    outputs = owner.gm.graph.output_node().args[0]
+    taken_outputs = {arg.name: spec for arg, spec in zip(outputs, owner.output_specs)
+                     if isinstance(arg, torch.fx.Node) and arg.args
+                     and arg.args[0] is call_module_node and arg.args[1] in written_back}
+    return _sub_program(owner, submodule, consumed, written_back), consumed, taken_outputs

@@ -9,6 +9,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase, any_chain
 from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 
 from ....errors import InvalidArgumentError
+from .group_partitioner import GroupBasedPartitioner
 
 
 class _InSet(OperatorSupportBase):
@@ -58,3 +59,19 @@ def generate_partitions_from_list_of_nodes(
     support = _InSet(chosen) if op_support is None else any_chain(op_support, _InSet(chosen))
     return CapabilityBasedPartitioner(graph_module, support,
                                       allows_single_node_partition=True).propose_partitions()
+
+
+def generate_grouped_partitions_from_list_of_nodes(
+    graph_module: torch.fx.GraphModule,
+    pattern_list: list[list[torch.fx.Node]] | None = None,
+    op_support: OperatorSupportBase | None = None,
+) -> list[Partition]:
+    """Like ``generate_partitions_from_list_of_nodes``, but each list of ``pattern_list``
+    stays whole: its nodes always land in one partition (``GroupBasedPartitioner``)."""
+    if pattern_list is None and op_support is None:
+        raise InvalidArgumentError("generate_grouped_partitions_from_list_of_nodes needs "
+                                   "pattern_list or op_support to choose nodes with")
+    chosen = {n for nodes in pattern_list or [] for n in nodes}
+    support = _InSet(chosen) if op_support is None else any_chain(op_support, _InSet(chosen))
+    return GroupBasedPartitioner(graph_module, support, node_groups=pattern_list,
+                                 allows_single_node_partition=True).propose_partitions()
