@@ -11,6 +11,7 @@ from delegate_checks import params  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, quantize, run, successive_calls
 from vk_models import build
 
+import edgetorch.backends.vulkan.custom_ops_lib  # noqa: F401 (defines the et_vk operators)
 from edgetorch.backends.vulkan.runtime import VulkanBackend
 from edgetorch.backends.vulkan.serialization import vulkan_graph_schema as vk
 from edgetorch.backends.vulkan.serialization.vulkan_graph_serialize import serialize_vulkan_graph
@@ -102,3 +103,22 @@ def test_an_operator_writing_a_constant_is_refused_at_load():
     blob = serialize_vulkan_graph(graph, [np.zeros(2, np.float32)], [])
     with pytest.raises(FormatError, match="writes constant value 1"):
         VulkanBackend().init(memoryview(blob), {})
+
+
+class _SplitThenGrid(torch.nn.Module):
+    """A list-valued operator (split_with_sizes) and the delegate's own grid_priors."""
+
+    def forward(self, x):
+        a, b, c = torch.split(x, [2, 3, 1], dim=1)
+        grid = torch.ops.et_vk.grid_priors(x, 8, 0.5)
+        return a * 2, b + 1, c - 1, grid
+
+
+def test_list_outputs_and_grid_priors_match_eager():
+    model, inputs = _SplitThenGrid(), (torch.rand(1, 6, 5, 7),)
+    outs, (handle, *_) = run(lower(model, inputs), inputs)
+    assert {"aten.split_with_sizes_copy.default", "et_vk.grid_priors.default"} <= set(
+        handle.operators_run)
+    # grid centres are exact in float32 ((i + 0.5) * 8, small integers and halves)
+    for got, want in zip(outs, eager(model, inputs)):
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)

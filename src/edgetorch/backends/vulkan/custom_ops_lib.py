@@ -56,6 +56,21 @@ def _linear_qcs4w(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -
     return out.reshape(shape[:-1] + (oc,))
 
 
+def _grid_priors(x: torch.Tensor, stride: int, offset: float) -> torch.Tensor:
+    """The (x, y) centre of every cell of ``x``'s last two dims, row by row."""
+    height, width = x.shape[-2:]
+    shift_x = (torch.arange(0, width, device=x.device) + offset) * stride
+    shift_y = (torch.arange(0, height, device=x.device) + offset) * stride
+    yy, xx = torch.meshgrid([shift_y, shift_x], indexing="ij")
+    return torch.stack((xx.reshape(-1), yy.reshape(-1)), dim=-1)
+
+
+def _grid_priors_out(x: torch.Tensor, stride: int, offset: float, *,
+                     out: torch.Tensor) -> torch.Tensor:
+    out.copy_(_grid_priors(x, stride, offset))
+    return out
+
+
 _CONV_ARGS = ("Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
               "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, "
               "Scalar? output_min, Scalar? output_max")
@@ -66,7 +81,11 @@ lib.define(f"conv_with_clamp.out({_CONV_ARGS}, *, Tensor(a!) out) -> Tensor(a!)"
 lib.impl("conv_with_clamp.out", _conv_with_clamp_out, "CompositeExplicitAutograd")
 _define("linear_qcs4w(Tensor self, Tensor weight, Tensor scales) -> Tensor", _linear_qcs4w)
 _define("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor", _rms_norm)
+_define("grid_priors(Tensor self, int stride, float offset) -> Tensor", _grid_priors)
+_define("grid_priors_out(Tensor self, int stride, float offset, *, Tensor(a!) out) -> Tensor(a!)",
+        _grid_priors_out)
 
 prepack_op = torch.ops.et_vk.prepack
 conv_with_clamp_op = torch.ops.et_vk.conv_with_clamp
 rms_norm_op = torch.ops.et_vk.rms_norm
+grid_priors_op = torch.ops.et_vk.grid_priors

@@ -151,7 +151,24 @@ def _linear_qcs4w(x, packed, scales, out):
     return x.astype(np.float32) @ _dequant_rows(w, scales).T
 
 
+@vk_op("et_vk.grid_priors.default")
+def _grid_priors(x, stride, offset, out):
+    """The (x, y) centre of every cell of ``x``'s last two dims, row by row:
+    ``(index + offset) * stride``, as float (ExecuTorch's reference kernel)."""
+    height, width = x.shape[-2:]
+    ys = (np.arange(height, dtype=np.float32) + np.float32(offset)) * np.float32(stride)
+    xs = (np.arange(width, dtype=np.float32) + np.float32(offset)) * np.float32(stride)
+    yy, xx = np.meshgrid(ys, xs, indexing="ij")
+    return np.stack((xx.reshape(-1), yy.reshape(-1)), axis=-1)
+
+
 # ---- ATen operators without a portable kernel -----------------------------------------------
+
+@vk_op("aten.split_with_sizes_copy.default")
+def _split_with_sizes_copy(x, split_sizes, dim, *outs):
+    """The graph lists one output tensor per piece; the portable kernel takes them as a list."""
+    return tuple(KERNELS["aten::split_with_sizes_copy.out"].fn(x, split_sizes, dim, list(outs)))
+
 
 @vk_op("aten.max_pool2d.default")
 def _max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, out):
