@@ -28,7 +28,7 @@ from pathlib import Path
 
 from et_suite import report
 from et_suite.areas import AREAS, BY_NAME, SUPPORT_DIRS, Area
-from et_suite.execute import FileResult, has_module, run_batch
+from et_suite.execute import FileResult, batch_name, has_module, run_batch
 from et_suite.pte_check import check as check_ptes
 from et_suite.staging import export_sources, resolve_commit, stage
 
@@ -133,7 +133,7 @@ def run_area(args: argparse.Namespace, area: Area, build: Path, commit: str,
             files = todo[i:i + args.batch]
             results = run_batch(python, tree, files, env, stall=args.stall_timeout,
                                 test_timeout=timeout, log_dir=build / "logs" / side,
-                                name=f"{area.name}-{i // args.batch}", marker=marker)
+                                name=batch_name(area.name, files), marker=marker)
             for f, r in results.items():
                 out = result_path(build, commit, side, area.name, f)
                 out.parent.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,14 @@ class FileResult:
         return cls(data["file"], data["tests"], data.get("notes", []), data.get("seconds", 0))
 
 
+def batch_name(area: str, files: list[str]) -> str:
+    """The name of a batch's log files: its area and first file (and how many more). Named
+    after what it runs, not its place in the run, so runs of different files of one area at
+    the same time (``--files``) never write to each other's logs."""
+    first = files[0].removesuffix(".py").replace("/", "__")
+    return f"{area}-{first}" + (f"+{len(files) - 1}" if len(files) > 1 else "")
+
+
 def has_module(python: str, module: str, env: dict[str, str]) -> bool:
     return subprocess.run([python, "-c", f"import {module}"], env=env,
                           capture_output=True).returncode == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from et_suite.execute import run_batch  # noqa: E402
+from et_suite.execute import batch_name, run_batch  # noqa: E402
 from et_suite.staging import is_test_code, rename_imports, write_boot  # noqa: E402
 
 
@@ -75,3 +75,11 @@ def test_a_crashing_test_is_recorded_and_the_batch_goes_on(tmp_path):
     outcomes = {k.split("::")[1]: v["outcome"] for k, v in results["t/test_x.py"].tests.items()}
     assert outcomes == {"test_a": "passed", "test_crash": "crashed", "test_b": "failed"}
     assert json.dumps(results["t/test_x.py"].to_json())
+
+
+def test_batch_logs_are_named_after_their_files():
+    # two runs of one area on different files at once must not share a log
+    one = batch_name("vulkan", ["backends/vulkan/test/test_vulkan_passes.py"])
+    two = batch_name("vulkan", ["backends/vulkan/test/test_vulkan_delegate.py"])
+    assert one != two and "/" not in one
+    assert batch_name("exir", ["exir/tests/a.py", "exir/tests/b.py"]) == "exir-exir__tests__a+1"
