@@ -182,7 +182,7 @@ def write_report(args: argparse.Namespace, areas: list[Area], build: Path, commi
     text = "\n".join(head + body)
     print(text)
     if args.report:
-        report.write_section(Path(args.report), head + body)
+        report.write_section(Path(args.report), head + body, [a.name for a in AREAS])
 
 
 def main() -> int:

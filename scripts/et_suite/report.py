@@ -96,16 +96,59 @@ def only_ours(theirs: dict[str, FileResult], tests: list[str]) -> list[str]:
     return out
 
 
-def write_section(doc: Path, body: list[str]) -> None:
-    """Replace the runner's section of ``doc`` (appended at the end the first time)."""
+def write_section(doc: Path, body: list[str], order: Iterable[str] = ()) -> None:
+    """Replace the runner's section of ``doc`` (appended at the end the first time). Areas
+    the section already reports and ``body`` does not keep their row and tables, so one area
+    can be run and reported on its own; ``order`` is the order of the areas."""
     text = doc.read_text() if doc.exists() else ""
-    block = "\n".join([BEGIN, *body, END])
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+        old, tail = rest.split(END, 1)
+        body = merge_sections(old.strip("\n").split("\n"), body, list(order))
+        text = head + "\n".join([BEGIN, *body, END]) + tail
     else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
+        text = text.rstrip("\n") + "\n\n" + "\n".join([BEGIN, *body, END]) + "\n"
     doc.write_text(text)
+
+
+def _parts(lines: list[str]) -> tuple[list[str], dict[str, str], dict[str, list[str]]]:
+    """A section's lines before the summary table, its rows by area, its tables by area."""
+    pre: list[str] = []
+    rows: dict[str, str] = {}
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith("### "):
+            current = blocks.setdefault(line[4:].split(":", 1)[0].strip(), [])
+        if current is not None:
+            current.append(line)
+        elif line.startswith("| ") and not line.startswith("| area |"):
+            rows[line.split("|")[1].strip()] = line
+        elif not line.startswith(("| area |", "|---")):
+            pre.append(line)
+    return pre, rows, blocks
+
+
+def merge_sections(old: list[str], new: list[str], order: list[str]) -> list[str]:
+    """``new``'s rows and tables, plus those of areas only ``old`` has, in ``order`` (then
+    the rest by name); the heading names every area reported."""
+    _, old_rows, old_blocks = _parts(old)
+    pre, rows, blocks = _parts(new)
+    for area in old_rows.keys() - rows.keys():
+        rows[area] = old_rows[area]
+        if area in old_blocks:
+            blocks[area] = old_blocks[area]
+    names = sorted(rows, key=lambda a: (order.index(a) if a in order else len(order), a))
+    pre = [re.sub(r"--areas [^` ]*", f"--areas {','.join(names)}", line) for line in pre]
+    while pre and not pre[-1].strip():
+        pre.pop()
+    out = [*pre, "", *summary_table([])[:2], *(rows[a] for a in names)]
+    for area in names:
+        block = blocks.get(area, [])
+        while block and not block[-1].strip():
+            block = block[:-1]
+        out += ["", *block] if block else []
+    return out
 
 
 def pte_check_lines(verdicts: dict[str, list]) -> list[str]:

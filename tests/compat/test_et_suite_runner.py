@@ -83,3 +83,36 @@ def test_batch_logs_are_named_after_their_files():
     two = batch_name("vulkan", ["backends/vulkan/test/test_vulkan_delegate.py"])
     assert one != two and "/" not in one
     assert batch_name("exir", ["exir/tests/a.py", "exir/tests/b.py"]) == "exir-exir__tests__a+1"
+
+
+def _section(areas: dict[str, str]) -> list[str]:
+    from et_suite import report
+
+    lines = ["", f"Source commit `abc`; `python scripts/run_executorch_tests.py --areas "
+             f"{','.join(areas)}` (see the runner's docstring).", "",
+             *report.summary_table([])]
+    lines += [f"| {a} | 1 | 2 | 2 | 2 | 100 % |" for a in areas]
+    for area, cell in areas.items():
+        lines += ["", f"### {area}: `{area}/test`", "", "| test file | edgetorch | "
+                  "ExecuTorch 1.5.1 | why |", "|---|---|---|---|", f"| `t.py` | {cell} | 2/2 | |"]
+    return lines
+
+
+def test_report_of_some_areas_keeps_the_others(tmp_path):
+    from et_suite import report
+
+    doc = tmp_path / "compat.md"
+    doc.write_text("# title\n\n" + "\n".join([report.BEGIN, *_section(
+        {"exir": "1/2", "xnnpack": "2/2"}), report.END]) + "\n\nafter\n")
+    report.write_section(doc, _section({"vulkan": "3/3", "exir": "2/2"}),
+                         ["exir", "xnnpack", "vulkan"])
+    text = doc.read_text()
+    assert text.startswith("# title") and text.endswith("after\n")
+    body = text.split(report.BEGIN)[1].split(report.END)[0]
+    assert "--areas exir,xnnpack,vulkan`" in body
+    assert [ln.split("|")[1].strip() for ln in body.splitlines()
+            if ln.startswith("| ") and ln.endswith("100 % |")] == ["exir", "xnnpack", "vulkan"]
+    # exir's table is the new one, xnnpack's the old one, vulkan's added
+    assert "| `t.py` | 2/2 |" in body.split("### exir")[1].split("###")[0]
+    assert "| `t.py` | 3/3 |" in body.split("### vulkan")[1]
+    assert "### xnnpack" in body and "1/2" not in body
