@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....kernels import accel
+from ....kernels import accel, blas_accel
 from ....kernels.conv import compiled, nhwc
 from . import kernels as K
 
@@ -46,6 +46,58 @@ def quantize(x: np.ndarray, scale: float, zero_point: int, qmin: int = QMIN,
     inv = F32(1) / F32(scale)
     v = np.rint(np.asarray(x, F32) * inv)
     return np.clip(v + F32(zero_point), qmin, qmax).astype(np.int8)
+
+
+@accel.jit
+def _quantize_loop(x, inv, zp, out):  # pragma: no cover - compiled
+    """:func:`quantize` of the flat float32 ``x`` into int8 ``out``, each value's float32
+    operations as NumPy's passes make them; False at a NaN (NumPy's cast of it is the
+    platform's: the NumPy path decides)."""
+    for j in range(x.size):
+        v = np.rint(x[j] * inv)
+        if v != v:
+            return False
+        out[j] = np.int8(min(max(v + zp, np.float32(-128)), np.float32(127)))
+    return True
+
+
+class Quantizer:
+    """float32 -> static int8 (``xnn_define_convert``), prepared at load: ``quantize(x,
+    out=None)`` is :func:`quantize` with the reciprocal taken once; with the ``accel`` extra
+    one compiled pass instead of five NumPy ones (the same bytes)."""
+
+    def __init__(self, scale: float, zero_point: int) -> None:
+        self.scale, self.zero_point = scale, zero_point
+        self.inv, self.zp = F32(1) / F32(scale), F32(zero_point)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty(x.shape, np.int8)
+        if x.dtype == F32 and x.flags.c_contiguous and out.flags.c_contiguous and \
+                accel.available() and _quantize_loop(x.reshape(-1), self.inv, self.zp,
+                                                     out.reshape(-1)):
+            return out
+        np.copyto(out, quantize(x, self.scale, self.zero_point))
+        return out
+
+
+class Dequantizer:
+    """static int8 -> float (``xnn_define_convert``): ``(q - zp) * scale`` in float32 (then
+    ``dtype``), into ``out`` when given: the operations of :func:`dequantize`, without its
+    temporaries."""
+
+    def __init__(self, scale: float, zero_point: int, dtype: np.dtype) -> None:
+        self.scale, self.zp, self.dtype = F32(scale), F32(zero_point), np.dtype(dtype)
+
+    def __call__(self, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if self.dtype != F32:
+            r = dequantize(q, self.scale, self.zp).astype(self.dtype, copy=False)
+            if out is None:
+                return r
+            np.copyto(out, r)
+            return out
+        out = np.subtract(q, self.zp, out=out, dtype=F32)
+        return np.multiply(out, self.scale, out=out)
 
 
 def quantize_reference(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -270,21 +322,76 @@ def matmul_split(a: np.ndarray, w: np.ndarray, bounds: list[int],
 
 def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
               bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-              scratch: nhwc.Scratch) -> np.ndarray:
-    """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8.
+              scratch: nhwc.Scratch, out: np.ndarray | None = None) -> np.ndarray:
+    """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8
+    (into ``out`` when given, else the node's buffer in ``scratch``).
 
     ``bounds`` from :func:`exact_splits`: one chunk (the common case) is one float32 GEMM
     into the node's buffer with the bias added in float32, all exact."""
     xc = centered_f32(x, x_zp, scratch.get("xc", x.shape, np.dtype(F32)))
     shape = x.shape[:-1] + w.shape[1:]
+    if out is None:
+        out = scratch.get("q", shape, np.dtype(np.int8))
     if len(bounds) > 2:
         acc64 = matmul_split(xc.reshape(-1, w.shape[0]), w, bounds, scratch).reshape(shape)
         if bias is not None:
             acc64 += bias
-        return requantize(acc64, scale, out_zp, lo, hi)
+        np.copyto(out, requantize(acc64, scale, out_zp, lo, hi))
+        return out
     acc = np.matmul(xc, w, out=scratch.get("acc", shape, np.dtype(F32)))
-    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
-                            scratch.get("q", shape, np.dtype(np.int8)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
+
+
+class StaticFC:
+    """A static int8 fully connected node, prepared at load: ``fc(x, out=None)`` is
+    :func:`static_fc` of its weights (the reference), or with the ``accel`` extra one compiled
+    call (``blas_accel.q8_fc``: centering, bias, GEMM and requantization) when the reduction
+    is float32-exact in one chunk -- the same bytes. Its arguments (contiguous float32 bias
+    and scales, float32 scalars) are made here, once; ``flatten`` is
+    XNN_FLAG_TENSORFLOW_RESHAPE_2D (the input as ``[-1, K]`` rows)."""
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray | None, bounds: list[int],
+                 scale: np.ndarray, x_zp: int, out_zp: int, lo: int, hi: int,
+                 flatten: bool) -> None:
+        self.w, self.bias, self.bounds, self.scale = w, bias, bounds, scale
+        self.x_zp, self.out_zp, self.lo, self.hi, self.flatten = x_zp, out_zp, lo, hi, flatten
+        self.scratch = nhwc.Scratch()
+        k, o = w.shape
+        self.k = k
+        self.one_chunk = len(bounds) == 2 and w.dtype == F32 and w.flags.c_contiguous
+        self.args = (F32(x_zp), w, np.zeros(o, F32) if bias is None else
+                     np.ascontiguousarray(bias, F32),
+                     np.ascontiguousarray(np.broadcast_to(np.asarray(scale, F32), (o,))),
+                     F32(out_zp), F32(lo - out_zp), F32(hi - out_zp))
+        self.shape: tuple[int, ...] | None = None  # the last input shape, and its buffers
+        self.bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if self.flatten:
+            x = x.reshape(-1, self.k)
+        if self.one_chunk and x.dtype == np.int8 and blas_accel.ready():
+            return self._compiled(x, out)
+        return static_fc(x, self.x_zp, self.w, self.bias, self.bounds, self.scale,
+                         self.out_zp, self.lo, self.hi, self.scratch, out)
+
+    def _compiled(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        if x.shape != self.shape or self.bufs is None:  # (a node sees one shape per plan)
+            m = math.prod(x.shape[:-1])
+            o = self.w.shape[1]
+            self.bufs = (np.empty((m, self.k), F32), np.empty((m, o), F32),
+                         np.empty(x.shape[:-1] + (o,), np.int8))
+            self.shape = x.shape
+        xc, acc, q = self.bufs
+        if out is None:
+            out = q
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return static_fc(x, self.x_zp, self.w, self.bias, self.bounds, self.scale,
+                             self.out_zp, self.lo, self.hi, self.scratch, out)
+        x2 = x.reshape(-1, self.k) if x.ndim != 2 else x
+        o2 = out.reshape(-1, out.shape[-1]) if out.ndim != 2 else out
+        x_zp, w, b, scale, out_zp, lo, hi = self.args
+        blas_accel.q8_fc(x2, x_zp, w, b, scale, out_zp, lo, hi, xc, acc, o2)
+        return out
 
 
 def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,

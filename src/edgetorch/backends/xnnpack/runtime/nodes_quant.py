@@ -21,7 +21,17 @@ from ....kernels.conv import nhwc
 from .. import schema as x
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
-from .nodes import _UNARY, NODE_RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
+from .nodes import (
+    _UNARY,
+    NODE_RULES,
+    Compute,
+    Ctx,
+    Lowered,
+    Op,
+    lower,
+    node_value_ids,
+    output_range,
+)
 from .nodes_nn import _conv_window, _optional, _pool_window
 from .quant_values import D, QParams
 
@@ -95,10 +105,11 @@ def lower_node(node: x.XNode, ctx: Ctx) -> Lowered:
             f"{', '.join(sorted(c.__name__ for c in QUANT_NODE_RULES))}", code=ErrorCode.NotImplemented)
     compute, out = fn(u, ctx)
     env = ctx.env
+    op = compute if isinstance(compute, Op) else None  # (plans call it into their buffers)
 
     def step() -> None:
         env[out] = compute()
-    return Lowered(step, None, out)
+    return Lowered(step, op, out, dtype=ctx.dtype(out))
 
 
 def _bounds(ctx: QCtx, q: QParams, slot: int | None = None) -> tuple[int, int]:
@@ -176,11 +187,10 @@ def _convert(n: x.XNNConvert, ctx: QCtx) -> tuple[Compute, int]:
         return (lambda: Q.quantize_dynamic(env[i], nnb)), o
     if qi is None and qo is not None:
         s, zp = float(ctx.static(o, "output").scale), qo.zero_point
-        return (lambda: Q.quantize(env[i], s, zp)), o
+        return Op(env, Q.Quantizer(s, zp), (i,)), o
     if qi is not None and qo is None:
         qi = ctx.static(i, "input")
-        s, zp, dtype = qi.scale, qi.zero_point, ctx.dtype(o)
-        return (lambda: Q.dequantize(env[i], s, zp).astype(dtype, copy=False)), o
+        return Op(env, Q.Dequantizer(qi.scale, qi.zero_point, ctx.dtype(o)), (i,)), o
     a, b = ctx.static(i, "input"), ctx.static(o, "output")
     return (lambda: Q.quantize_reference(Q.dequantize(env[i], a.scale, a.zero_point),
                                          float(b.scale), b.zero_point)), o
@@ -256,15 +266,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
     lo, hi = _bounds(ctx, qo, o)
     izp, ozp = qi.zero_point, qo.zero_point
     bounds = Q.exact_splits(w_t, Q.input_absmax(izp), bias)
-    w32, bias = w_t.astype(np.float32), _f32_bias(bias, bounds)
-    scratch = nhwc.Scratch()
-
-    def compute():
-        v = env[i]
-        if flatten:
-            v = v.reshape(-1, w32.shape[0])
-        return Q.static_fc(v, izp, w32, bias, bounds, scale, ozp, lo, hi, scratch)
-    return compute, o
+    w32, bias = np.ascontiguousarray(w_t, np.float32), _f32_bias(bias, bounds)
+    fc = Q.StaticFC(w32, bias, bounds, scale, izp, ozp, lo, hi, flatten)
+    return Op(env, fc, (i,)), o
 
 
 def _f32_bias(bias: np.ndarray | None, bounds: list[int]) -> np.ndarray | None:
