@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....kernels import accel, blas_accel
-from ....kernels.conv import compiled, nhwc
+from ....kernels.conv import compiled, dispatch, nhwc
 from . import kernels as K
 
 F32 = np.float32
@@ -409,10 +409,11 @@ def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray
 def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Window,
                 groups: int, extra: tuple[int, ...], bias: np.ndarray | None,
                 bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-                scratch: nhwc.Scratch) -> np.ndarray:
+                scratch: nhwc.Scratch, out: np.ndarray | None = None) -> np.ndarray:
     """qint8 NHWC convolution (``kind`` "conv" or "dwconv", ``w`` float32 centered integers
-    as :func:`conv_acc` expects) -> qint8, exact in float32 (``bounds`` as for
-    :func:`static_fc`; several chunks only for an ungrouped "conv").
+    as :func:`conv_acc` expects) -> qint8 (into ``out`` when given, else the node's buffer
+    in ``scratch``), exact in float32 (``bounds`` as for :func:`static_fc`; several chunks
+    only for an ungrouped "conv").
 
     The centered input is written straight into the interior of the node's zero-bordered
     buffer (XNNPACK pads with the input zero point, i.e. a centered 0). With the ``accel``
@@ -423,10 +424,14 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Wi
             w.dtype == f32 and (bias is None or bias.dtype == f32):
         oh, ow = win.out_size(h, wd)
         nhwc._check_out(oh, ow, "depthwise convolution", x.shape)
-        out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
+        if out is None:
+            out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
         return compiled.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
                                             (win.pad_top, win.pad_left), (win.sh, win.sw),
                                             (win.dh, win.dw))
+    if kind == "conv" and groups == 1 and len(bounds) == 2 and w.dtype == f32 and \
+            w.flags.c_contiguous and x.dtype == np.int8 and blas_accel.ready():
+        return _compiled_conv(x, x_zp, w, win, bias, scale, out_zp, lo, hi, scratch, out)
     if nhwc._padded(win):
         shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
         xp = scratch.get("qpad", shape, f32, 0.0)
@@ -445,10 +450,40 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Wi
         acc64 = matmul_split(cols, w, bounds, scratch)
         if bias is not None:
             acc64 += bias
-        return requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
+        r = requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
     acc = conv_acc(xp, kind, w, win, groups, extra, scratch)
-    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
-                            scratch.get("q", acc.shape, np.dtype(np.int8)))
+    if out is None:
+        out = scratch.get("q", acc.shape, np.dtype(np.int8))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
+
+
+def _compiled_conv(x: np.ndarray, x_zp: int, w: np.ndarray, win: nhwc.Window,
+                   bias: np.ndarray | None, scale: np.ndarray, out_zp: int, lo: int, hi: int,
+                   scratch: nhwc.Scratch, out: np.ndarray | None) -> np.ndarray:
+    """:func:`static_conv` of one group in one float32-exact chunk as one compiled call
+    (``blas_accel.q8_conv``: patches, bias, GEMM and requantization, in blocks of output
+    rows that stay in cache, as ``nhwc.conv2d`` blocks its GEMMs)."""
+    n, h, wd, c = x.shape
+    oh, ow = win.out_size(h, wd)
+    nhwc._check_out(oh, ow, "convolution", x.shape)
+    k, o = w.shape
+    if out is None:
+        out = scratch.get("q", (n, oh, ow, o), np.dtype(np.int8))
+    block = dispatch.THRESHOLDS.gemm_block_bytes
+    rows = min(oh, max(1, block // max(1, ow * (o + k) * 4)))
+    f32 = np.dtype(F32)
+    cols = scratch.get("qcols", (rows * ow, k), f32)
+    acc = scratch.get("qacc", (rows * ow, o), f32)
+    blas_accel.q8_conv(x, F32(x_zp), w, compiled.per_channel(bias, o, 0),
+                       compiled.per_channel(scale, o, 1), F32(out_zp), F32(lo - out_zp),
+                       F32(hi - out_zp), cols, acc, out,
+                       (win.kh, win.kw, win.sh, win.sw, win.dh, win.dw, win.pad_top,
+                        win.pad_left), rows)
+    return out
 
 
 def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
@@ -508,16 +543,40 @@ def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: f
 
 
 def mean(q: np.ndarray, axes: tuple[int, ...], in_scale: float, in_zp: int, out_scale: float,
-         out_zp: int, keepdims: bool) -> np.ndarray:
-    """int8 mean over ``axes`` (XNNPACK's reduce: int32 sum, one float32 rescale)."""
+         out_zp: int, keepdims: bool, lo: int = QMIN, hi: int = QMAX) -> np.ndarray:
+    """int8 mean over ``axes`` (XNNPACK's reduce: int32 sum, one float32 rescale), clipped
+    to the node's bounds ``lo``..``hi``. With the ``accel`` extra, the mean over the middle
+    axes of an NHWC tensor (global average pooling) is one compiled pass (the same bytes)."""
     n = int(np.prod([q.shape[a] for a in axes]))
-    total = q.astype(np.int64).sum(axis=axes, keepdims=keepdims)
     s = (F32(in_scale) / F32(out_scale)) * (F32(1) / F32(n))
     zp = F32(out_zp) - F32(n * in_zp) * s
+    if q.ndim == 4 and axes == (1, 2) and q.dtype == np.int8 and accel.available():
+        out = np.empty((q.shape[0], 1, 1, q.shape[3]), np.int8)
+        _mean_hw(np.ascontiguousarray(q), s, zp, F32(max(lo, QMIN)), F32(min(hi, QMAX)),
+                 out.reshape(q.shape[0], q.shape[3]))
+        return out if keepdims else out.reshape(q.shape[0], q.shape[3])
+    total = q.astype(np.int64).sum(axis=axes, keepdims=keepdims)
     v = total.astype(F32) * s + zp
-    return np.clip(np.rint(v), QMIN, QMAX).astype(np.int8)
+    return np.clip(np.clip(np.rint(v), QMIN, QMAX).astype(np.int8), lo, hi)
 
 
-def max_pool2d(q: np.ndarray, win: nhwc.Window) -> np.ndarray:
+@accel.jit
+def _mean_hw(q, s, zp, lo, hi, out):  # pragma: no cover - compiled
+    """:func:`mean` of int8 ``q`` [N, H, W, C] over H and W into ``out`` [N, C]: exact
+    integer sums, then the float32 operations of the NumPy path in its order."""
+    nb, h, w, c = q.shape
+    total = np.zeros(c, np.int64)
+    for n in range(nb):
+        total[:] = 0
+        for y in range(h):
+            for x in range(w):
+                for ch in range(c):
+                    total[ch] += q[n, y, x, ch]
+        for ch in range(c):
+            v = np.rint(np.float32(total[ch]) * s + zp)
+            out[n, ch] = np.int8(min(max(v, lo), hi))
+
+
+def max_pool2d(q: np.ndarray, win: nhwc.Window, out: np.ndarray | None = None) -> np.ndarray:
     """Max pooling of integers: padded cells hold the type's minimum, so they never win."""
-    return K.max_pool2d(q, win)
+    return K.max_pool2d(q, win, out=out)

@@ -344,8 +344,12 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
         bounds = Q.exact_splits(wc.reshape(-1, wc.shape[-1]), Q.input_absmax(izp), qbias)
     if bounds is not None and (len(bounds) == 2 or (kind == "conv" and g == 1)):
         w32, bias32 = w.astype(np.float32), _f32_bias(qbias, bounds)
-        return (lambda: Q.static_conv(env[i], izp, kind, w32, win, g, extra, bias32, bounds,
-                                      scale, ozp, lo, hi, scratch)), o
+        scale = np.ascontiguousarray(np.broadcast_to(scale, (n_out,)), np.float32)
+
+        def conv(v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+            return Q.static_conv(v, izp, kind, w32, win, g, extra, bias32, bounds, scale,
+                                 ozp, lo, hi, scratch, out)
+        return Op(env, conv, (i,)), o  # (plans call it into their buffers)
 
     def static():  # float64 sums (transposed convolutions, huge grouped filters)
         acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra, scratch)
@@ -378,6 +382,8 @@ def _max_pool(n: x.XNNMaxPooling2d, ctx: QCtx) -> tuple[Compute, int]:
         raise ctx.fail("quantized max pooling needs equal input and output parameters")
     win = _pool_window(n, ctx, i)
     lo, hi = _bounds(ctx, qo)
+    if (lo, hi) == (Q.QMIN, Q.QMAX):  # (the usual: no min/max) into the plan's buffer
+        return Op(env, Q.max_pool2d, (i,), (win,)), o
     return (lambda: np.clip(Q.max_pool2d(env[i], win), lo, hi)), o
 
 
@@ -389,9 +395,9 @@ def _global_avg_pool(n: x.XNNGlobalAvgPooling2d, ctx: QCtx) -> tuple[Compute, in
     if rank < 3:
         raise ctx.fail(f"input must be at least 3-D, its dims are {list(ctx.dims(i))}")
     axes, keep = tuple(range(1, rank - 1)), bool(n.flags & x.XNN_FLAG_KEEP_DIMS)
-    args = (float(qi.scale), qi.zero_point, float(qo.scale), qo.zero_point, keep)
-    lo, hi = _bounds(ctx, qo)
-    return (lambda: np.clip(Q.mean(env[i], axes, *args), lo, hi)), o
+    args = (float(qi.scale), qi.zero_point, float(qo.scale), qo.zero_point, keep,
+            *_bounds(ctx, qo))
+    return (lambda: Q.mean(env[i], axes, *args)), o
 
 
 @qrule(x.XNNClamp)
