@@ -514,8 +514,43 @@ def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: nhwc.Window, groups:
 
 
 def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float, b_zp: int,
-        out_scale: float, out_zp: int) -> np.ndarray:
-    """XNNPACK's fixed-point int8 add (``qs8-vadd``)."""
+        out_scale: float, out_zp: int, lo: int = QMIN, hi: int = QMAX,
+        out: np.ndarray | None = None) -> np.ndarray:
+    """XNNPACK's fixed-point int8 add (``qs8-vadd``), clipped to ``lo``..``hi`` (the clamp
+    node XNNPACK inserts for a min/max), into ``out`` when given. With the ``accel`` extra,
+    same-shaped inputs take one compiled pass (the same integer operations: the same bytes)."""
+    ma, mb, bias, shift, t = _add_params(a_scale, a_zp, b_scale, b_zp, out_scale)
+    if a.shape == b.shape and a.dtype == b.dtype == np.int8 and a.flags.c_contiguous and \
+            b.flags.c_contiguous and accel.available() and \
+            (out is None or out.flags.c_contiguous):
+        if out is None:
+            out = np.empty(a.shape, np.int8)
+        _add_loop(a.reshape(-1), b.reshape(-1), ma, mb, bias, shift, out_zp, max(lo, QMIN),
+                  min(hi, QMAX), out.reshape(-1))
+        return out
+    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
+    acc += t(bias)
+    acc >>= shift
+    acc += t(out_zp)
+    r = np.clip(np.clip(acc, QMIN, QMAX).astype(np.int8), lo, hi)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+@accel.jit
+def _add_loop(a, b, ma, mb, bias, shift, out_zp, lo, hi, out):  # pragma: no cover - compiled
+    """:func:`add` of flat int8 ``a`` and ``b`` into ``out``: its integer operations in
+    64 bits (the int32 sums of the NumPy path never overflow: :func:`_add_params`)."""
+    for j in range(a.size):
+        v = ((np.int64(a[j]) * ma + np.int64(b[j]) * mb + bias) >> shift) + out_zp
+        out[j] = np.int8(min(max(v, lo), hi))
+
+
+def _add_params(a_scale: float, a_zp: int, b_scale: float, b_zp: int, out_scale: float
+                ) -> tuple[int, int, int, int, type]:
+    """(a's multiplier, b's, the bias, the shift, the accumulator type) of :func:`add`."""
     sa = F32(a_scale) / F32(out_scale)
     sb = F32(b_scale) / F32(out_scale)
     top = max(abs(sa), abs(sb))
@@ -527,11 +562,7 @@ def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
     # XNNPACK sums in int32 (so do we: half the memory traffic of int64); parameters that do
     # not fit int32 keep int64
     t = np.int32 if shift < 31 and -(2**31) <= bias < 2**31 else np.int64
-    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
-    acc += t(bias)
-    acc >>= shift
-    acc += t(out_zp)
-    return np.clip(acc, QMIN, QMAX).astype(np.int8)
+    return ma, mb, bias, shift, t
 
 
 def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,

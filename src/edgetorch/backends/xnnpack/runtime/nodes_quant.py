@@ -371,6 +371,8 @@ def _binary(n: x.XNNNode2x1, ctx: QCtx) -> tuple[Compute, int]:
     args = (float(qa.scale), qa.zero_point, b_scale, qb.zero_point,
             float(qo.scale), qo.zero_point)
     lo, hi = _bounds(ctx, qo)  # XNNPACK inserts a clamp node for a min/max
+    if fn is Q.add:  # (plans call it into their buffers)
+        return Op(env, Q.add, (a, b), (*args, lo, hi)), o
     return (lambda: np.clip(fn(env[a], env[b], *args), lo, hi)), o
 
 
