@@ -35,6 +35,8 @@ NO_BIAS = np.empty(0, F32)  # the bias argument of a layer without one
 
 _SGEMM = None  # numba's handle on the symbol, set by _bind() before the loop compiles
 _loop = None  # the compiled _fc_loop
+_q8 = None  # the compiled _q8_fc_loop
+_q8_conv = None  # the compiled _q8_conv_loop
 _strided = None  # the compiled _fc_strided
 _state: bool | None = None  # None: not looked up yet
 _lock = threading.Lock()
@@ -98,7 +100,7 @@ def ready() -> bool:
 
 
 def _initialise() -> bool:
-    global _state, _loop, _strided
+    global _state, _loop, _strided, _q8, _q8_conv
     if not accel.available():  # (decided when compiled kernels are on: asked again later)
         return False
     with _lock:
@@ -106,6 +108,7 @@ def _initialise() -> bool:
             ok = _bind()
             if ok:
                 _loop, _strided = _fc_loop.compiled(), _fc_strided.compiled()
+                _q8, _q8_conv = _q8_fc_loop.compiled(), _q8_conv_loop.compiled()
                 ok = _self_check()
             _state = ok
     return _state
@@ -185,6 +188,91 @@ def _fc_strided(x, w, b, out, trans_w, ldw):  # pragma: no cover - compiled by n
                xa + np.uintp(c * xstep * 4), xl, w.ctypes.data, ldw, beta,
                oa + np.uintp(c * ostep * 4), ol)
     return True
+
+
+@accel.jit(error_model="numpy", before_load=_bind)  # (cached code calls the symbol)
+def _q8_fc_loop(x, x_zp, w, b, scale, out_zp, lo, hi, xc, acc, out):  # pragma: no cover
+    """int8 ``x`` [M, K] (zero point ``x_zp``) by float32 centered integer weights ``w``
+    [K, N] plus the float32 integer bias ``b`` [N] -> int8 ``out`` [M, N]: the centered input
+    into ``xc``, the bias into ``acc``, one GEMM adding the product (``beta = 1``), then the
+    requantization ``rint(clamp(acc * scale, lo, hi)) + out_zp`` (``lo``/``hi`` already less
+    the zero point). Exact integers throughout (the caller checked the float32 bound, bias
+    included), so the sums are those of the NumPy path in any order: the same bytes."""
+    m, k = x.shape
+    n = w.shape[1]
+    if m == 0:
+        return
+    for i in range(m):
+        for j in range(k):
+            xc[i, j] = np.float32(x[i, j]) - x_zp
+        for j in range(n):
+            acc[i, j] = b[j]
+    _SGEMM(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, np.float32(1), xc.ctypes.data, k,
+           w.ctypes.data, n, np.float32(1), acc.ctypes.data, n)
+    for i in range(m):
+        for j in range(n):
+            v = acc[i, j] * scale[j]
+            out[i, j] = np.int8(np.rint(min(max(v, lo), hi)) + out_zp)
+
+
+@accel.jit(error_model="numpy", before_load=_bind)  # (cached code calls the symbol)
+def _q8_conv_loop(x, x_zp, w, b, scale, out_zp, lo, hi, cols, acc, out, kh, kw, sh, sw, dh,
+                  dw, pt, pl, rows):  # pragma: no cover - compiled
+    """An int8 NHWC convolution (one group) as :func:`_q8_fc_loop` of its patch matrix, in
+    blocks of ``rows`` output rows: each block's centered patches (the filter's (kh, kw, c)
+    column order; taps in the padding are 0, as XNNPACK pads with the zero point) into
+    ``cols``, the bias into ``acc``, one GEMM, the requantization into ``out`` [N, OH, OW,
+    O]. The values and exact sums of the NumPy path (centered padded input, im2col, GEMM):
+    the same bytes."""
+    nb, h, wd, c = x.shape
+    oh, ow, o = out.shape[1], out.shape[2], out.shape[3]
+    k = kh * kw * c
+    for n in range(nb):
+        for r0 in range(0, oh, rows):
+            r = min(rows, oh - r0)
+            m = r * ow
+            for ry in range(r):
+                oy = r0 + ry
+                for ox in range(ow):
+                    row = ry * ow + ox
+                    for i in range(kh):
+                        iy = oy * sh - pt + i * dh
+                        for j in range(kw):
+                            ix = ox * sw - pl + j * dw
+                            at = (i * kw + j) * c
+                            if iy < 0 or iy >= h or ix < 0 or ix >= wd:
+                                for ch in range(c):
+                                    cols[row, at + ch] = np.float32(0)
+                            else:
+                                for ch in range(c):
+                                    cols[row, at + ch] = np.float32(x[n, iy, ix, ch]) - x_zp
+                    for q in range(o):
+                        acc[row, q] = b[q]
+            _SGEMM(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, o, k, np.float32(1), cols.ctypes.data,
+                   k, w.ctypes.data, o, np.float32(1), acc.ctypes.data, o)
+            for ry in range(r):
+                for ox in range(ow):
+                    row = ry * ow + ox
+                    for q in range(o):
+                        v = acc[row, q] * scale[q]
+                        out[n, r0 + ry, ox, q] = np.int8(np.rint(min(max(v, lo), hi)) + out_zp)
+
+
+def q8_conv(x: np.ndarray, x_zp: np.float32, w: np.ndarray, b: np.ndarray, scale: np.ndarray,
+            out_zp: np.float32, lo: np.float32, hi: np.float32, cols: np.ndarray,
+            acc: np.ndarray, out: np.ndarray, window: tuple[int, ...], rows: int) -> None:
+    """:func:`_q8_conv_loop` (:func:`ready` first): ``window`` = (kh, kw, sh, sw, dh, dw,
+    pad top, pad left); ``cols`` [rows * OW, KH*KW*C] and ``acc`` [rows * OW, O] C-contiguous
+    float32, ``w`` [KH*KW*C, O] C-contiguous, ``out`` int8 [N, OH, OW, O]."""
+    _q8_conv(x, x_zp, w, b, scale, out_zp, lo, hi, cols, acc, out, *window, rows)
+
+
+def q8_fc(x: np.ndarray, x_zp: np.float32, w: np.ndarray, b: np.ndarray, scale: np.ndarray,
+          out_zp: np.float32, lo: np.float32, hi: np.float32, xc: np.ndarray, acc: np.ndarray,
+          out: np.ndarray) -> None:
+    """:func:`_q8_fc_loop` (:func:`ready` first): C-contiguous 2-D arrays of the shapes it
+    names, ``b`` and ``scale`` C-contiguous float32 of N values, the scalars float32."""
+    _q8(x, x_zp, w, b, scale, out_zp, lo, hi, xc, acc, out)
 
 
 def weights_layout(w: np.ndarray, b: np.ndarray | None) -> tuple[bool, int] | None:

@@ -236,12 +236,22 @@ def depthwise_q8_nhwc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray 
     (centering, float32 taps, ``requantize_f32``)."""
     c = x.shape[3]
     f32 = np.float32
-    b = np.zeros(c, f32) if bias is None else np.ascontiguousarray(bias, f32)
-    sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, f32), (c,)))
+    b, sc = per_channel(bias, c, 0), per_channel(scale, c, 1)
     _nhwc_q8(np.ascontiguousarray(x), f32(x_zp), np.ascontiguousarray(w, f32), b, sc,
              f32(out_zp), f32(lo - out_zp), f32(hi - out_zp), out, pad[0], pad[1], stride[0],
              stride[1], dilation[0], dilation[1])
     return out
+
+
+def per_channel(a: np.ndarray | None, c: int, missing: float) -> np.ndarray:
+    """``a`` (a bias or scales: None, a scalar or ``c`` values) as ``c`` contiguous float32
+    values; ``a`` itself when it is that already (prepared at load: no per-call copy)."""
+    if a is not None and type(a) is np.ndarray and a.dtype == np.float32 and a.shape == (c,) \
+            and a.flags.c_contiguous:
+        return a
+    if a is None:
+        return np.full(c, missing, np.float32)
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(a, np.float32), (c,)))
 
 
 @accel.jit
@@ -260,8 +270,7 @@ def bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,
     NumPy passes) in their order: bit-identical."""
     o = acc.shape[-1]
     f32 = np.float32
-    b = np.zeros(o, f32) if bias is None else np.ascontiguousarray(bias, f32)
-    sc = np.ascontiguousarray(np.broadcast_to(np.asarray(scale, f32), (o,)))
+    b, sc = per_channel(bias, o, 0), per_channel(scale, o, 1)
     _requantize(acc.reshape(-1, o), b, sc, f32(out_zp), f32(lo - out_zp), f32(hi - out_zp),
                 out.reshape(-1, o))
     return out
@@ -414,9 +423,10 @@ def bias_clamp(out: np.ndarray, bias: np.ndarray | None, lo: float = -np.inf,
 
 
 @accel.jit
-def _max_pool(x, out, kh, kw, sh, sw, dh, dw, pt, pl):  # pragma: no cover - compiled
+def _max_pool(x, out, kh, kw, sh, sw, dh, dw, pt, pl, low):  # pragma: no cover - compiled
     """``out[n, oy, ox, c] = max`` over the window's cells inside ``x``; NaN wins, as
-    ``np.maximum`` lets it."""
+    ``np.maximum`` lets it; a window entirely in the padding gives ``low`` (-inf, or an
+    integer type's minimum)."""
     nb, h, wd, c = x.shape
     oh, ow = out.shape[1], out.shape[2]
     for n in range(nb):
@@ -444,14 +454,15 @@ def _max_pool(x, out, kh, kw, sh, sw, dh, dw, pt, pl):  # pragma: no cover - com
                                     o[ch] = v
                 if first:  # a window entirely in the padding
                     for ch in range(c):
-                        o[ch] = -np.inf
+                        o[ch] = low
 
 
 def max_pool_nhwc(x: np.ndarray, out: np.ndarray, kernel: tuple[int, int],
                   stride: tuple[int, int], dilation: tuple[int, int],
                   pad: tuple[int, int]) -> np.ndarray:
-    """Max pooling of float ``x`` [N, H, W, C] into ``out`` [N, OH, OW, C] in one pass;
-    padded cells never win (``pad`` = (top, left))."""
+    """Max pooling of float or int8 ``x`` [N, H, W, C] into ``out`` [N, OH, OW, C] in one
+    pass; padded cells never win (``pad`` = (top, left))."""
+    low = x.dtype.type(np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf)
     _max_pool(np.ascontiguousarray(x), out, kernel[0], kernel[1], stride[0], stride[1],
-              dilation[0], dilation[1], pad[0], pad[1])
+              dilation[0], dilation[1], pad[0], pad[1], low)
     return out

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....kernels import accel
 from ....kernels.conv import compiled
 from ....kernels.conv.nhwc import Scratch, Window, _buffer, _check_out, _pad_hw, _taps
 
 
-def max_pool2d(x: np.ndarray, win: Window, scratch: Scratch | None = None) -> np.ndarray:
+def max_pool2d(x: np.ndarray, win: Window, scratch: Scratch | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
     n, h, w, c = x.shape
     oh, ow = win.out_size(h, w)
     _check_out(oh, ow, "max pooling", x.shape)
     # padded cells never win: -inf, or the integer type's minimum for quantized inputs
-    out = _buffer(scratch, "out", (n, oh, ow, c), x.dtype)
-    if compiled.usable(x):  # one compiled pass over the input
+    if out is None:
+        out = _buffer(scratch, "out", (n, oh, ow, c), x.dtype)
+    if compiled.usable(x) or (x.dtype == np.int8 and accel.available()):  # one pass
         return compiled.max_pool_nhwc(x, out, (win.kh, win.kw), (win.sh, win.sw),
                                         (win.dh, win.dw), (win.pad_top, win.pad_left))
     low = np.iinfo(x.dtype).min if np.issubdtype(x.dtype, np.integer) else -np.inf

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....kernels import accel
-from ....kernels.conv import compiled, nhwc
+from ....kernels import accel, blas_accel
+from ....kernels.conv import compiled, dispatch, nhwc
 from . import kernels as K
 
 F32 = np.float32
@@ -46,6 +46,58 @@ def quantize(x: np.ndarray, scale: float, zero_point: int, qmin: int = QMIN,
     inv = F32(1) / F32(scale)
     v = np.rint(np.asarray(x, F32) * inv)
     return np.clip(v + F32(zero_point), qmin, qmax).astype(np.int8)
+
+
+@accel.jit
+def _quantize_loop(x, inv, zp, out):  # pragma: no cover - compiled
+    """:func:`quantize` of the flat float32 ``x`` into int8 ``out``, each value's float32
+    operations as NumPy's passes make them; False at a NaN (NumPy's cast of it is the
+    platform's: the NumPy path decides)."""
+    for j in range(x.size):
+        v = np.rint(x[j] * inv)
+        if v != v:
+            return False
+        out[j] = np.int8(min(max(v + zp, np.float32(-128)), np.float32(127)))
+    return True
+
+
+class Quantizer:
+    """float32 -> static int8 (``xnn_define_convert``), prepared at load: ``quantize(x,
+    out=None)`` is :func:`quantize` with the reciprocal taken once; with the ``accel`` extra
+    one compiled pass instead of five NumPy ones (the same bytes)."""
+
+    def __init__(self, scale: float, zero_point: int) -> None:
+        self.scale, self.zero_point = scale, zero_point
+        self.inv, self.zp = F32(1) / F32(scale), F32(zero_point)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty(x.shape, np.int8)
+        if x.dtype == F32 and x.flags.c_contiguous and out.flags.c_contiguous and \
+                accel.available() and _quantize_loop(x.reshape(-1), self.inv, self.zp,
+                                                     out.reshape(-1)):
+            return out
+        np.copyto(out, quantize(x, self.scale, self.zero_point))
+        return out
+
+
+class Dequantizer:
+    """static int8 -> float (``xnn_define_convert``): ``(q - zp) * scale`` in float32 (then
+    ``dtype``), into ``out`` when given: the operations of :func:`dequantize`, without its
+    temporaries."""
+
+    def __init__(self, scale: float, zero_point: int, dtype: np.dtype) -> None:
+        self.scale, self.zp, self.dtype = F32(scale), F32(zero_point), np.dtype(dtype)
+
+    def __call__(self, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if self.dtype != F32:
+            r = dequantize(q, self.scale, self.zp).astype(self.dtype, copy=False)
+            if out is None:
+                return r
+            np.copyto(out, r)
+            return out
+        out = np.subtract(q, self.zp, out=out, dtype=F32)
+        return np.multiply(out, self.scale, out=out)
 
 
 def quantize_reference(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -270,21 +322,76 @@ def matmul_split(a: np.ndarray, w: np.ndarray, bounds: list[int],
 
 def static_fc(x: np.ndarray, x_zp: int, w: np.ndarray, bias: np.ndarray | None,
               bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-              scratch: nhwc.Scratch) -> np.ndarray:
-    """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8.
+              scratch: nhwc.Scratch, out: np.ndarray | None = None) -> np.ndarray:
+    """qint8 ``[..., K]`` x ``w`` (float32 ``[K, O]``, centered integer weights) -> qint8
+    (into ``out`` when given, else the node's buffer in ``scratch``).
 
     ``bounds`` from :func:`exact_splits`: one chunk (the common case) is one float32 GEMM
     into the node's buffer with the bias added in float32, all exact."""
     xc = centered_f32(x, x_zp, scratch.get("xc", x.shape, np.dtype(F32)))
     shape = x.shape[:-1] + w.shape[1:]
+    if out is None:
+        out = scratch.get("q", shape, np.dtype(np.int8))
     if len(bounds) > 2:
         acc64 = matmul_split(xc.reshape(-1, w.shape[0]), w, bounds, scratch).reshape(shape)
         if bias is not None:
             acc64 += bias
-        return requantize(acc64, scale, out_zp, lo, hi)
+        np.copyto(out, requantize(acc64, scale, out_zp, lo, hi))
+        return out
     acc = np.matmul(xc, w, out=scratch.get("acc", shape, np.dtype(F32)))
-    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
-                            scratch.get("q", shape, np.dtype(np.int8)))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
+
+
+class StaticFC:
+    """A static int8 fully connected node, prepared at load: ``fc(x, out=None)`` is
+    :func:`static_fc` of its weights (the reference), or with the ``accel`` extra one compiled
+    call (``blas_accel.q8_fc``: centering, bias, GEMM and requantization) when the reduction
+    is float32-exact in one chunk -- the same bytes. Its arguments (contiguous float32 bias
+    and scales, float32 scalars) are made here, once; ``flatten`` is
+    XNN_FLAG_TENSORFLOW_RESHAPE_2D (the input as ``[-1, K]`` rows)."""
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray | None, bounds: list[int],
+                 scale: np.ndarray, x_zp: int, out_zp: int, lo: int, hi: int,
+                 flatten: bool) -> None:
+        self.w, self.bias, self.bounds, self.scale = w, bias, bounds, scale
+        self.x_zp, self.out_zp, self.lo, self.hi, self.flatten = x_zp, out_zp, lo, hi, flatten
+        self.scratch = nhwc.Scratch()
+        k, o = w.shape
+        self.k = k
+        self.one_chunk = len(bounds) == 2 and w.dtype == F32 and w.flags.c_contiguous
+        self.args = (F32(x_zp), w, np.zeros(o, F32) if bias is None else
+                     np.ascontiguousarray(bias, F32),
+                     np.ascontiguousarray(np.broadcast_to(np.asarray(scale, F32), (o,))),
+                     F32(out_zp), F32(lo - out_zp), F32(hi - out_zp))
+        self.shape: tuple[int, ...] | None = None  # the last input shape, and its buffers
+        self.bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if self.flatten:
+            x = x.reshape(-1, self.k)
+        if self.one_chunk and x.dtype == np.int8 and blas_accel.ready():
+            return self._compiled(x, out)
+        return static_fc(x, self.x_zp, self.w, self.bias, self.bounds, self.scale,
+                         self.out_zp, self.lo, self.hi, self.scratch, out)
+
+    def _compiled(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        if x.shape != self.shape or self.bufs is None:  # (a node sees one shape per plan)
+            m = math.prod(x.shape[:-1])
+            o = self.w.shape[1]
+            self.bufs = (np.empty((m, self.k), F32), np.empty((m, o), F32),
+                         np.empty(x.shape[:-1] + (o,), np.int8))
+            self.shape = x.shape
+        xc, acc, q = self.bufs
+        if out is None:
+            out = q
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return static_fc(x, self.x_zp, self.w, self.bias, self.bounds, self.scale,
+                             self.out_zp, self.lo, self.hi, self.scratch, out)
+        x2 = x.reshape(-1, self.k) if x.ndim != 2 else x
+        o2 = out.reshape(-1, out.shape[-1]) if out.ndim != 2 else out
+        x_zp, w, b, scale, out_zp, lo, hi = self.args
+        blas_accel.q8_fc(x2, x_zp, w, b, scale, out_zp, lo, hi, xc, acc, o2)
+        return out
 
 
 def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray,
@@ -302,10 +409,11 @@ def _bias_requantize(acc: np.ndarray, bias: np.ndarray | None, scale: np.ndarray
 def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Window,
                 groups: int, extra: tuple[int, ...], bias: np.ndarray | None,
                 bounds: list[int], scale: np.ndarray, out_zp: int, lo: int, hi: int,
-                scratch: nhwc.Scratch) -> np.ndarray:
+                scratch: nhwc.Scratch, out: np.ndarray | None = None) -> np.ndarray:
     """qint8 NHWC convolution (``kind`` "conv" or "dwconv", ``w`` float32 centered integers
-    as :func:`conv_acc` expects) -> qint8, exact in float32 (``bounds`` as for
-    :func:`static_fc`; several chunks only for an ungrouped "conv").
+    as :func:`conv_acc` expects) -> qint8 (into ``out`` when given, else the node's buffer
+    in ``scratch``), exact in float32 (``bounds`` as for :func:`static_fc`; several chunks
+    only for an ungrouped "conv").
 
     The centered input is written straight into the interior of the node's zero-bordered
     buffer (XNNPACK pads with the input zero point, i.e. a centered 0). With the ``accel``
@@ -316,10 +424,14 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Wi
             w.dtype == f32 and (bias is None or bias.dtype == f32):
         oh, ow = win.out_size(h, wd)
         nhwc._check_out(oh, ow, "depthwise convolution", x.shape)
-        out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
+        if out is None:
+            out = scratch.get("q", (n, oh, ow, c), np.dtype(np.int8))
         return compiled.depthwise_q8_nhwc(x, x_zp, w[0], bias, scale, out_zp, lo, hi, out,
                                             (win.pad_top, win.pad_left), (win.sh, win.sw),
                                             (win.dh, win.dw))
+    if kind == "conv" and groups == 1 and len(bounds) == 2 and w.dtype == f32 and \
+            w.flags.c_contiguous and x.dtype == np.int8 and blas_accel.ready():
+        return _compiled_conv(x, x_zp, w, win, bias, scale, out_zp, lo, hi, scratch, out)
     if nhwc._padded(win):
         shape = (n, h + win.pad_top + win.pad_bottom, wd + win.pad_left + win.pad_right, c)
         xp = scratch.get("qpad", shape, f32, 0.0)
@@ -338,10 +450,40 @@ def static_conv(x: np.ndarray, x_zp: int, kind: str, w: np.ndarray, win: nhwc.Wi
         acc64 = matmul_split(cols, w, bounds, scratch)
         if bias is not None:
             acc64 += bias
-        return requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
+        r = requantize(acc64, scale, out_zp, lo, hi).reshape(n, oh, ow, -1)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
     acc = conv_acc(xp, kind, w, win, groups, extra, scratch)
-    return _bias_requantize(acc, bias, scale, out_zp, lo, hi,
-                            scratch.get("q", acc.shape, np.dtype(np.int8)))
+    if out is None:
+        out = scratch.get("q", acc.shape, np.dtype(np.int8))
+    return _bias_requantize(acc, bias, scale, out_zp, lo, hi, out)
+
+
+def _compiled_conv(x: np.ndarray, x_zp: int, w: np.ndarray, win: nhwc.Window,
+                   bias: np.ndarray | None, scale: np.ndarray, out_zp: int, lo: int, hi: int,
+                   scratch: nhwc.Scratch, out: np.ndarray | None) -> np.ndarray:
+    """:func:`static_conv` of one group in one float32-exact chunk as one compiled call
+    (``blas_accel.q8_conv``: patches, bias, GEMM and requantization, in blocks of output
+    rows that stay in cache, as ``nhwc.conv2d`` blocks its GEMMs)."""
+    n, h, wd, c = x.shape
+    oh, ow = win.out_size(h, wd)
+    nhwc._check_out(oh, ow, "convolution", x.shape)
+    k, o = w.shape
+    if out is None:
+        out = scratch.get("q", (n, oh, ow, o), np.dtype(np.int8))
+    block = dispatch.THRESHOLDS.gemm_block_bytes
+    rows = min(oh, max(1, block // max(1, ow * (o + k) * 4)))
+    f32 = np.dtype(F32)
+    cols = scratch.get("qcols", (rows * ow, k), f32)
+    acc = scratch.get("qacc", (rows * ow, o), f32)
+    blas_accel.q8_conv(x, F32(x_zp), w, compiled.per_channel(bias, o, 0),
+                       compiled.per_channel(scale, o, 1), F32(out_zp), F32(lo - out_zp),
+                       F32(hi - out_zp), cols, acc, out,
+                       (win.kh, win.kw, win.sh, win.sw, win.dh, win.dw, win.pad_top,
+                        win.pad_left), rows)
+    return out
 
 
 def dynamic_fc(x: DynQ, w_t: np.ndarray, w_scale: np.ndarray, bias: np.ndarray | None,
@@ -372,8 +514,43 @@ def conv_acc(xc: np.ndarray, kind: str, w: np.ndarray, win: nhwc.Window, groups:
 
 
 def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float, b_zp: int,
-        out_scale: float, out_zp: int) -> np.ndarray:
-    """XNNPACK's fixed-point int8 add (``qs8-vadd``)."""
+        out_scale: float, out_zp: int, lo: int = QMIN, hi: int = QMAX,
+        out: np.ndarray | None = None) -> np.ndarray:
+    """XNNPACK's fixed-point int8 add (``qs8-vadd``), clipped to ``lo``..``hi`` (the clamp
+    node XNNPACK inserts for a min/max), into ``out`` when given. With the ``accel`` extra,
+    same-shaped inputs take one compiled pass (the same integer operations: the same bytes)."""
+    ma, mb, bias, shift, t = _add_params(a_scale, a_zp, b_scale, b_zp, out_scale)
+    if a.shape == b.shape and a.dtype == b.dtype == np.int8 and a.flags.c_contiguous and \
+            b.flags.c_contiguous and accel.available() and \
+            (out is None or out.flags.c_contiguous):
+        if out is None:
+            out = np.empty(a.shape, np.int8)
+        _add_loop(a.reshape(-1), b.reshape(-1), ma, mb, bias, shift, out_zp, max(lo, QMIN),
+                  min(hi, QMAX), out.reshape(-1))
+        return out
+    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
+    acc += t(bias)
+    acc >>= shift
+    acc += t(out_zp)
+    r = np.clip(np.clip(acc, QMIN, QMAX).astype(np.int8), lo, hi)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+@accel.jit
+def _add_loop(a, b, ma, mb, bias, shift, out_zp, lo, hi, out):  # pragma: no cover - compiled
+    """:func:`add` of flat int8 ``a`` and ``b`` into ``out``: its integer operations in
+    64 bits (the int32 sums of the NumPy path never overflow: :func:`_add_params`)."""
+    for j in range(a.size):
+        v = ((np.int64(a[j]) * ma + np.int64(b[j]) * mb + bias) >> shift) + out_zp
+        out[j] = np.int8(min(max(v, lo), hi))
+
+
+def _add_params(a_scale: float, a_zp: int, b_scale: float, b_zp: int, out_scale: float
+                ) -> tuple[int, int, int, int, type]:
+    """(a's multiplier, b's, the bias, the shift, the accumulator type) of :func:`add`."""
     sa = F32(a_scale) / F32(out_scale)
     sb = F32(b_scale) / F32(out_scale)
     top = max(abs(sa), abs(sb))
@@ -385,11 +562,7 @@ def add(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
     # XNNPACK sums in int32 (so do we: half the memory traffic of int64); parameters that do
     # not fit int32 keep int64
     t = np.int32 if shift < 31 and -(2**31) <= bias < 2**31 else np.int64
-    acc = np.add(np.multiply(a, t(ma), dtype=t), np.multiply(b, t(mb), dtype=t))
-    acc += t(bias)
-    acc >>= shift
-    acc += t(out_zp)
-    return np.clip(acc, QMIN, QMAX).astype(np.int8)
+    return ma, mb, bias, shift, t
 
 
 def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: float,
@@ -401,16 +574,40 @@ def multiply(a: np.ndarray, b: np.ndarray, a_scale: float, a_zp: int, b_scale: f
 
 
 def mean(q: np.ndarray, axes: tuple[int, ...], in_scale: float, in_zp: int, out_scale: float,
-         out_zp: int, keepdims: bool) -> np.ndarray:
-    """int8 mean over ``axes`` (XNNPACK's reduce: int32 sum, one float32 rescale)."""
+         out_zp: int, keepdims: bool, lo: int = QMIN, hi: int = QMAX) -> np.ndarray:
+    """int8 mean over ``axes`` (XNNPACK's reduce: int32 sum, one float32 rescale), clipped
+    to the node's bounds ``lo``..``hi``. With the ``accel`` extra, the mean over the middle
+    axes of an NHWC tensor (global average pooling) is one compiled pass (the same bytes)."""
     n = int(np.prod([q.shape[a] for a in axes]))
-    total = q.astype(np.int64).sum(axis=axes, keepdims=keepdims)
     s = (F32(in_scale) / F32(out_scale)) * (F32(1) / F32(n))
     zp = F32(out_zp) - F32(n * in_zp) * s
+    if q.ndim == 4 and axes == (1, 2) and q.dtype == np.int8 and accel.available():
+        out = np.empty((q.shape[0], 1, 1, q.shape[3]), np.int8)
+        _mean_hw(np.ascontiguousarray(q), s, zp, F32(max(lo, QMIN)), F32(min(hi, QMAX)),
+                 out.reshape(q.shape[0], q.shape[3]))
+        return out if keepdims else out.reshape(q.shape[0], q.shape[3])
+    total = q.astype(np.int64).sum(axis=axes, keepdims=keepdims)
     v = total.astype(F32) * s + zp
-    return np.clip(np.rint(v), QMIN, QMAX).astype(np.int8)
+    return np.clip(np.clip(np.rint(v), QMIN, QMAX).astype(np.int8), lo, hi)
 
 
-def max_pool2d(q: np.ndarray, win: nhwc.Window) -> np.ndarray:
+@accel.jit
+def _mean_hw(q, s, zp, lo, hi, out):  # pragma: no cover - compiled
+    """:func:`mean` of int8 ``q`` [N, H, W, C] over H and W into ``out`` [N, C]: exact
+    integer sums, then the float32 operations of the NumPy path in its order."""
+    nb, h, w, c = q.shape
+    total = np.zeros(c, np.int64)
+    for n in range(nb):
+        total[:] = 0
+        for y in range(h):
+            for x in range(w):
+                for ch in range(c):
+                    total[ch] += q[n, y, x, ch]
+        for ch in range(c):
+            v = np.rint(np.float32(total[ch]) * s + zp)
+            out[n, ch] = np.int8(min(max(v, lo), hi))
+
+
+def max_pool2d(q: np.ndarray, win: nhwc.Window, out: np.ndarray | None = None) -> np.ndarray:
     """Max pooling of integers: padded cells hold the type's minimum, so they never win."""
-    return K.max_pool2d(q, win)
+    return K.max_pool2d(q, win, out=out)

@@ -21,7 +21,17 @@ from ....kernels.conv import nhwc
 from .. import schema as x
 from . import kernels_qb4w as QB
 from . import kernels_quant as Q
-from .nodes import _UNARY, NODE_RULES, Compute, Ctx, Lowered, lower, node_value_ids, output_range
+from .nodes import (
+    _UNARY,
+    NODE_RULES,
+    Compute,
+    Ctx,
+    Lowered,
+    Op,
+    lower,
+    node_value_ids,
+    output_range,
+)
 from .nodes_nn import _conv_window, _optional, _pool_window
 from .quant_values import D, QParams
 
@@ -95,10 +105,11 @@ def lower_node(node: x.XNode, ctx: Ctx) -> Lowered:
             f"{', '.join(sorted(c.__name__ for c in QUANT_NODE_RULES))}", code=ErrorCode.NotImplemented)
     compute, out = fn(u, ctx)
     env = ctx.env
+    op = compute if isinstance(compute, Op) else None  # (plans call it into their buffers)
 
     def step() -> None:
         env[out] = compute()
-    return Lowered(step, None, out)
+    return Lowered(step, op, out, dtype=ctx.dtype(out))
 
 
 def _bounds(ctx: QCtx, q: QParams, slot: int | None = None) -> tuple[int, int]:
@@ -176,11 +187,10 @@ def _convert(n: x.XNNConvert, ctx: QCtx) -> tuple[Compute, int]:
         return (lambda: Q.quantize_dynamic(env[i], nnb)), o
     if qi is None and qo is not None:
         s, zp = float(ctx.static(o, "output").scale), qo.zero_point
-        return (lambda: Q.quantize(env[i], s, zp)), o
+        return Op(env, Q.Quantizer(s, zp), (i,)), o
     if qi is not None and qo is None:
         qi = ctx.static(i, "input")
-        s, zp, dtype = qi.scale, qi.zero_point, ctx.dtype(o)
-        return (lambda: Q.dequantize(env[i], s, zp).astype(dtype, copy=False)), o
+        return Op(env, Q.Dequantizer(qi.scale, qi.zero_point, ctx.dtype(o)), (i,)), o
     a, b = ctx.static(i, "input"), ctx.static(o, "output")
     return (lambda: Q.quantize_reference(Q.dequantize(env[i], a.scale, a.zero_point),
                                          float(b.scale), b.zero_point)), o
@@ -256,15 +266,9 @@ def _fully_connected(n: x.XNNFullyConnected, ctx: QCtx) -> tuple[Compute, int]:
     lo, hi = _bounds(ctx, qo, o)
     izp, ozp = qi.zero_point, qo.zero_point
     bounds = Q.exact_splits(w_t, Q.input_absmax(izp), bias)
-    w32, bias = w_t.astype(np.float32), _f32_bias(bias, bounds)
-    scratch = nhwc.Scratch()
-
-    def compute():
-        v = env[i]
-        if flatten:
-            v = v.reshape(-1, w32.shape[0])
-        return Q.static_fc(v, izp, w32, bias, bounds, scale, ozp, lo, hi, scratch)
-    return compute, o
+    w32, bias = np.ascontiguousarray(w_t, np.float32), _f32_bias(bias, bounds)
+    fc = Q.StaticFC(w32, bias, bounds, scale, izp, ozp, lo, hi, flatten)
+    return Op(env, fc, (i,)), o
 
 
 def _f32_bias(bias: np.ndarray | None, bounds: list[int]) -> np.ndarray | None:
@@ -340,8 +344,12 @@ def _conv(n: x.XNNNodeConv, ctx: QCtx) -> tuple[Compute, int]:
         bounds = Q.exact_splits(wc.reshape(-1, wc.shape[-1]), Q.input_absmax(izp), qbias)
     if bounds is not None and (len(bounds) == 2 or (kind == "conv" and g == 1)):
         w32, bias32 = w.astype(np.float32), _f32_bias(qbias, bounds)
-        return (lambda: Q.static_conv(env[i], izp, kind, w32, win, g, extra, bias32, bounds,
-                                      scale, ozp, lo, hi, scratch)), o
+        scale = np.ascontiguousarray(np.broadcast_to(scale, (n_out,)), np.float32)
+
+        def conv(v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+            return Q.static_conv(v, izp, kind, w32, win, g, extra, bias32, bounds, scale,
+                                 ozp, lo, hi, scratch, out)
+        return Op(env, conv, (i,)), o  # (plans call it into their buffers)
 
     def static():  # float64 sums (transposed convolutions, huge grouped filters)
         acc = Q.conv_acc(env[i].astype(np.float64) - izp, kind, w, win, g, extra, scratch)
@@ -363,6 +371,8 @@ def _binary(n: x.XNNNode2x1, ctx: QCtx) -> tuple[Compute, int]:
     args = (float(qa.scale), qa.zero_point, b_scale, qb.zero_point,
             float(qo.scale), qo.zero_point)
     lo, hi = _bounds(ctx, qo)  # XNNPACK inserts a clamp node for a min/max
+    if fn is Q.add:  # (plans call it into their buffers)
+        return Op(env, Q.add, (a, b), (*args, lo, hi)), o
     return (lambda: np.clip(fn(env[a], env[b], *args), lo, hi)), o
 
 
@@ -374,6 +384,8 @@ def _max_pool(n: x.XNNMaxPooling2d, ctx: QCtx) -> tuple[Compute, int]:
         raise ctx.fail("quantized max pooling needs equal input and output parameters")
     win = _pool_window(n, ctx, i)
     lo, hi = _bounds(ctx, qo)
+    if (lo, hi) == (Q.QMIN, Q.QMAX):  # (the usual: no min/max) into the plan's buffer
+        return Op(env, Q.max_pool2d, (i,), (win,)), o
     return (lambda: np.clip(Q.max_pool2d(env[i], win), lo, hi)), o
 
 
@@ -385,9 +397,9 @@ def _global_avg_pool(n: x.XNNGlobalAvgPooling2d, ctx: QCtx) -> tuple[Compute, in
     if rank < 3:
         raise ctx.fail(f"input must be at least 3-D, its dims are {list(ctx.dims(i))}")
     axes, keep = tuple(range(1, rank - 1)), bool(n.flags & x.XNN_FLAG_KEEP_DIMS)
-    args = (float(qi.scale), qi.zero_point, float(qo.scale), qo.zero_point, keep)
-    lo, hi = _bounds(ctx, qo)
-    return (lambda: np.clip(Q.mean(env[i], axes, *args), lo, hi)), o
+    args = (float(qi.scale), qi.zero_point, float(qo.scale), qo.zero_point, keep,
+            *_bounds(ctx, qo))
+    return (lambda: Q.mean(env[i], axes, *args)), o
 
 
 @qrule(x.XNNClamp)
