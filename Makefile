@@ -17,6 +17,9 @@ REF_OV  := .venv-ref-ov
 OPENVINO_PIN := openvino==2025.4.1 nncf==3.1.0
 PY      := $(VENV)/bin/python
 FIXTURES := build/notorch-fixtures
+# One string-hash seed for every process (tests/conftest.py says why: ExecuTorch's .pte bytes
+# depend on it, and the byte-for-byte comparisons need both sides to share it).
+export PYTHONHASHSEED := 0
 
 .PHONY: et-suite browser vulkan venvs demo test test-fast test-slow test-quant-slow test-arm-slow test-vulkan-coreml-slow test-notorch test-arm ref-arm ref-vgf test-openvino fuzz-short fuzz-long lint bench setup ref clean
 

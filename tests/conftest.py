@@ -16,6 +16,12 @@ from pathlib import Path
 os.environ.setdefault("EDGETORCH_ACCEL_WARMUP", "wait")
 os.environ.setdefault("EDGETORCH_OPTIMIZE", "off")
 os.environ.setdefault("EDGETORCH_OPTIMIZE_STRICT", "1")
+# String hashing fixed for the processes started from here (xdist's workers, the reference
+# ExecuTorch's exports): ExecuTorch's delegation iterates sets of node names (its
+# duplicate-constant pass), so a program's node order, hence the .pte's bytes, follows the
+# hash seed; both sides must share it for the byte-for-byte comparisons (the Makefile sets it
+# for the pytest process itself too).
+os.environ.setdefault("PYTHONHASHSEED", "0")
 
 for _dir in ("compat", "support"):
     _path = str(Path(__file__).parent / _dir)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from delegate_checks import params  # tests/support
+from delegate_checks import params, same_hash_seed_as_reference  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, run, successive_calls
 from vk_models import build
 
@@ -55,6 +55,7 @@ def submitted(vulkan_ref):
 
 @pytest.mark.parametrize("model, options, quant", params(CASES, SLOW, IDS))
 def test_pte_bytes_equal_executorch(model, options, quant, submitted):
+    same_hash_seed_as_reference()
     m, inputs = build(model)
     ours = lower(m, inputs, _options(options), quant)
     theirs = submitted.get(model, options, quant).read_bytes()
