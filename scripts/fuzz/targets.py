@@ -365,7 +365,9 @@ def mutate_zip_entry(data: bytes, max_size: int, seed: int) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         for name, blob in entries:
-            z.writestr(name or "_", blob)
+            # (ZipInfo drops leading slashes and drive letters: "/" would become "", which
+            # writestr cannot take)
+            z.writestr(zipfile.ZipInfo(name).filename or "_", blob)
     data = out.getvalue()
     return data if len(data) <= max_size else atheris.Mutate(data[:max_size], max_size)
 
