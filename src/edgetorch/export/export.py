@@ -38,7 +38,7 @@ S = StageType
 # Stages a model of each kind has already been through.
 _DONE_BY_INPUT = {"GraphModule": {S.SOURCE_TRANSFORM, S.QUANTIZE},
                   "ExportedProgram": {S.SOURCE_TRANSFORM, S.QUANTIZE, S.TORCH_EXPORT}}
-# Where the Edge program manager is, latest first among the stages a pipeline ran.
+# Stages whose artifact is an Edge program manager (the session's is the last that ran).
 _EDGE_STAGES = (S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND, S.EDGE_PROGRAM_MANAGER_TRANSFORM,
                 S.TO_EDGE)
 
@@ -184,12 +184,14 @@ class ExportSession:
             if stage is None:
                 raise ValueError(f"Stage {stage_type} not found in registry, register it using "
                                  "session.register_stage()")
-            if previous is None and not stage.can_start_pipeline:
-                raise ValueError(f"Stage {stage_type} cannot start a pipeline. ")
             valid = stage.valid_predecessor_stages
+            if previous is None and not stage.can_start_pipeline:
+                raise ValueError(f"Stage {_name(stage_type)} cannot start a pipeline; put one "
+                                 f"of {[_name(s) for s in valid]} before it")
             if previous is not None and valid and previous not in valid:
-                raise ValueError(f"Invalid transition from {previous} to {stage_type}. Valid "
-                                 f"predecessors for {stage_type}: {valid}")
+                raise ValueError(f"Invalid transition from {_name(previous)} to "
+                                 f"{_name(stage_type)}. Valid predecessors for "
+                                 f"{_name(stage_type)}: {[_name(s) for s in valid]}")
             previous = stage_type
 
     def _run_pipeline(self) -> None:
@@ -292,6 +294,10 @@ class ExportSession:
             raise RuntimeError("ETRecord was not generated; pass generate_etrecord=True to "
                                "edgetorch.export.export")
         return self.get_executorch_program_manager().get_etrecord()
+
+
+def _name(stage_type: Any) -> str:
+    return stage_type.name if isinstance(stage_type, StageType) else str(stage_type)
 
 
 def _portable_recipe() -> ExportRecipe:
