@@ -275,6 +275,13 @@ class CompileSpecError(ExportError, ValueError):
     code = ErrorCode.InvalidArgument
 
 
+class ExportArgumentError(ExportError, ValueError, AssertionError):
+    """An argument an ``ExportSession`` call cannot use (an empty output name). Also an
+    ``AssertionError``: what ExecuTorch raises there (its checks are asserts)."""
+
+    code = ErrorCode.InvalidArgument
+
+
 class FeatureNotAvailableError(ExportError, NotImplementedError):
     """A requested compiler feature (ETRecord, a quantized recipe...) is not built yet."""
 

@@ -11,7 +11,7 @@
     session.run_method("forward", example_inputs)
 """
 
-from .export import ExportSession, PipelineArtifact, export
+from .export import ExportSession, export
 from .recipe import (
     AOQuantizationConfig,
     ExportRecipe,
@@ -22,6 +22,7 @@ from .recipe import (
 )
 from .recipe_provider import BackendRecipeProvider
 from .recipe_registry import recipe_registry
+from .stages import PipelineArtifact
 from .types import StageType
 
 __all__ = [

@@ -4,54 +4,43 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from ..exir import to_edge, to_edge_transform_and_lower
+from ..errors import ExportArgumentError
 from ..exir._warnings import experimental
-from ..exir.torch_export import export_program
 from ..extension.export_util.utils import save_pte_program
 from ..util.torch_files import load_exported_program
-from .recipe import EXPERIMENTAL, ExportRecipe, QuantizationRecipe
+from .recipe import EXPERIMENTAL, ExportRecipe
+from .stages import (
+    EdgeProgramManagerTransformStage,
+    EdgeTransformAndLowerStage,
+    ExecutorchStage,
+    PipelineArtifact,
+    QuantizeStage,
+    SourceTransformStage,
+    Stage,
+    ToBackendStage,
+    ToEdgeStage,
+    TorchExportStage,
+)
 from .types import StageType
 
 logger = logging.getLogger(__name__)
 S = StageType
 
-# Which stage may follow which (None: the stage may start a pipeline).
-_PREDECESSORS: dict[StageType, set[StageType | None]] = {
-    S.SOURCE_TRANSFORM: {None},
-    S.QUANTIZE: {None, S.SOURCE_TRANSFORM},
-    S.TORCH_EXPORT: {None, S.SOURCE_TRANSFORM, S.QUANTIZE},
-    S.TO_EDGE_TRANSFORM_AND_LOWER: {None, S.TORCH_EXPORT},
-    S.TO_EDGE: {None, S.TORCH_EXPORT},
-    S.EDGE_PROGRAM_MANAGER_TRANSFORM: {S.TO_EDGE, S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND},
-    S.TO_BACKEND: {S.TO_EDGE, S.EDGE_PROGRAM_MANAGER_TRANSFORM},
-    S.TO_EXECUTORCH: {S.TO_EDGE, S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND,
-                      S.EDGE_PROGRAM_MANAGER_TRANSFORM},
-}
-
-
-@dataclass
-class PipelineArtifact:
-    """What a stage produced (``data``) and what it knows about the run (``context``)."""
-
-    data: Any
-    context: dict[str, Any] = field(default_factory=dict)
-
-    def get_context(self, key: str, default: Any = None) -> Any:
-        return self.context.get(key, default)
-
-    def add_context(self, key: str, value: Any) -> None:
-        self.context[key] = value
+# Stages a model of each kind has already been through.
+_DONE_BY_INPUT = {"GraphModule": {S.SOURCE_TRANSFORM, S.QUANTIZE},
+                  "ExportedProgram": {S.SOURCE_TRANSFORM, S.QUANTIZE, S.TORCH_EXPORT}}
+# Stages whose artifact is an Edge program manager (the session's is the last that ran).
+_EDGE_STAGES = (S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND, S.EDGE_PROGRAM_MANAGER_TRANSFORM,
+                S.TO_EDGE)
 
 
 @experimental(EXPERIMENTAL)
@@ -71,196 +60,191 @@ def export(model: Any, example_inputs: Any = None, export_recipe: ExportRecipe |
 
 @experimental(EXPERIMENTAL)
 class ExportSession:
-    """One export: its stages, their artifacts, and the finished program."""
+    """One export: a registry of stages (built from the recipe, replaceable with
+    ``register_stage``), the pipeline of stage types it runs, and each stage's artifact."""
 
     def __init__(self, model: Any, example_inputs: Any = None,
                  export_recipe: ExportRecipe | None = None, name: str | None = None,
                  dynamic_shapes: Any = None, constant_methods: dict[str, Any] | None = None,
                  artifact_dir: str | None = None, generate_etrecord: bool | None = False) -> None:
-        self._generate_etrecord = bool(generate_etrecord)
         if isinstance(model, str):
             model = load_exported_program(model)  # weights-only: a file never runs code
-        self._model_type = _model_type(model)
+        self._input_model_type = self._detect_model_type(model)
         self._model = model if isinstance(model, dict) else {"forward": model}
-        if example_inputs is None and self._model_type != "ExportedProgram":
-            raise ValueError(f"example_inputs are required when model is {self._model_type}. "
-                             "Only ExportedProgram inputs can omit example_inputs.")
+        if example_inputs is None and self._input_model_type != "ExportedProgram":
+            raise ValueError(f"example_inputs are required when model is "
+                             f"{self._input_model_type}. Only ExportedProgram inputs can omit "
+                             "example_inputs.")
         inputs = example_inputs or {}
         self._example_inputs = inputs if isinstance(inputs, dict) else {"forward": inputs}
         self._dynamic_shapes = (dynamic_shapes if isinstance(dynamic_shapes, dict) else
                                 {"forward": dynamic_shapes} if dynamic_shapes is not None else {})
-        self._recipe = export_recipe if export_recipe is not None else _portable_recipe()
-        self._constant_methods = constant_methods
-        self._name = name
-        self._artifact_dir = artifact_dir
-        self._stages = list(self._recipe.pipeline_stages or self._default_pipeline())
-        self._artifacts: dict[StageType, PipelineArtifact] = {}
+        self._export_recipe = export_recipe if export_recipe is not None else _portable_recipe()
+        self._quant_recipe = self._export_recipe.quantization_recipe
+        self._lowering_recipe = self._export_recipe.lowering_recipe
+        self._pipeline_stages = list(self._export_recipe.pipeline_stages or
+                                     self._get_default_pipeline())
+        self._stage_registry = self._build_stages(self._pipeline_stages)
+        self._run_context: dict[str, Any] = {
+            "example_inputs": self._example_inputs, "dynamic_shapes": self._dynamic_shapes,
+            "constant_methods": constant_methods, "export_recipe": self._export_recipe,
+            "session_name": name, "artifact_dir": artifact_dir,
+            "generate_etrecord": bool(generate_etrecord)}
+        self._stage_to_artifacts: dict[StageType, PipelineArtifact] = {}
+
+    @staticmethod
+    def _detect_model_type(model: Any) -> str:
+        """"nn.Module", "GraphModule" or "ExportedProgram" (a dict's first value's)."""
+        if isinstance(model, dict):
+            if not model:
+                raise ValueError("model is an empty dict; give {method_name: model}")
+            return ExportSession._detect_model_type(next(iter(model.values())))
+        if isinstance(model, ExportedProgram):
+            return "ExportedProgram"
+        if isinstance(model, GraphModule):
+            return "GraphModule"
+        if isinstance(model, torch.nn.Module):
+            return "nn.Module"
+        raise TypeError(f"Unsupported model type: {type(model)}")
 
     # ---- the pipeline -------------------------------------------------------------------
 
-    def _default_pipeline(self) -> list[StageType]:
-        stages = []
-        if self._model_type == "nn.Module":
-            stages += [S.SOURCE_TRANSFORM, S.QUANTIZE]
-        if self._model_type != "ExportedProgram":
-            stages.append(S.TORCH_EXPORT)
+    def _get_default_pipeline(self) -> list[StageType]:
+        """Quantization only for an eager module, ``torch.export`` unless already exported,
+        the manager passes' stage when the recipe has some, then to_executorch."""
+        stages = [s for s in (S.SOURCE_TRANSFORM, S.QUANTIZE, S.TORCH_EXPORT)
+                  if s not in _DONE_BY_INPUT.get(self._input_model_type, set())]
         stages.append(S.TO_EDGE_TRANSFORM_AND_LOWER)
-        lowering = self._recipe.lowering_recipe
-        if lowering and lowering.edge_manager_transform_passes:
+        if self._lowering_recipe and self._lowering_recipe.edge_manager_transform_passes:
             stages.append(S.EDGE_PROGRAM_MANAGER_TRANSFORM)
         return [*stages, S.TO_EXECUTORCH]
 
-    def _validate(self) -> None:
-        if not self._stages:
+    def _build_stages(self, stages: list[StageType]) -> dict[StageType, Stage]:
+        """One stage per known type in ``stages``, configured from the recipe (an unknown
+        type must be registered with ``register_stage`` before ``export``)."""
+        recipe, lowering = self._export_recipe, self._lowering_recipe
+        makers = {
+            S.SOURCE_TRANSFORM: lambda: SourceTransformStage(
+                self._quant_recipe, in_place=recipe.source_transform_in_place),
+            S.QUANTIZE: lambda: QuantizeStage(self._quant_recipe, strict=recipe.strict),
+            S.TORCH_EXPORT: lambda: TorchExportStage(
+                list(recipe.aten_transform_passes) if recipe.aten_transform_passes is not None
+                else None, strict=recipe.strict),
+            S.TO_EDGE_TRANSFORM_AND_LOWER: lambda: EdgeTransformAndLowerStage.from_recipe(lowering),
+            S.TO_EDGE: lambda: ToEdgeStage.from_recipe(lowering),
+            S.EDGE_PROGRAM_MANAGER_TRANSFORM: lambda: self._manager_transform_stage(stages),
+            S.TO_BACKEND: lambda: ToBackendStage.from_recipe(lowering),
+            S.TO_EXECUTORCH: lambda: ExecutorchStage(recipe.executorch_backend_config),
+        }
+        registry: dict[StageType, Stage] = {}
+        for stage_type in stages:
+            if stage_type in makers:
+                registry[stage_type] = makers[stage_type]()
+            else:
+                logger.info("%s is unknown, register it with session.register_stage()",
+                            stage_type)
+        return registry
+
+    def _manager_transform_stage(self, stages: list[StageType]) -> Stage:
+        """The recipe's Edge passes run once: in TO_EDGE_TRANSFORM_AND_LOWER when the
+        pipeline has it, else here (after TO_EDGE), before the manager passes."""
+        lowering = self._lowering_recipe
+        if lowering is None:
+            return EdgeProgramManagerTransformStage()
+        edge_passes = (None if S.TO_EDGE_TRANSFORM_AND_LOWER in stages
+                       else lowering.edge_transform_passes)
+        return EdgeProgramManagerTransformStage(edge_passes,
+                                                lowering.edge_manager_transform_passes)
+
+    def register_stage(self, stage_type: StageType, stage: Stage) -> None:
+        """Add a stage for a new type, or replace the one the recipe configured."""
+        self._stage_registry[stage_type] = stage
+
+    def get_registered_stage(self, stage_type: StageType) -> Stage | None:
+        return self._stage_registry.get(stage_type)
+
+    def get_all_registered_stages(self) -> dict[StageType, Stage]:
+        return self._stage_registry
+
+    def _validate_pipeline_sequence(self, stages: list[StageType]) -> None:
+        """Refuse stages the input has been through, a first stage that cannot start a
+        pipeline, and a stage after one it may not follow."""
+        if not stages:
             raise ValueError("Pipeline stages cannot be empty")
-        refused = {"GraphModule": {S.SOURCE_TRANSFORM, S.QUANTIZE},
-                   "ExportedProgram": {S.SOURCE_TRANSFORM, S.QUANTIZE, S.TORCH_EXPORT}}
-        bad = set(self._stages) & refused.get(self._model_type, set())
-        if bad:
-            raise ValueError(f"Cannot run {', '.join(sorted(s.name for s in bad))} stage(s) with "
-                             f"{self._model_type} input; remove them from pipeline_stages")
-        previous: StageType | None = None
-        for stage in self._stages:
-            if previous not in _PREDECESSORS[stage]:
-                raise ValueError(f"Invalid transition from {previous} to {stage}. Valid "
-                                 f"predecessors for {stage}: {_PREDECESSORS[stage]}")
-            previous = stage
+        done = set(stages) & _DONE_BY_INPUT.get(self._input_model_type, set())
+        if done:
+            names = ", ".join(sorted(s.name for s in done))
+            raise ValueError(f"Cannot run {names} stage(s) with {self._input_model_type} input: "
+                             f"the {self._input_model_type} has been through them already. "
+                             f"Remove {names} from pipeline_stages or give an earlier form of "
+                             "the model.")
+        previous = None
+        for stage_type in stages:
+            stage = self._stage_registry.get(stage_type)
+            if stage is None:
+                raise ValueError(f"Stage {stage_type} not found in registry, register it using "
+                                 "session.register_stage()")
+            valid = stage.valid_predecessor_stages
+            if previous is None and not stage.can_start_pipeline:
+                raise ValueError(f"Stage {_name(stage_type)} cannot start a pipeline; put one "
+                                 f"of {[_name(s) for s in valid]} before it")
+            if previous is not None and valid and previous not in valid:
+                raise ValueError(f"Invalid transition from {_name(previous)} to "
+                                 f"{_name(stage_type)}. Valid predecessors for "
+                                 f"{_name(stage_type)}: {[_name(s) for s in valid]}")
+            previous = stage_type
+
+    def _run_pipeline(self) -> None:
+        self._validate_pipeline_sequence(self._pipeline_stages)
+        self._stage_to_artifacts.clear()  # after validation: a refused pipeline keeps the last run
+        artifact = PipelineArtifact(self._model, dict(self._run_context))
+        for stage_type in self._pipeline_stages:
+            stage = self._stage_registry[stage_type]
+            logger.info("Executing stage: %s", stage_type)
+            start = time.perf_counter()
+            stage.run(artifact)
+            artifact = stage.get_artifacts()
+            artifact.add_context("duration_ms", int((time.perf_counter() - start) * 1000))
+            self._stage_to_artifacts[stage_type] = artifact
 
     def export(self) -> None:
-        """Run the stages in order (again from the model, if called twice)."""
-        self._validate()
-        self._artifacts.clear()
-        data: Any = self._model
-        runners: dict[StageType, Callable[[Any], Any]] = {
-            S.SOURCE_TRANSFORM: self._source_transform, S.QUANTIZE: self._quantize,
-            S.TORCH_EXPORT: self._torch_export,
-            S.TO_EDGE_TRANSFORM_AND_LOWER: self._to_edge_transform_and_lower,
-            S.TO_EDGE: self._to_edge, S.TO_BACKEND: self._to_backend,
-            S.EDGE_PROGRAM_MANAGER_TRANSFORM: self._edge_manager_transform,
-            S.TO_EXECUTORCH: self._to_executorch,
-        }
-        for stage in self._stages:
-            start = time.perf_counter()
-            logger.info("Executing stage: %s", stage)
-            data = runners[stage](data)
-            self._artifacts[stage] = PipelineArtifact(
-                data, {"duration_ms": int((time.perf_counter() - start) * 1000),
-                       "session_name": self._name})
-
-    def _inputs(self, method: str) -> list[tuple]:
-        samples = self._example_inputs.get(method)
-        if not samples:
-            raise ValueError(f"Example inputs for method {method} not found or empty.")
-        return list(samples)
-
-    def _source_transform(self, models: dict[str, Any]) -> dict[str, Any]:
-        quant = self._recipe.quantization_recipe
-        if not quant or not quant.ao_quantization_configs:
-            return models
-        from torchao.quantization import quantize_
-
-        out = {}
-        for method, model in models.items():
-            model = model if self._recipe.source_transform_in_place else copy.deepcopy(model)
-            for cfg in quant.ao_quantization_configs:
-                quantize_(model, cfg.ao_base_config, cfg.filter_fn)
-            out[method] = model
-        return out
-
-    def _quantize(self, models: dict[str, Any]) -> dict[str, Any]:
-        quant = self._recipe.quantization_recipe
-        if not quant or not quant.quantizers:
-            return models
-        return {method: _pt2e(model, self._inputs(method), quant,
-                              self._dynamic_shapes.get(method), self._recipe.strict)
-                for method, model in models.items()}
-
-    def _torch_export(self, models: dict[str, Any]) -> dict[str, ExportedProgram]:
-        eps = {}
-        for method, model in models.items():
-            ep = export_program(model, tuple(self._inputs(method)[0]),
-                                     dynamic_shapes=self._dynamic_shapes.get(method),
-                                     strict=self._recipe.strict)
-            for transform in self._recipe.aten_transform_passes or []:
-                ep = transform(method, ep)
-            eps[method] = ep
-        return eps
-
-    def _edge_passes(self, eps: dict[str, ExportedProgram]) -> dict[str, list] | None:
-        lowering = self._recipe.lowering_recipe
-        if not lowering or not lowering.edge_transform_passes:
-            return None
-        return {m: [p for fn in lowering.edge_transform_passes for p in fn(m, ep)]
-                for m, ep in eps.items()}
-
-    def _compile_config(self) -> Any:
-        lowering = self._recipe.lowering_recipe
-        return lowering.edge_compile_config if lowering else None
-
-    def _to_edge_transform_and_lower(self, eps: dict[str, ExportedProgram]) -> Any:
-        lowering = self._recipe.lowering_recipe
-        return to_edge_transform_and_lower(
-            eps, transform_passes=self._edge_passes(eps),
-            partitioner=lowering.partitioners if lowering else None,
-            constant_methods=self._constant_methods, compile_config=self._compile_config(),
-            generate_etrecord=self._generate_etrecord)
-
-    def _to_edge(self, eps: dict[str, ExportedProgram]) -> Any:
-        edge = to_edge(eps, constant_methods=self._constant_methods,
-                       compile_config=self._compile_config(),
-                       generate_etrecord=self._generate_etrecord)
-        passes = self._edge_passes(eps)
-        return edge.transform(passes) if passes else edge
-
-    def _to_backend(self, edge: Any) -> Any:
-        lowering = self._recipe.lowering_recipe
-        partitioners = lowering.partitioners if lowering else None
-        if isinstance(partitioners, dict):
-            for i in range(max(map(len, partitioners.values()), default=0)):
-                edge = edge.to_backend({m: ps[i] for m, ps in partitioners.items() if i < len(ps)})
-            return edge
-        for partitioner in partitioners or []:
-            edge = edge.to_backend(partitioner)
-        return edge
-
-    def _edge_manager_transform(self, edge: Any) -> Any:
-        lowering = self._recipe.lowering_recipe
-        for fn in (lowering.edge_manager_transform_passes if lowering else None) or []:
-            edge = edge.transform(fn(edge))
-        return edge
-
-    def _to_executorch(self, edge: Any) -> Any:
-        program = edge.to_executorch(self._recipe.executorch_backend_config)
-        if self._artifact_dir:
-            save_pte_program(program, self._name or "program", self._artifact_dir)
-        return program
+        """Run the pipeline's stages in order (again from the model, if called twice)."""
+        self._run_pipeline()
 
     # ---- results ------------------------------------------------------------------------
 
     def get_stage_artifacts(self) -> dict[StageType, PipelineArtifact]:
-        return self._artifacts
+        return self._stage_to_artifacts
 
-    def _artifact(self, *stages: StageType, what: str) -> Any:
-        for stage in stages:
-            if stage in self._artifacts:
-                return self._artifacts[stage].data
-        raise RuntimeError(f"{what} is not available: run the {stages[0].name} stage first "
-                           f"(this session ran {[s.name for s in self._stages]}).")
+    def _data(self, stage_type: StageType) -> Any:
+        artifact = self._stage_to_artifacts.get(stage_type)
+        return None if artifact is None else artifact.data
 
     def get_exported_program(self, method_name: str = "forward") -> ExportedProgram:
-        eps = self._artifact(S.TORCH_EXPORT, what="Exported program")
-        if method_name not in eps:
+        programs = self._data(S.TORCH_EXPORT)
+        if programs is None:
+            raise RuntimeError("Exported program is not available. Run Torch Export Stage first "
+                               f"(this session's pipeline: {[s.name for s in self._pipeline_stages]}).")
+        if method_name not in programs:
             raise KeyError(f"Method name '{method_name}' not found in exported programs. "
-                           f"Available methods: {list(eps)}")
-        return eps[method_name]
+                           f"Available methods: {list(programs)}")
+        return programs[method_name]
 
     def get_edge_program_manager(self) -> Any:
-        return self._artifact(S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND,
-                              S.EDGE_PROGRAM_MANAGER_TRANSFORM, S.TO_EDGE,
-                              what="Edge program manager")
+        """The Edge program manager of the last Edge stage that ran."""
+        ran = [s for s in self._stage_to_artifacts if s in _EDGE_STAGES]
+        if ran and self._data(ran[-1]) is not None:
+            return self._data(ran[-1])
+        raise RuntimeError("Edge program manager is not available. Run one of the edge stages "
+                           "first: TO_EDGE_TRANSFORM_AND_LOWER, TO_EDGE, "
+                           "EDGE_PROGRAM_MANAGER_TRANSFORM, or TO_BACKEND.")
 
     def get_executorch_program_manager(self) -> Any:
-        return self._artifact(S.TO_EXECUTORCH, what="Executorch program manager")
+        program = self._data(S.TO_EXECUTORCH)
+        if program is None:
+            raise RuntimeError("Executorch program manager is not initialized. Run Executorch "
+                               "Stage first (export(), with TO_EXECUTORCH in the pipeline).")
+        return program
 
     def get_executorch_program(self) -> Any:
         return self.get_executorch_program_manager().executorch_program
@@ -269,14 +253,18 @@ class ExportSession:
         return self.get_executorch_program_manager().buffer
 
     def save_to_pte(self, output_name: str) -> None:
+        """Write the program to ``output_name`` (``.pte`` added when missing)."""
         if not output_name:
-            raise ValueError("save_to_pte needs a file name")
+            raise ExportArgumentError(f"save_to_pte needs a file name, got {output_name!r}")
         save_pte_program(self.get_executorch_program_manager(), output_name)
 
     def get_example_input(self, method_name: str = "forward") -> tuple:
         if method_name not in self._example_inputs:
             raise KeyError(f"Method name '{method_name}' not found in example inputs")
-        return tuple(self._inputs(method_name)[0])
+        samples = self._example_inputs[method_name]
+        if not samples:
+            raise ValueError(f"Example inputs list for method {method_name} is empty")
+        return tuple(samples[0])
 
     def run_method(self, method_name: str = "forward",
                    example_inputs: tuple | None = None) -> Sequence[Any]:
@@ -290,33 +278,26 @@ class ExportSession:
         return method.execute(list(inputs))
 
     def print_delegation_info(self) -> None:
-        from ..devtools.backend_debug import get_delegation_info
-
-        edge = self.get_edge_program_manager()
-        for method in sorted(edge.methods):
-            info = get_delegation_info(edge.exported_program(method).graph_module)
-            print(f"Delegation info for method '{method}':\n{info.get_summary()}")
+        """Each method's delegation summary and per-operator table, from the lowering stage."""
+        lowering = [s for s in self._stage_to_artifacts
+                    if s in (S.TO_EDGE_TRANSFORM_AND_LOWER, S.TO_BACKEND)]
+        if not lowering:
+            raise RuntimeError("No delegation info available: run a lowering stage first "
+                               "(TO_EDGE_TRANSFORM_AND_LOWER or TO_BACKEND)")
+        infos = self._stage_to_artifacts[lowering[-1]].get_context("delegation_info_by_method")
+        for method, info in sorted((infos or {}).items()):
+            print(f"Delegation info for method '{method}':\n{info}")
 
     def get_etrecord(self) -> Any:
         """The ETRecord of this export (``generate_etrecord=True``), as ExecuTorch's session."""
-        if not self._generate_etrecord:
+        if not self._run_context["generate_etrecord"]:
             raise RuntimeError("ETRecord was not generated; pass generate_etrecord=True to "
                                "edgetorch.export.export")
         return self.get_executorch_program_manager().get_etrecord()
 
 
-def _model_type(model: Any) -> str:
-    if isinstance(model, dict):
-        if not model:
-            raise ValueError("model is an empty dict; give {method_name: model}")
-        return _model_type(next(iter(model.values())))
-    if isinstance(model, ExportedProgram):
-        return "ExportedProgram"
-    if isinstance(model, GraphModule):
-        return "GraphModule"
-    if isinstance(model, torch.nn.Module):
-        return "nn.Module"
-    raise TypeError(f"Unsupported model type: {type(model)}")
+def _name(stage_type: Any) -> str:
+    return stage_type.name if isinstance(stage_type, StageType) else str(stage_type)
 
 
 def _portable_recipe() -> ExportRecipe:
@@ -325,40 +306,3 @@ def _portable_recipe() -> ExportRecipe:
     with warnings.catch_warnings():  # the caller chose no recipe; don't warn on our default
         warnings.simplefilter("ignore")
         return ExportRecipe(name="portable")
-
-
-def _pt2e(model: Any, samples: list[tuple], quant: QuantizationRecipe, dynamic_shapes: Any,
-          strict: bool) -> Any:
-    """prepare_pt2e (or prepare_qat_pt2e + train_fn) -> calibrate -> convert_pt2e."""
-    from torchao.quantization.pt2e.quantize_pt2e import (
-        convert_pt2e,
-        prepare_pt2e,
-        prepare_qat_pt2e,
-    )
-    from torchao.quantization.pt2e.quantizer import ComposableQuantizer
-
-    quantizers = quant.quantizers or []
-    quantizer = quantizers[0] if len(quantizers) == 1 else ComposableQuantizer(quantizers)
-    gm = export_program(model, tuple(samples[0]), dynamic_shapes=dynamic_shapes,
-                             strict=strict).module()
-    for p in quant.pre_prepare_passes or []:
-        gm = p(gm)
-    if quant.is_qat:
-        if quant.train_fn is None:
-            raise ValueError("QuantizationRecipe(is_qat=True) needs a train_fn")
-        gm = prepare_qat_pt2e(gm, quantizer)
-    else:
-        gm = prepare_pt2e(gm, quantizer)
-    for p in quant.post_prepare_passes or []:
-        gm = p(gm)
-    if quant.is_qat:
-        quant.train_fn(gm)
-    else:
-        for sample in (quant.calibration_inputs_fn() if quant.calibration_inputs_fn else samples):
-            gm(*sample)
-    for p in quant.pre_convert_passes or []:
-        gm = p(gm)
-    gm = convert_pt2e(gm)
-    for p in quant.post_convert_passes or []:
-        gm = p(gm)
-    return gm
