@@ -52,8 +52,11 @@ def check(exc: BaseException) -> None:
         return  # the runtime's own report that a planned allocation failed: by design
     if isinstance(exc, OptimizationError):  # (the harness runs the load passes strict)
         raise Finding(f"a load pass failed on the file instead of declining it: {exc}") from exc
-    cause = exc.__cause__
+    cause, seen = exc.__cause__, {id(exc)}
     while cause is not None:
+        if id(cause) in seen:
+            raise Finding(f"{type(exc).__name__}'s chain of causes is a cycle: {exc}")
+        seen.add(id(cause))
         if isinstance(cause, FATAL_CAUSES):
             raise Finding(f"{type(exc).__name__} wraps {type(cause).__name__}: {exc}") from exc
         cause = cause.__cause__

@@ -293,7 +293,10 @@ class _Reader:
         except Exception as e:  # torch's deserializer on malformed JSON or graphs
             ours = _edgetorch_cause(e)
             if ours is not None:  # our own refusal, wrapped by torch (SerializeError)
-                raise ours from e
+                # raised as it was, torch's wrapper dropped: ``from e`` would close a cycle
+                # (e's cause is ``ours``), and code walking the causes would never end
+                e.__cause__ = e.__context__ = None
+                raise ours from None
             raise ETRecordError(f"ETRecord program {base!r} cannot be deserialized "
                                 f"({type(e).__name__}: {str(e)[:300]})") from e
 
