@@ -9,12 +9,14 @@ imports inside either resolve to its own files). Every example is exported by ea
 own compiler (portable, and lowered to XNNPACK), and, with ``--et DIR``, ExecuTorch's
 files found there (``<model>.portable.pte``, ``<model>.xnnpack.pte``) run too, on both trees. Then rounds alternate:
 
-* load: ``load_program`` + ``load_method`` of every file, A then B (B then A on odd rounds);
+* load: ``load_program`` + ``load_method`` of every file, A then B (B then A on odd rounds),
+  and that fresh method's first call (work a tree moves from the first call into the load,
+  such as planning or mapping memory, shows in the load alone, not in load + first call);
 * per call: a batch of about 0.1 s of eager PyTorch, of tree A's method and of tree B's;
 * paired: one call of A and one of B back to back, many times (the median of B / A is the
   figure least moved by the machine's speed changing within seconds).
 
-Prints a Markdown table (load ms A / B, per call ratio to eager A / B, paired B / A) and
+Prints a Markdown table (load ms A / B, load + first call ms A / B, per call ratio to eager A / B, paired B / A) and
 writes ``--json``. One thread everywhere (NumPy's BLAS and torch). ``--cpu`` times with this
 thread's CPU time instead of the wall clock: on a machine shared with other work, a call longer
 than a scheduler slice is mostly other processes' time on the wall clock.
@@ -85,11 +87,18 @@ class Tree:
         subprocess.run([sys.executable, __file__, "--export-to", str(out), "--tree", self.label,
                         *(["--minilm"] if minilm else []), *names], env=env, check=True)
 
-    def load(self, path: Path):
+    def load(self, path: Path, args: list[np.ndarray] | None = None) -> tuple[object, float, float]:
+        """(method, seconds of the load, seconds of the load and ``args``' first call), timed
+        with this tree's modules already in place."""
         with self.active():
             from edgetorch.runtime import Runtime
 
-            return Runtime.get().load_program(path).load_method("forward")
+            t0 = clock()
+            m = Runtime.get().load_program(path).load_method("forward")
+            t1 = clock()
+            if args is not None:
+                m.execute(args)
+            return m, t1 - t0, clock() - t0
 
 
 def export(names: list[str], out: Path, label: str, minilm: bool) -> int:
@@ -183,7 +192,7 @@ def main() -> int:
     result = {"a": str(a.a), "b": str(a.b), "rounds": a.rounds, "rows": {},
               "clock": "thread CPU time" if a.cpu else "wall clock"}
     for name, eager, args, files in rows:
-        methods = {t.label: t.load(files[t.label]) for t in trees}
+        methods = {t.label: t.load(files[t.label])[0] for t in trees}
         calls, owner, outs = {}, {t.label: t for t in trees}, {}
         for t in trees:
             m = methods[t.label]
@@ -200,20 +209,22 @@ def main() -> int:
              for k, c in calls.items()}
         per: dict[str, list[float]] = {k: [] for k in calls}
         loads: dict[str, list[float]] = {t.label: [] for t in trees}
+        firsts: dict[str, list[float]] = {t.label: [] for t in trees}
         for r in range(a.rounds):
             order = trees if r % 2 == 0 else trees[::-1]
             for t in order:
                 gc.collect()
-                t0 = clock()
-                m = t.load(files[t.label])
-                loads[t.label].append(1e3 * (clock() - t0))
+                m, load_s, first_s = t.load(files[t.label], args)
+                loads[t.label].append(1e3 * load_s)
+                firsts[t.label].append(1e3 * first_s)
                 del m
             if eager is None:
                 continue
             keys = list(calls) if r % 2 == 0 else list(calls)[::-1]
             for k in keys:
                 per[k].append(1e3 * _time(calls[k], n[k], owner.get(k)))
-        row = {"load_ms": {k: statistics.median(v) for k, v in loads.items()}}
+        row = {"load_ms": {k: statistics.median(v) for k, v in loads.items()},
+               "load_first_call_ms": {k: statistics.median(v) for k, v in firsts.items()}}
         if eager is not None:
             ms = {k: statistics.median(v) for k, v in per.items()}
             pairs = []
@@ -236,6 +247,8 @@ def main() -> int:
 
 def _line(name: str, row: dict) -> str:
     s = f"{name}: load A {row['load_ms']['A']:.1f} ms, B {row['load_ms']['B']:.1f} ms"
+    first = row["load_first_call_ms"]
+    s += f"; load + first call A {first['A']:.1f} ms, B {first['B']:.1f} ms"
     if "ratio" in row:
         s += (f"; per call / eager A {row['ratio']['A']:.2f}x, B {row['ratio']['B']:.2f}x; "
               f"paired B/A {row['paired_b_over_a']:.3f}")
@@ -245,14 +258,16 @@ def _line(name: str, row: dict) -> str:
 def markdown(r: dict) -> str:
     lines = [f"A = `{r['a']}`, B = `{r['b']}`; medians of {r['rounds']} interleaved rounds, "
              f"one process, one thread, {r.get('clock', 'wall clock')}.", "",
-             "| program | load ms A | load ms B | A / eager | B / eager | paired B / A |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| program | load ms A | load ms B | load + 1st call ms A | load + 1st call ms B "
+             "| A / eager | B / eager | paired B / A |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, row in r["rows"].items():
         ratio = row.get("ratio")
         cells = (f"{ratio['A']:.2f}x | {ratio['B']:.2f}x | {row['paired_b_over_a']:.3f}"
                  if ratio else "- | - | -")
+        first = row["load_first_call_ms"]
         lines.append(f"| {name} | {row['load_ms']['A']:.1f} | {row['load_ms']['B']:.1f} | "
-                     f"{cells} |")
+                     f"{first['A']:.1f} | {first['B']:.1f} | {cells} |")
     return "\n".join(lines)
 
 

@@ -184,26 +184,39 @@ class Dataflow:
                 out.setdefault(id(slot.buffer), slot.buffer)
         return list(out.values())
 
+    @cached_property
+    def _memory_steps(self) -> list[tuple[tuple[tuple[int, Span], ...], tuple[Span, ...]]]:
+        """Per instruction: (value, span) of what it reads (not its own outs) and the spans it
+        writes, each with memory of its own (``alias_read`` walks these, not the records)."""
+        where = self.spans
+        out = []
+        for rec in self.records:
+            kernel = rec.kind is Kind.KERNEL
+            reads = tuple((i, where[i]) for i in rec.args
+                          if i in where and not (kernel and i in rec.outputs))
+            writes = tuple(where[i] for i in (rec.outputs if rec.kind is not Kind.DELEGATE
+                                              else rec.args) if i in where)
+            out.append((reads, writes))
+        return out
+
     def alias_read(self, y: int, start: int) -> bool:
         """Whether another value sharing y's bytes is read after instruction ``start`` before
         anything writes those bytes: it would read y's value, which a pass that writes y
         elsewhere (or not at all) no longer puts there. Unknown bytes count as read."""
-        where = self.spans
-        ys = where.get(y)
+        ys = self.spans.get(y)
         if ys is None:
             return True
-        rewritten: list[Span] = []  # bytes written since (by any value's writer)
-        for rec in self.records[start + 1:]:
-            for i in rec.args:
-                if i == y or (i in rec.outputs and rec.kind is Kind.KERNEL):
-                    continue
-                s = where.get(i)
-                if s is not None and _overlap(s, ys) and not any(_overlap(s, w) for w in rewritten):
+        buf, first, end = ys
+        # bytes of y's buffer written since (only those can overlap a read of y's bytes)
+        rewritten: list[Span] = []
+        for reads, writes in self._memory_steps[start + 1:]:
+            for i, s in reads:
+                if i != y and s[0] == buf and s[1] < end and first < s[2] and \
+                        not any(_overlap(s, w) for w in rewritten):
                     return True
-            for i in rec.outputs if rec.kind is not Kind.DELEGATE else rec.args:
-                s = where.get(i)
-                if s is not None:
-                    if s[0] == ys[0] and s[1] <= ys[1] and ys[2] <= s[2]:
+            for s in writes:
+                if s[0] == buf:
+                    if s[1] <= first and end <= s[2]:
                         return False  # all of y's bytes rewritten: nothing later reads y
                     rewritten.append(s)
         return False
