@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 _STATUS = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
+TIMEOUT_S = 10  # per input (libFuzzer -timeout)
 _DONE = re.compile(r"^(?:Done (\d+) runs|stat::number_of_executed_units: (\d+))")
 
 
@@ -72,7 +73,7 @@ def main() -> int:
         cmd = [sys.executable, str(HERE / f"fuzz_{args.target}.py"), f"-runs={args.runs - total}",
                *([f"-max_total_time={int(left)}"] if left is not None else []),
                f"-artifact_prefix={work}/", "-print_final_stats=1", f"-seed={args.seed}",
-               "-timeout=10", "-rss_limit_mb=3072", str(corpus)]
+               f"-timeout={TIMEOUT_S}", "-rss_limit_mb=3072", str(corpus)]
         before = set(work.glob("*-*"))
         # stdout too: atheris reports a timeout ("=== Timeout", the Python stack) there.
         proc = subprocess.Popen(cmd, stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True,
@@ -94,8 +95,13 @@ def main() -> int:
         artifacts = [p for p in new if p.name.split("-")[0] in ("crash", "timeout", "oom", "leak")]
         if proc.returncode != 0 or artifacts:
             restarts += 1
-            findings.append({"after_runs": total, "artifacts": [p.name for p in artifacts],
-                             "exit": proc.returncode, "log_tail": "".join(tail[-25:])})
+            finding = {"after_runs": total, "artifacts": [p.name for p in artifacts],
+                       "exit": proc.returncode, "log_tail": "".join(tail[-25:])}
+            timeouts = [p for p in artifacts if p.name.startswith("timeout-")]
+            if timeouts and len(timeouts) == len(artifacts):
+                finding["replay"] = [_replay(args.target, p) for p in timeouts]
+                finding["reproduced"] = any(not r.startswith("ok") for r in finding["replay"])
+            findings.append(finding)
             if not artifacts:
                 break  # died without saying why (e.g. killed by a signal): stop and report
     seconds = time.time() - start + before_s
@@ -115,10 +121,33 @@ def main() -> int:
         "coverage_edges": cov, "features": ft, "restarts": restarts, "findings": findings,
         "commit": commit, "parts": parts,
     }
+    real = [f for f in findings if f.get("reproduced", True)]
+    summary["findings_reproduced"] = len(real)
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "findings"}))
-    print(f"{len(findings)} findings; details in {work / 'summary.json'}")
-    return 1 if findings else 0
+    print(f"{len(findings)} findings ({len(real)} reproduced; a timeout whose input replays in "
+          f"under {TIMEOUT_S} s of CPU was the machine's load); details in {work / 'summary.json'}")
+    return 1 if real else 0
+
+
+def _replay(target: str, path: Path) -> str:
+    """A timeout's input run again alone: ``ok in X s CPU`` when it finishes within the
+    per-input limit in CPU time (libFuzzer's limit is wall-clock time, which a loaded machine
+    and ``nice`` stretch), else what it did."""
+    try:
+        out = subprocess.run([sys.executable, str(HERE / "replay.py"), target, str(path)],
+                             capture_output=True, text=True, timeout=30 * TIMEOUT_S).stdout
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {30 * TIMEOUT_S} s"
+    for line in out.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "ok" and (m := re.search(r"cpu=([0-9.]+)$", rest)):
+            cpu = float(m[1])
+            return f"ok in {cpu:.2f} s CPU" if cpu < TIMEOUT_S else f"slow: {cpu:.2f} s CPU"
+        if kind == "finding":
+            return f"finding: {rest}"
+    return "the replay printed no result"
+
 
 
 if __name__ == "__main__":
