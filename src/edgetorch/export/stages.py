@@ -103,6 +103,27 @@ class Stage(ABC):
         return self._artifact
 
 
+class _Builtin(Stage):
+    """edgetorch's own stages: what each is, which may precede it and whether it may come
+    first, as class attributes (``TYPE``, ``AFTER``, ``FIRST``)."""
+
+    TYPE: StageType
+    AFTER: tuple[StageType, ...] = ()
+    FIRST = False
+
+    @property
+    def stage_type(self) -> StageType:
+        return self.TYPE
+
+    @property
+    def valid_predecessor_stages(self) -> list[StageType]:
+        return list(self.AFTER)
+
+    @property
+    def can_start_pipeline(self) -> bool:
+        return self.FIRST
+
+
 def _example_inputs(artifact: PipelineArtifact, method: str) -> list[tuple]:
     samples = (artifact.get_context("example_inputs") or {}).get(method)
     if not samples:
@@ -113,7 +134,7 @@ def _example_inputs(artifact: PipelineArtifact, method: str) -> list[tuple]:
 # ---- nn.Module stages -----------------------------------------------------------------------
 
 
-class SourceTransformStage(Stage):
+class SourceTransformStage(_Builtin):
     """torchao's ``quantize_`` with the recipe's one ``AOQuantizationConfig``, on a copy of each
     model (or on the model itself, ``in_place=True``, for models too large to copy)."""
 
@@ -123,17 +144,9 @@ class SourceTransformStage(Stage):
         self._quantization_recipe = quantization_recipe
         self._in_place = in_place
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.SOURCE_TRANSFORM
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return []
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return True
+    TYPE = StageType.SOURCE_TRANSFORM
+    AFTER = ()
+    FIRST = True
 
     def run(self, artifact: PipelineArtifact) -> None:
         recipe = self._quantization_recipe
@@ -153,7 +166,7 @@ class SourceTransformStage(Stage):
         self._artifact = artifact.copy_with_new_data(models)
 
 
-class QuantizeStage(Stage):
+class QuantizeStage(_Builtin):
     """PT2E quantization of each model: capture (``torch.export``), ``prepare_pt2e`` (or
     ``prepare_qat_pt2e`` and the recipe's ``train_fn``), calibration on the example inputs (or
     the recipe's ``calibration_inputs_fn``), ``convert_pt2e``; the recipe's graph passes run
@@ -166,17 +179,9 @@ class QuantizeStage(Stage):
         self._quantization_recipe = quantization_recipe
         self._strict = strict
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.QUANTIZE
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.SOURCE_TRANSFORM]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return True
+    TYPE = StageType.QUANTIZE
+    AFTER = (StageType.SOURCE_TRANSFORM,)
+    FIRST = True
 
     def _get_quantizer_for_prepare_pt2e(self, quantizers: list[Any]) -> Any:
         """torchao quantizers composed into one; a single torch.ao quantizer as it is."""
@@ -252,7 +257,7 @@ def _apply(gm: Any, passes: list[Callable[[Any], Any]] | None) -> Any:
     return gm
 
 
-class TorchExportStage(Stage):
+class TorchExportStage(_Builtin):
     """``torch.export`` of each model on its first example input, then the recipe's ATen
     passes (each ``(method_name, ExportedProgram) -> ExportedProgram``).
 
@@ -266,17 +271,9 @@ class TorchExportStage(Stage):
         self._aten_transform_passes = aten_transform_passes
         self.strict = strict
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.TORCH_EXPORT
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.SOURCE_TRANSFORM, StageType.QUANTIZE]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return True
+    TYPE = StageType.TORCH_EXPORT
+    AFTER = (StageType.SOURCE_TRANSFORM, StageType.QUANTIZE)
+    FIRST = True
 
     def run(self, artifact: PipelineArtifact) -> None:
         dynamic_shapes = artifact.get_context("dynamic_shapes") or {}
@@ -327,7 +324,7 @@ def _with_delegation_info(artifact: PipelineArtifact, edge: Any) -> PipelineArti
     return artifact
 
 
-class _Lowering(Stage):
+class _Lowering(_Builtin):
     """A stage whose artifact carries delegation info."""
 
     @property
@@ -358,17 +355,9 @@ class EdgeTransformAndLowerStage(_Lowering):
                    transform_passes=lowering_recipe.edge_transform_passes,
                    compile_config=lowering_recipe.edge_compile_config)
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.TO_EDGE_TRANSFORM_AND_LOWER
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.TORCH_EXPORT]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return True
+    TYPE = StageType.TO_EDGE_TRANSFORM_AND_LOWER
+    AFTER = (StageType.TORCH_EXPORT,)
+    FIRST = True
 
     def run(self, artifact: PipelineArtifact) -> None:
         programs = artifact.data
@@ -382,7 +371,7 @@ class EdgeTransformAndLowerStage(_Lowering):
         self._artifact = _with_delegation_info(artifact.copy_with_new_data(edge), edge)
 
 
-class ToEdgeStage(Stage):
+class ToEdgeStage(_Builtin):
     """``to_edge``: the exported programs in the Edge dialect, verified."""
 
     def __init__(self, edge_compile_config: Any = None) -> None:
@@ -395,17 +384,9 @@ class ToEdgeStage(Stage):
             return cls()
         return cls(edge_compile_config=lowering_recipe.edge_compile_config)
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.TO_EDGE
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.TORCH_EXPORT]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return True
+    TYPE = StageType.TO_EDGE
+    AFTER = (StageType.TORCH_EXPORT,)
+    FIRST = True
 
     def run(self, artifact: PipelineArtifact) -> None:
         edge = to_edge(artifact.data, constant_methods=artifact.get_context("constant_methods"),
@@ -414,7 +395,7 @@ class ToEdgeStage(Stage):
         self._artifact = artifact.copy_with_new_data(edge)
 
 
-class EdgeProgramManagerTransformStage(Stage):
+class EdgeProgramManagerTransformStage(_Builtin):
     """Edge passes on an ``EdgeProgramManager``: the per-method ones (``(method, program) ->
     passes``), then each ``edge_manager_transform_passes`` callable's (``manager -> passes``),
     one after the other, each seeing the manager the previous ones made."""
@@ -434,17 +415,9 @@ class EdgeProgramManagerTransformStage(Stage):
         return cls(edge_transform_passes=lowering_recipe.edge_transform_passes,
                    edge_manager_transform_passes=lowering_recipe.edge_manager_transform_passes)
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.EDGE_PROGRAM_MANAGER_TRANSFORM
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.TO_EDGE, StageType.TO_EDGE_TRANSFORM_AND_LOWER]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return False
+    TYPE = StageType.EDGE_PROGRAM_MANAGER_TRANSFORM
+    AFTER = (StageType.TO_EDGE, StageType.TO_EDGE_TRANSFORM_AND_LOWER)
+    FIRST = False
 
     def run(self, artifact: PipelineArtifact) -> None:
         edge = artifact.data
@@ -475,17 +448,9 @@ class ToBackendStage(_Lowering):
             return cls()
         return cls(partitioners=lowering_recipe.partitioners)
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.TO_BACKEND
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        return [StageType.TO_EDGE, StageType.EDGE_PROGRAM_MANAGER_TRANSFORM]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return False
+    TYPE = StageType.TO_BACKEND
+    AFTER = (StageType.TO_EDGE, StageType.EDGE_PROGRAM_MANAGER_TRANSFORM)
+    FIRST = False
 
     def run(self, artifact: PipelineArtifact) -> None:
         edge = artifact.data
@@ -504,7 +469,7 @@ class ToBackendStage(_Lowering):
         return list(self._partitioners or [])
 
 
-class ExecutorchStage(Stage):
+class ExecutorchStage(_Builtin):
     """``to_executorch`` with the recipe's ``ExecutorchBackendConfig``; the ``.pte`` is also
     saved in the session's ``artifact_dir`` when it has one."""
 
@@ -512,19 +477,11 @@ class ExecutorchStage(Stage):
         super().__init__()
         self._backend_config = backend_config
 
-    @property
-    def stage_type(self) -> StageType:
-        return StageType.TO_EXECUTORCH
-
-    @property
-    def valid_predecessor_stages(self) -> list[StageType]:
-        # TO_EDGE too (ExecuTorch's list lacks it): to_edge -> to_executorch is the plain flow
-        return [StageType.TO_EDGE_TRANSFORM_AND_LOWER, StageType.TO_BACKEND,
-                StageType.EDGE_PROGRAM_MANAGER_TRANSFORM, StageType.TO_EDGE]
-
-    @property
-    def can_start_pipeline(self) -> bool:
-        return False
+    TYPE = StageType.TO_EXECUTORCH
+    # TO_EDGE too (ExecuTorch's list lacks it): to_edge -> to_executorch is the plain flow
+    AFTER = (StageType.TO_EDGE_TRANSFORM_AND_LOWER, StageType.TO_BACKEND,
+             StageType.EDGE_PROGRAM_MANAGER_TRANSFORM, StageType.TO_EDGE)
+    FIRST = False
 
     def run(self, artifact: PipelineArtifact) -> None:
         edge = artifact.data
