@@ -143,22 +143,25 @@ def edge_node_name(target: object) -> str | None:
 
 
 def name_edge_nodes(ep: ExportedProgram) -> None:
-    """Rename operator nodes as ExecuTorch's Edge graphs name them (a second convolution is
-    ``aten_convolution_default_1``), keeping the signature's output names in step."""
+    """Name operator nodes as ExecuTorch's Edge graphs name them, keeping the signature's
+    output names in step. ExecuTorch's graphs come out of a re-trace: a node calling an
+    operator is named after it (``aten_convolution_default``, ``getitem``) and a repeated name
+    counts up in graph order with no gaps (``aten_convolution_default_1``), whatever names
+    decomposition and dead code left. Other nodes keep their names."""
     for gm in _ops.graph_modules(ep.graph_module):
+        namespace = torch.fx.graph._Namespace()
         for node in gm.graph.nodes:
-            name = edge_node_name(node.target) if node.op == "call_function" else None
-            if name is not None and not _has_edge_name(node.name, name):
-                node._rename(name)
+            base = None
+            if node.op == "call_function":
+                base = "getitem" if node.target is operator.getitem else edge_node_name(node.target)
+            name = namespace.create_name(base or node.name, node)
+            if name != node.name:
+                node.name = name
+        gm.graph._graph_namespace = namespace
         gm.recompile()
     outputs = ep.graph_module.graph.output_node().args[0]
     sig = ep.graph_signature
     sig.output_specs[:] = [_renamed(spec, out) for spec, out in zip(sig.output_specs, outputs)]
-
-
-def _has_edge_name(current: str, name: str) -> bool:
-    return current == name or (current.startswith(name + "_")
-                               and current[len(name) + 1:].isdigit())
 
 
 def cast_mixed_operands(ep: ExportedProgram) -> bool:
@@ -218,8 +221,18 @@ def to_edge_dialect(
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
         mod.graph.lint()
         mod.recompile()
+    name_edge_nodes(ep)  # again: dead code left gaps in the numbering
+    output_values(ep.graph_module)
     generate_debug_handles(ep.graph_module)  # last, after dead code is gone, as ExecuTorch numbers them
     return ep
+
+
+def output_values(gm: torch.fx.GraphModule) -> None:
+    """The output node's ``meta["val"]``: its results' values, as ExecuTorch's Edge graphs
+    carry them (each of its passes re-traces the graph, which records them)."""
+    output = gm.graph.output_node()
+    output.meta["val"] = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+                          for a in output.args[0]]
 
 
 def _is_impure(node: torch.fx.Node) -> bool:
