@@ -150,13 +150,17 @@ def name_edge_nodes(ep: ExportedProgram) -> None:
     decomposition and dead code left. Other nodes keep their names."""
     for gm in _ops.graph_modules(ep.graph_module):
         namespace = torch.fx.graph._Namespace()
+        bases = {}
         for node in gm.graph.nodes:
-            base = None
             if node.op == "call_function":
-                base = "getitem" if node.target is operator.getitem else edge_node_name(node.target)
-            name = namespace.create_name(base or node.name, node)
-            if name != node.name:
-                node.name = name
+                bases[node] = ("getitem" if node.target is operator.getitem
+                               else edge_node_name(node.target))
+            if bases.get(node) is None:  # kept verbatim (a placeholder may be named "input")
+                namespace.associate_name_with_obj(node.name, node)
+                namespace._used_names.add(node.name)
+        for node, base in bases.items():
+            if base is not None:
+                node.name = namespace.create_name(base, node)
         gm.graph._graph_namespace = namespace
         gm.recompile()
     outputs = ep.graph_module.graph.output_node().args[0]
