@@ -418,3 +418,13 @@ def test_constant_prop_pass_keeps_edge_quantization_primitives():
     # with an explicit (empty) skip set the dequantize is computed too
     constant_prop_pass(ep, custom_skip_targets=set())
     assert dq not in _targets(ep.graph_module)
+
+
+def test_view_of_a_data_dependent_size_lowers_and_runs():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return (torch.nonzero(x).view(-1) + 1).float().sum(dim=0, keepdim=True) + x[:1]
+
+    x = torch.tensor([0.0, 2.0, 0.0, 3.0])
+    [out] = _run(_edge(M(), (x,)), [x])
+    torch.testing.assert_close(torch.as_tensor(out), M()(x))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 from torch.export import ExportedProgram
+from torch.fx.experimental.symbolic_shapes import guard_or_true
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from .. import memory
@@ -22,10 +23,11 @@ from .spec_prop import root, spec_of
 
 def _is_contiguous(val: object) -> bool:
     """Whether ``val``'s bytes are in row-major order: its dim order, size-1 dims left out,
-    is increasing (a [1, 8, 1, 1] channels-last tensor is laid out as a contiguous one)."""
+    is increasing (a [1, 8, 1, 1] channels-last tensor is laid out as a contiguous one). A
+    data-dependent size counts as not 1 (asking would guard on it)."""
     if not isinstance(val, torch.Tensor):
         return False
-    order = [d for d in dim_order_of(val) if val.shape[d] != 1]
+    order = [d for d in dim_order_of(val) if guard_or_true(val.shape[d] != 1)]
     return order == sorted(order)
 
 
