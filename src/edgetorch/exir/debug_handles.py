@@ -14,6 +14,8 @@ ETRecord rely on the numbers matching):
 
 A node without ``from_node`` (made by a pass that did not carry provenance) counts as its own
 ancestor. The emitter turns the handles into the ``debug_handle_map`` of each method.
+ExecuTorch's pass forms (``DebugHandleGeneratorPass``, ``generate_missing_debug_handles``) are
+in ``passes/debug_handle_generator_pass.py``.
 """
 
 from __future__ import annotations
@@ -61,16 +63,6 @@ def generate_debug_handles(gm: torch.fx.GraphModule) -> None:
         if node.op in ("placeholder", "output"):
             continue
         node.meta[DEBUG_HANDLE_KEY] = handles.setdefault(ancestor_id(node), len(handles) + 1)
-
-
-def generate_missing_debug_handles(gm: torch.fx.GraphModule) -> None:
-    """Give nodes a pass created without provenance fresh handles after the largest one
-    (ExecuTorch's ``generate_missing_debug_handles``)."""
-    largest = max((n.meta.get(DEBUG_HANDLE_KEY) or 0 for n in bfs_nodes(gm)), default=0)
-    for node in bfs_nodes(gm):
-        if node.meta.get(DEBUG_HANDLE_KEY) in (UNSET_DEBUG_HANDLE, None):
-            largest += 1
-            node.meta[DEBUG_HANDLE_KEY] = largest
 
 
 def next_debug_handle(nodes: Iterable[torch.fx.Node]) -> int:

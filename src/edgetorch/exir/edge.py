@@ -23,28 +23,22 @@ from .debug_handles import generate_debug_handles
 from .dialects._ops import ops as exir_ops
 from .dialects.edge._ops import EdgeOpOverload
 from .pass_base import _renamed
+from .passes.memory_format_ops_pass import layout_ops_to_dim_order_ops
+from .passes.remove_graph_asserts_pass import ASSERT_OPS, remove_asserts
 from .passes.remove_mixed_type_operators import remove_mixed_type_operators
+from .passes.remove_noop_pass import remove_noops
 from .passes.remove_unused_parameters_pass import remove_unused_parameters_pass
-from .passes.rewrite import erase, rewrite
+from .passes.rewrite import rewrite
 from .passes.scalar_to_tensor_pass import lift_scalar_arguments
-from .tensor import dim_order_of
 
 Pass = Callable[[ExportedProgram], bool]
-
-_ASSERT_OPS = {
-    torch.ops.aten._assert_scalar.default,
-    torch.ops.aten.sym_constrain_range_for_size.default,
-    torch.ops.aten.sym_constrain_range.default,
-    torch.ops.aten._assert_tensor_metadata.default,
-    torch.ops.aten._assert_async.msg,
-}
 
 # Operators that stay ATen in the Edge graph (as in ExecuTorch): symbolic-size ops the
 # emitter turns into executorch_prim calls, and assertion-like ops.
 _NOT_EDGE = {
     torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
     torch.ops.aten._local_scalar_dense.default, torch.ops.aten.sym_stride.int, torch.ops.aten.sym_storage_offset.default,
-    torch.ops.aten.scalar_tensor.default, *_ASSERT_OPS,
+    torch.ops.aten.scalar_tensor.default, *ASSERT_OPS,
 }
 
 
@@ -86,110 +80,6 @@ def scalars_to_scalar_overloads(ep: ExportedProgram) -> bool:
             if alt is not None:
                 node.target = alt
                 changed = True
-    return changed
-
-
-def _dim_order_kwarg(node: torch.fx.Node, memory_format: object) -> list[int] | None:
-    """ExecuTorch's MemoryFormatOpsPass: an explicit format's dim order (channels-last is
-    [0, 2, 3, 1] whatever the sizes), or for ``preserve_format`` the input's own
-    (``Tensor.dim_order()``); always a list, [] for a 0-d tensor."""
-    val = node.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        return None
-    if memory_format is torch.channels_last and val.dim() == 4:
-        return [0, 2, 3, 1]
-    if memory_format is torch.contiguous_format:
-        return list(range(val.dim()))
-    src = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) \
-        else None
-    if memory_format in (None, torch.preserve_format) and isinstance(src, torch.Tensor):
-        try:
-            order = [int(d) for d in src.dim_order()]
-        except RuntimeError:  # strides torch cannot order (overlapping)
-            order = []
-        # the two layouts the runtime plans (other orders: the output's, as planned)
-        if order in (list(range(val.dim())), [0, 2, 3, 1]):
-            return order
-    return list(dim_order_of(val))
-
-
-def _to_dim_order_op(node: torch.fx.Node) -> bool:
-    kwargs = dict(node.kwargs)
-    kwargs["dim_order"] = _dim_order_kwarg(node, kwargs.pop("memory_format", None))
-    node.target = _DIM_ORDER_OPS[node.target]
-    node.kwargs = kwargs
-    return True
-
-
-_DIM_ORDER_OPS = {
-    torch.ops.aten._to_copy.default: torch.ops.dim_order_ops._to_dim_order_copy.default,
-    torch.ops.aten.clone.default: torch.ops.dim_order_ops._clone_dim_order.default,
-}
-
-
-def layout_ops_to_dim_order_ops(ep: ExportedProgram) -> bool:
-    """``_to_copy``/``clone`` -> ``dim_order_ops._to_dim_order_copy``/``_clone_dim_order``."""
-    return rewrite(ep.graph_module, dict.fromkeys(_DIM_ORDER_OPS, _to_dim_order_op))
-
-
-def remove_asserts(ep: ExportedProgram) -> bool:
-    """Export's runtime-assertion nodes check nothing the runtime needs; drop them."""
-    return rewrite(ep.graph_module, dict.fromkeys(_ASSERT_OPS, erase))
-
-
-# By name: the quantized_decomposed library registers these only when quantization is imported.
-_DEQUANTIZE = {"quantized_decomposed::dequantize_per_tensor", "quantized_decomposed::dequantize_per_channel"}
-_QUANTIZE = {"quantized_decomposed::quantize_per_tensor", "quantized_decomposed::quantize_per_channel"}
-
-
-def _is_default_of(node: object, names: set[str]) -> bool:
-    target = getattr(node, "target", None)
-    return (isinstance(target, OpOverload) and target._overloadname == "default"
-            and target._schema.name in names)
-
-
-def _static_shape(val: object) -> tuple[int, ...] | None:
-    if isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in val.shape):
-        return tuple(val.shape)
-    return None
-
-
-def _is_noop(node: torch.fx.Node) -> bool:
-    """A ``slice_copy`` that keeps the whole tensor, or a ``_to_copy`` that changes nothing
-    (dtype, device, shape and strides kept): ExecuTorch's RemoveNoopPass/RemoveToCopyPass."""
-    src = node.args[0] if node.args else None
-    before, after = (src.meta.get("val") if isinstance(src, torch.fx.Node) else None,
-                     node.meta.get("val"))
-    if not (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)):
-        return False
-    if node.target == torch.ops.aten.slice_copy.Tensor:
-        return _static_shape(before) is not None and _static_shape(before) == _static_shape(after)
-    return (before.dtype == after.dtype and before.device == after.device
-            and before.shape == after.shape and before.stride() == after.stride())
-
-
-def remove_noops(ep: ExportedProgram) -> bool:
-    """Drop ``aten.alias_copy`` (its output is its input) everywhere, and in the top graph
-    whole-tensor ``slice_copy`` and no-change ``_to_copy`` (as ExecuTorch does; a
-    ``dequantize -> slice -> quantize`` left with equal parameters goes with its slice)."""
-    changed = rewrite(ep.graph_module, {
-        torch.ops.aten.alias_copy.default: lambda node: erase(node, node.args[0])})
-    for node in list(ep.graph.nodes):
-        if node.op != "call_function" or node.target not in (
-                torch.ops.aten.slice_copy.Tensor, torch.ops.aten._to_copy.default):
-            continue
-        if not _is_noop(node):
-            continue
-        src = node.args[0]
-        node.replace_all_uses_with(src)
-        ep.graph.erase_node(node)
-        changed = True
-        if node.target == torch.ops.aten.slice_copy.Tensor and _is_default_of(src, _DEQUANTIZE):
-            for user in list(src.users):
-                if _is_default_of(user, _QUANTIZE) and list(user.args[1:]) == list(src.args[1:]):
-                    user.replace_all_uses_with(src.args[0])
-    if changed:
-        ep.graph_module.recompile()
     return changed
 
 
@@ -253,22 +143,29 @@ def edge_node_name(target: object) -> str | None:
 
 
 def name_edge_nodes(ep: ExportedProgram) -> None:
-    """Rename operator nodes as ExecuTorch's Edge graphs name them (a second convolution is
-    ``aten_convolution_default_1``), keeping the signature's output names in step."""
+    """Name operator nodes as ExecuTorch's Edge graphs name them, keeping the signature's
+    output names in step. ExecuTorch's graphs come out of a re-trace: a node calling an
+    operator is named after it (``aten_convolution_default``, ``getitem``) and a repeated name
+    counts up in graph order with no gaps (``aten_convolution_default_1``), whatever names
+    decomposition and dead code left. Other nodes keep their names."""
     for gm in _ops.graph_modules(ep.graph_module):
+        namespace = torch.fx.graph._Namespace()
+        bases = {}
         for node in gm.graph.nodes:
-            name = edge_node_name(node.target) if node.op == "call_function" else None
-            if name is not None and not _has_edge_name(node.name, name):
-                node._rename(name)
+            if node.op == "call_function":
+                bases[node] = ("getitem" if node.target is operator.getitem
+                               else edge_node_name(node.target))
+            if bases.get(node) is None:  # kept verbatim (a placeholder may be named "input")
+                namespace.associate_name_with_obj(node.name, node)
+                namespace._used_names.add(node.name)
+        for node, base in bases.items():
+            if base is not None:
+                node.name = namespace.create_name(base, node)
+        gm.graph._graph_namespace = namespace
         gm.recompile()
     outputs = ep.graph_module.graph.output_node().args[0]
     sig = ep.graph_signature
     sig.output_specs[:] = [_renamed(spec, out) for spec, out in zip(sig.output_specs, outputs)]
-
-
-def _has_edge_name(current: str, name: str) -> bool:
-    return current == name or (current.startswith(name + "_")
-                               and current[len(name) + 1:].isdigit())
 
 
 def cast_mixed_operands(ep: ExportedProgram) -> bool:
@@ -328,8 +225,18 @@ def to_edge_dialect(
         mod.graph.eliminate_dead_code(is_impure_node=_is_impure)
         mod.graph.lint()
         mod.recompile()
+    name_edge_nodes(ep)  # again: dead code left gaps in the numbering
+    output_values(ep.graph_module)
     generate_debug_handles(ep.graph_module)  # last, after dead code is gone, as ExecuTorch numbers them
     return ep
+
+
+def output_values(gm: torch.fx.GraphModule) -> None:
+    """The output node's ``meta["val"]``: its results' values, as ExecuTorch's Edge graphs
+    carry them (each of its passes re-traces the graph, which records them)."""
+    output = gm.graph.output_node()
+    output.meta["val"] = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+                          for a in output.args[0]]
 
 
 def _is_impure(node: torch.fx.Node) -> bool:

@@ -22,10 +22,11 @@ from .emit import MethodEmitter, ProgramState
 from .pass_base import run_passes
 from .passes.constant_fold import fold_constants
 from .passes.fuse_batch_norm import fuse_batch_norm
+from .passes.insert_write_back_for_buffers_pass import insert_write_back
 from .passes.quant_fusion import quant_fusion_and_const_prop
+from .passes.replace_view_copy_with_view_pass import view_copy_to_view
 from .passes.spec_prop import propagate_specs, root
-from .passes.to_out_variant import to_out_variants, view_copy_to_view
-from .passes.write_back import insert_write_back
+from .passes.to_out_variant import to_out_variants
 from .verifier import provided_names, verify_runtime_support
 
 Step = tuple[str, Callable[[ExportedProgram, ExecutorchBackendConfig], object]]

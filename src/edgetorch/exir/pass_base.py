@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch._export.pass_base import Argument as Argument  # ExecuTorch's name for any node argument
 from torch._export.pass_base import _ExportPassBaseDeprecatedDoNotUse
 from torch._export.pass_infra.node_metadata import NodeMetadata
+from torch._ops import OpOverload
 from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
@@ -37,7 +40,20 @@ from .pass_infra import (  # noqa: F401  (ExecuTorch's import path)
 
 __all__ = ["ExportPass", "ExportPassBaseError", "ExportedProgramPassBase",
            "ExportedProgramPassResult", "NodeMetadata", "PassBase", "PassResult", "ProxyValue",
-           "run_passes"]
+           "map_args", "run_passes"]
+
+
+def map_args(op: OpOverload, fn: Callable[[Any, torch.Argument], Any], args: tuple,
+             kwargs: dict) -> tuple[tuple, dict]:
+    """``fn(value, schema_argument)`` applied to each argument of a call of ``op`` that is
+    given (by name in ``kwargs``, or by position unless keyword-only); new args and kwargs."""
+    new_args, new_kwargs = list(args), dict(kwargs)
+    for i, schema_arg in enumerate(op._schema.arguments):
+        if schema_arg.name in new_kwargs:
+            new_kwargs[schema_arg.name] = fn(new_kwargs[schema_arg.name], schema_arg)
+        elif not schema_arg.kwarg_only and i < len(new_args):
+            new_args[i] = fn(new_args[i], schema_arg)
+    return tuple(new_args), new_kwargs
 
 
 class _Tracer(_ExportPassBaseDeprecatedDoNotUse.ExportTracer):

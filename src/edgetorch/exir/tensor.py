@@ -151,6 +151,10 @@ class TensorSpec:
     def shape_dynamism(self) -> TensorShapeDynamism:
         return self.dynamism
 
+    @shape_dynamism.setter
+    def shape_dynamism(self, value: TensorShapeDynamism) -> None:
+        self.dynamism = value
+
     layout = torch.strided  # edgetorch plans dense tensors only
     is_sparse = False
 

@@ -15,8 +15,6 @@ provides from its own kernel library are listed in
 
 from __future__ import annotations
 
-import builtins
-import math
 import operator
 from collections.abc import Collection, Iterable
 
@@ -31,20 +29,9 @@ from .dialects.edge._ops import EdgeOpOverload
 from .dtype_support import check_edge_dtypes, check_kernel_dtypes
 from .error import NonCoreOperatorError
 from .ops import describe_node, graph_modules, out_variant, qualified_name
+from .passes.executorch_prim_ops_registry import SYM_OPS
 from .passes.to_out_variant import NO_OUT_VARIANT, is_inplace
 
-# Python-level ops on symbolic sizes that the emitter turns into executorch_prim calls.
-# Python's symbolic-int operations in a graph -> the ``executorch_prim::<name>.Scalar``
-# operator the emitter calls for each (ExecuTorch's table).
-SYM_OP_NAMES = {
-    operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-    operator.floordiv: "floordiv", operator.truediv: "truediv", operator.mod: "mod",
-    operator.neg: "neg", operator.eq: "eq", operator.gt: "gt", operator.lt: "lt",
-    operator.ge: "ge", operator.le: "le", torch.sym_float: "sym_float", torch.sym_int: "sym_int",
-    builtins.round: "round", math.ceil: "ceil", math.trunc: "trunc", torch.sym_max: "sym_max",
-    torch.sym_min: "sym_min", torch.sym_not: "sym_not", torch.sym_ite: "sym_ite",
-}
-SYM_OPS = set(SYM_OP_NAMES)
 # Calls that are no operator: a tuple's item, and the buffers and views ``to_executorch``
 # inserts (a lowered program may be wrapped in a manager again).
 _ALLOWED_CALLS = {operator.getitem, memory.alloc, memory.view}

@@ -58,6 +58,8 @@ def _as_list(p) -> list[Partitioner]:
 
 
 def _can_preserve(op: OpOverload) -> bool:
+    # the schema's own annotations: torchgen's parse misses a list of aliases (split.Tensor
+    # returns Tensor(a)[]), which a return's alias_info shows
     schema = op._schema
     if schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
         logger.warning("%s cannot be kept from decomposition (it mutates or aliases); "
@@ -66,12 +68,18 @@ def _can_preserve(op: OpOverload) -> bool:
     return True
 
 
+def _remove_invalid_ops_for_not_decompose(ops: list[OpOverload]) -> list[OpOverload]:
+    """The operators of ``ops`` that can stay whole: none that mutates an argument or returns
+    an alias of one (memory planning needs views and writes as copies). ExecuTorch's name."""
+    return [op for op in ops if _can_preserve(op)]
+
+
 def preserved_ops(ep: ExportedProgram, partitioners: list[Partitioner]) -> Preserved:
     """What each partitioner wants kept, with its filter."""
     out = []
     for p in partitioners:
         ops, node_filter = p.ops_to_not_decompose(ep)
-        out.append((p, [op for op in ops if _can_preserve(op)], node_filter))
+        out.append((p, _remove_invalid_ops_for_not_decompose(ops), node_filter))
     return out
 
 

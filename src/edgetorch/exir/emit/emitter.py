@@ -27,10 +27,10 @@ from ...schema import program as S
 from .. import memory
 from .._serialize._named_data_store import NamedDataStore
 from ..ops import describe_node, is_cond, is_map, is_out_variant, op_name_and_overload, user_frame
+from ..passes.executorch_prim_ops_registry import SYM_OP_NAMES, SYM_OPS
 from ..passes.to_out_variant import mutated_arg_index
 from ..signature import placeholder_infos
 from ..tensor import TensorSpec, make_tensor_value, memory_format_enum, scalar_type_of
-from ..verifier import SYM_OP_NAMES, SYM_OPS
 from .control_flow import ControlFlowEmitter
 
 

@@ -1,6 +1,7 @@
-"""``DebugPass``: logs every node of a graph (operation, target, optionally its memory spec
-and the user's source line) at DEBUG level, for looking at a graph between passes. It changes
-nothing."""
+"""``DebugPass``: logs a graph's code and every node (operation, target, optionally its memory
+spec and the user's source line) at DEBUG level, for looking at a graph between passes. An
+enabled pass logs whatever the logger's level (as ExecuTorch's lowers the level while it runs).
+It changes nothing."""
 
 from __future__ import annotations
 
@@ -37,10 +38,14 @@ class DebugPass(PassBase):
         handler = logging.FileHandler(self.log_filename, mode="w") if self.log_filename else None
         if handler is not None:
             log.addHandler(handler)
+        level = log.level
+        if not log.isEnabledFor(logging.DEBUG):
+            log.setLevel(logging.DEBUG)
         try:
             for line in self.lines(graph_module):
                 log.debug("%s", line)
         finally:
+            log.setLevel(level)
             if handler is not None:
                 log.removeHandler(handler)
                 handler.close()
@@ -49,6 +54,8 @@ class DebugPass(PassBase):
     def lines(self, graph_module: torch.fx.GraphModule) -> list[str]:
         """What ``call`` logs: a header, then one line per node (and its source lines)."""
         out = [f"DebugPass {self.msg}".rstrip() + f": {len(graph_module.graph.nodes)} nodes"]
+        graph_module.recompile()
+        out += ["Code is:", *graph_module.code.strip("\n").splitlines()]
         for node in graph_module.graph.nodes:
             line = f"{node.op} {node.name}: {node.target}"
             if self.show_spec and "spec" in node.meta:

@@ -11,7 +11,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
 
 from ..node_meta import copy_provenance
-from ..pass_base import ExportPass, PassResult
+from ..pass_base import ExportPass, PassResult, map_args
 
 
 class ScalarToTensorPass(ExportPass):
@@ -20,19 +20,9 @@ class ScalarToTensorPass(ExportPass):
         self._modified = False
 
     def call_operator(self, op: Any, args: tuple, kwargs: dict, meta: Any) -> Any:
-        schema = getattr(op, "_schema", None)
-        if schema is not None:
-            args, kwargs = self._coerce(schema, args, kwargs)
+        if getattr(op, "_schema", None) is not None:
+            args, kwargs = map_args(op, self._tensor_if_needed, args, kwargs)
         return super().call_operator(op, args, kwargs, meta)
-
-    def _coerce(self, schema: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        new_args, new_kwargs = list(args), dict(kwargs)
-        for i, arg in enumerate(schema.arguments):
-            if i < len(new_args):
-                new_args[i] = self._tensor_if_needed(new_args[i], arg)
-            elif arg.name in new_kwargs:
-                new_kwargs[arg.name] = self._tensor_if_needed(new_kwargs[arg.name], arg)
-        return tuple(new_args), new_kwargs
 
     def _tensor_if_needed(self, value: Any, arg: Any) -> Any:
         if isinstance(value, (bool, int, float)) and isinstance(arg.type, torch.TensorType):

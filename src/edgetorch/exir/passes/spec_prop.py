@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 
+import sympy
 import torch
 from torch._ops import OpOverload
 from torch.export import ExportedProgram
@@ -18,22 +19,29 @@ from ...schema.program import TensorShapeDynamism
 from .. import memory
 from ..ops import body_attrs, is_cond, is_map, is_out_variant, out_arg_names
 from ..signature import constant_value, placeholder_infos
+from ..sym_util import eval_expr
 from ..tensor import TensorSpec, dim_order_of
 
 
 def upper_bound(size: int | torch.SymInt) -> int:
-    """The largest value a (possibly symbolic) size can take."""
+    """The largest value a (possibly symbolic) size can take. A size the export constraints
+    leave unbounded takes its value in the traced example, as ExecuTorch's
+    ``eval_upper_bound`` does (larger inputs are then refused at run time); one that has no
+    such value either (data-dependent) is an error."""
     if isinstance(size, int):
         return size
     node = size.node
     if node.is_constant() or not node.expr.free_symbols:
         return int(size)
     bound = node.shape_env.bound_sympy(node.expr).upper
-    if not bound.is_finite:
+    if isinstance(bound, sympy.Integer):
+        return int(bound)
+    hint = eval_expr(size)
+    if hint is None:
         raise ValueError(
             f"size {node.expr} has no upper bound; give its torch.export.Dim a max=..."
         )
-    return int(bound)
+    return hint
 
 
 def spec_of(val: torch.Tensor, **kw) -> TensorSpec:
@@ -81,6 +89,8 @@ def propagate_graph_specs(gm: torch.fx.GraphModule, ep: ExportedProgram | None =
             node.meta["spec"] = _call_spec(node, val)
             _propagate_requires_grad(node)
             _propagate_branches(gm, node)
+        elif node.op == "output":
+            node.meta["spec"] = _output_spec(node)
 
 
 class SpecPropPass:
@@ -104,6 +114,17 @@ class SpecPropPass:
                 spec.const = True
 
 
+def _output_spec(node: torch.fx.Node) -> tuple:
+    """The output node's specs are its arguments' (the same objects), as in ExecuTorch."""
+    def spec(a: object) -> object:
+        return a.meta.get("spec") if isinstance(a, torch.fx.Node) else None
+
+    outs = node.args[0]
+    if isinstance(outs, (list, tuple)):
+        return tuple(spec(a) for a in outs)
+    return torch.utils._pytree.tree_map(spec, outs)
+
+
 def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> None:
     """A control-flow body's nodes (``cond``'s branches, ``map``'s body) get specs as usual;
     its placeholders get specs of their own, as in ExecuTorch (the emitter binds them to the
@@ -119,6 +140,8 @@ def _propagate_branches(root_gm: torch.fx.GraphModule, node: torch.fx.Node) -> N
                 inner.meta["spec"] = _call_spec(inner, inner.meta.get("val"))
                 _propagate_requires_grad(inner)
                 _propagate_branches(branch, inner)
+            if inner.op == "output":
+                inner.meta["spec"] = _output_spec(inner)
     _bodies_require_grad(root_gm, node)
 
 

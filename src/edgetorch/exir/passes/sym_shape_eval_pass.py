@@ -5,7 +5,9 @@ sym_shape_eval_pass=...)``.
 A tensor whose size is symbolic is planned at a concrete size, its bound:
 
 - ``ConstraintBasedSymShapeEvalPass`` (the default, as in ExecuTorch): the largest value the
-  export constraints allow (``torch.export.Dim(max=...)``); an unbounded size is an error.
+  export constraints allow (``torch.export.Dim(max=...)``); a size they leave unbounded takes
+  the example's value (ExecuTorch's fallback), and a data-dependent one without a bound is an
+  error.
 - ``HintBasedSymShapeEvalPass`` (deprecated in ExecuTorch): the size of the example input the
   program was exported with, so larger inputs are refused at run time.
 

@@ -1,5 +1,4 @@
-"""Functional operators -> ``.out`` variants writing into ``memory.alloc`` buffers, and
-``view_copy`` -> zero-copy ``memory.view`` where the base is contiguous."""
+"""Functional operators -> ``.out`` variants writing into ``memory.alloc`` buffers."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from ...errors import ExportError
 from .. import memory
 from ..node_meta import copy_provenance
 from ..ops import describe_node, is_out_variant, out_arg_names, out_variant
-from ..tensor import dim_order_of
+from .executorch_prim_ops_registry import SYM_OPS
 from .rewrite import rewrite
 from .spec_prop import upper_bound
 
@@ -32,53 +31,10 @@ def _alloc(graph: torch.fx.Graph, val: torch.Tensor, before: torch.fx.Node) -> t
     return node
 
 
-def _is_contiguous(val: object) -> bool:
-    """Whether ``val``'s bytes are in row-major order: its dim order, size-1 dims left out,
-    is increasing (a [1, 8, 1, 1] channels-last tensor is laid out as a contiguous one)."""
-    if not isinstance(val, torch.Tensor):
-        return False
-    order = [d for d in dim_order_of(val) if val.shape[d] != 1]
-    return order == sorted(order)
-
-
-def _as_view(node: torch.fx.Node) -> bool:
-    base = node.args[0]
-    if any(u.op == "output" for u in node.users):
-        return False
-    if not (isinstance(base, torch.fx.Node) and _is_contiguous(base.meta.get("val"))):
-        return False
-    if base.op == "placeholder" and any(u.op == "output" for u in base.users):
-        return False
-    node.target = memory.view
-    return True
-
-
-def _from_first_non_view(node: torch.fx.Node) -> bool:
-    """ExecuTorch's ``NormalizeViewCopyBasePass``: a view of a view reads the first base that
-    is no view (in graph order, so one step suffices); a view left without users goes, as
-    ExecuTorch's dead-code elimination drops it (no value, no buffer)."""
-    base = node.args[0]
-    if not (isinstance(base, torch.fx.Node) and base.op == "call_function"
-            and base.target == torch.ops.aten.view_copy.default):
-        return False
-    node.args = (base.args[0], *node.args[1:])
-    if not base.users:
-        node.graph.erase_node(base)
-    return True
-
-
-def view_copy_to_view(ep: ExportedProgram) -> bool:
-    """ExecuTorch's ``remove_view_copy``: a ``view_copy`` of a contiguous, non-output tensor
-    becomes a view that shares its base's memory (no copy, no planned buffer)."""
-    rule = torch.ops.aten.view_copy.default
-    normalized = rewrite(ep.graph_module, {rule: _from_first_non_view})
-    return rewrite(ep.graph_module, {rule: _as_view}) or normalized
-
-
 def _to_out_variant(node: torch.fx.Node) -> bool:
     op = node.target
-    if not isinstance(op, OpOverload) or op in NO_OUT_VARIANT or is_out_variant(op) \
-            or is_inplace(op):
+    if not isinstance(op, OpOverload) or op in NO_OUT_VARIANT or op in SYM_OPS \
+            or is_out_variant(op) or is_inplace(op):
         return False
     out_op = out_variant(op)
     if out_op is None:

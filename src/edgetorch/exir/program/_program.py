@@ -15,6 +15,7 @@ from ...schema.pte import serialize_pte
 from .._serialize._named_data_store import buffer_bytes
 from ..backend import preserve
 from ..backend.backend_api import to_backend as _to_backend
+from ..backend.preserve import _remove_invalid_ops_for_not_decompose  # noqa: F401  (ExecuTorch's path)
 from ..config import EdgeCompileConfig, ExecutorchBackendConfig
 from ..edge import _decomposition_table, to_edge_dialect, to_edge_ops
 from ..emit import EmitterOutput, ProgramState
@@ -24,6 +25,7 @@ from ..foreign_warnings import quiet
 from ..lowering import copy_program, emit_method, plan_method
 from ..memory_planning import MemoryPlan
 from ..pass_base import adopt_graph_module, run_passes
+from ..passes.lift_constants import lift_constant_tensor_pass  # noqa: F401  (ExecuTorch's path)
 from ..verifier import verify_edge_program
 
 SCHEMA_VERSION = S.SCHEMA_VERSION  # Program.version as ExecuTorch 1.5 writes it

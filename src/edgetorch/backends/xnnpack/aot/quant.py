@@ -223,7 +223,8 @@ class QuantPlan:
             if node.target in (Q_DYNAMIC, AFFINE_Q):
                 self.values[node] = (x.XNNDatatype.xnn_datatype_qdint8,
                                      x.PerTokenDynamicQuant(3 if _feeds_conv(node) else 1))
-            if node.target == Q_STATIC and node not in self.values:
+            if node.target == Q_STATIC and node not in self.values \
+                    and static_act_params(node) is not None:  # int8 only (not 16-bit)
                 self.values[node] = _qint8(node)
             if node.target == DQ_STATIC and _requantized_unchanged(node):
                 # dq -> (copies) -> q with the same parameters converts nothing: ExecuTorch

@@ -3,21 +3,25 @@
 After ``torch.export`` functionalizes a module, a mutated buffer shows up as an extra graph
 output (``BUFFER_MUTATION``). The runtime keeps buffers in their planned memory across calls,
 so the new value must be copied back into the buffer's bytes at the end of the method, which
-is what ExecuTorch's emitted programs do too.
+is what ExecuTorch's emitted programs do too (ExecuTorch's
+``exir.passes.insert_write_back_for_buffers_pass``). A mutation whose new value is the
+placeholder itself (written in place already) needs no copy.
 """
 
 from __future__ import annotations
 
 import torch
 from torch.export import ExportedProgram
-from torch.export.graph_signature import OutputKind
+from torch.export.graph_signature import ExportGraphSignature, OutputKind
 
 from ..node_meta import copy_provenance
+from ..pass_base import _renamed
 
 _MUTATION_KINDS = (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)
 
 
 def insert_write_back(ep: ExportedProgram) -> bool:
+    """Insert the ``copy_`` nodes into ``ep`` in place; whether any was needed."""
     sig = ep.graph_signature
     graph = ep.graph
     output = graph.output_node()
@@ -48,6 +52,20 @@ def insert_write_back(ep: ExportedProgram) -> bool:
         graph.lint()
         ep.graph_module.recompile()
     return changed
+
+
+def insert_write_back_for_buffers_pass(
+    ep: ExportedProgram,
+) -> tuple[torch.fx.GraphModule, ExportGraphSignature]:
+    """ExecuTorch's form: insert the copies into ``ep``'s graph and return it with a
+    signature whose mutation outputs name the copies (``ep``'s own signature is left as it
+    was)."""
+    insert_write_back(ep)
+    outs = ep.graph.output_node().args[0]
+    sig = ep.graph_signature
+    output_specs = [_renamed(spec, out) if spec.kind in _MUTATION_KINDS else spec
+                    for spec, out in zip(sig.output_specs, outs)]
+    return ep.graph_module, ExportGraphSignature(list(sig.input_specs), output_specs)
 
 
 def mutated_placeholders(ep: ExportedProgram) -> set[str]:
