@@ -192,3 +192,17 @@ def test_register_param_mutation_is_a_once_per_weight_guard():
     with pytest.raises(ParamMutationConflictError, match="fmt_a"):
         vk_utils.register_param_mutation(ep, weight, "fmt_b")
     assert issubclass(ParamMutationConflictError, RuntimeError)  # as ExecuTorch raises
+
+
+def test_q8ta_linear_constants_are_padded_to_four_channels():
+    ep, *_ = _case("q8ta_linear_gemv")  # 9 output channels
+    program, _ = _fused(ep)
+    (fused,) = [n for n in program.graph_module.graph.nodes if "q8ta_linear" in str(n.target)]
+    x, in_scale, in_zp, weight, sums, scales, out_scale, out_zp, bias, act = fused.args
+    assert act == "relu" and isinstance(in_scale, float) and isinstance(out_zp, int)
+    assert tuple(get_param_tensor(program, weight).shape) == (9, 128)
+    for constant in (sums, scales, bias):
+        values = get_param_tensor(program, constant)
+        assert values.shape == (12,) and not values[9:].any()
+    w = get_param_tensor(program, weight).to(torch.int32)
+    assert torch.equal(get_param_tensor(program, sums)[:9], w.sum(dim=1).to(torch.int32))

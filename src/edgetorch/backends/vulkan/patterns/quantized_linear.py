@@ -11,6 +11,7 @@ quantize; the per-channel weight sums the integer kernel needs become a new cons
 from __future__ import annotations
 
 import torch
+from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
@@ -20,6 +21,7 @@ from ...transforms.utils import (
     get_param_tensor,
     get_tensor_name,
     is_param_node,
+    set_param_tensor,
 )
 from .. import utils
 from .pattern_registry import PatternMatch, register_pattern_detector, register_pattern_replacement
@@ -119,12 +121,32 @@ def find_quantized_linear(node: torch.fx.Node) -> QuantizedLinearMatch | None:
     return match if match.match_found else None
 
 
+def _pad_to_4(values: torch.Tensor) -> torch.Tensor:
+    extra = -values.shape[-1] % 4
+    return torch.nn.functional.pad(values, (0, extra)).contiguous() if extra else values
+
+
+def _align_width(ep: ExportedProgram, node: torch.fx.Node) -> None:
+    """Pad a per-channel constant to a multiple of 4 channels, as the GPU kernel reads them
+    four at a time (once per constant, however many linears read it)."""
+    if not utils.register_param_mutation(ep, node, "width aligned to 4"):
+        return
+    values = get_param_tensor(ep, node)
+    assert values is not None
+    padded = _pad_to_4(values)
+    if padded is not values:
+        set_param_tensor(ep, node, padded)
+        mode = detect_fake_mode([node.meta.get("val")])
+        node.meta["val"] = mode.from_tensor(padded, static_shapes=True) if mode else padded
+
+
 def _weight_sums(ep: ExportedProgram, graph: torch.fx.Graph,
                  match: QuantizedLinearMatch) -> torch.fx.Node:
-    """A constant holding each output channel's sum of int8 weights (int32)."""
+    """A constant holding each output channel's sum of int8 weights (int32), padded to a
+    multiple of 4 channels."""
     weight = get_param_tensor(ep, match.weight_node)
     assert weight is not None
-    sums = weight.to(torch.int32).sum(dim=1).to(torch.int32).contiguous()
+    sums = _pad_to_4(weight.to(torch.int32).sum(dim=1).to(torch.int32).contiguous())
     name = (get_tensor_name(ep, match.weight_node) + "_sums").replace(".", "_")
     with graph.inserting_before(next(iter(graph.nodes))):
         return create_constant_placeholder(ep, graph, name, InputKind.PARAMETER, sums)
@@ -133,10 +155,14 @@ def _weight_sums(ep: ExportedProgram, graph: torch.fx.Graph,
 @register_pattern_replacement("quantized_linear")
 def replace_quantized_linear(ep: ExportedProgram, graph_module: torch.fx.GraphModule,
                              match: QuantizedLinearMatch) -> None:
-    if not (is_param_node(ep, match.weight_node) and is_param_node(ep, match.weight_scales_node)):
+    constants = (match.weight_node, match.weight_scales_node, match.bias_node)
+    if not all(n is None or is_param_node(ep, n) for n in constants) or match.weight_node is None:
         return
     graph = graph_module.graph
     sums = _weight_sums(ep, graph, match)
+    for constant in (match.weight_scales_node, match.bias_node):
+        if constant is not None:
+            _align_width(ep, constant)
     rows = match.pattern_input_node.meta["val"].shape
     single_row = len(rows) < 2 or rows[-2] == 1
     target = exir_ops.edge.et_vk.q8ta_linear_gemv.default if single_row \
