@@ -264,6 +264,11 @@ class PassError(ExportError):
     code = ErrorCode.Internal
 
 
+class ParamMutationConflictError(PassError, RuntimeError):
+    """Two passes would rewrite one weight's storage in two incompatible formats (a
+    RuntimeError too, as ExecuTorch's Vulkan passes raise)."""
+
+
 class MemoryPlanningError(ExportError):
     code = ErrorCode.MemoryAllocationFailed
 

@@ -71,6 +71,71 @@ def _grid_priors_out(x: torch.Tensor, stride: int, offset: float, *,
     return out
 
 
+def _quantize(x: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
+    """Per-tensor int8 quantization, as ``quantized_decomposed.quantize_per_tensor``."""
+    q = torch.round(x * (1.0 / scale)) + zero_point
+    return torch.clamp(q, -128, 127).to(torch.int8)
+
+
+def _q8ta_linear(x, input_scale, input_zero_point, weights, weight_sums, weight_scales,
+                 output_scale, output_zero_point, bias=None, activation="none"):
+    """int8 activations (per tensor) x int8 weights (per output channel, symmetric) ->
+    int8 output. ``weight_sums``, the precomputed per-channel sums for the integer kernel,
+    do not change the values; scales and bias may be padded past the output channels."""
+    oc = weights.shape[0]
+    w = weights.to(torch.float32) * weight_scales[:oc].to(torch.float32).reshape(-1, 1)
+    xf = (x.to(torch.float32) - input_zero_point) * input_scale
+    out = torch.nn.functional.linear(xf, w)
+    if bias is not None:
+        out = out + bias[:oc]
+    if activation == "relu":
+        out = torch.relu(out)
+    return _quantize(out, output_scale, output_zero_point)
+
+
+def _q8ta_pixel_shuffle(x, input_scale, input_zero_point, output_inv_scale, output_zero_point,
+                        upscale_factor):
+    """Dequantize, pixel-shuffle, requantize (the output scale given as its inverse)."""
+    xf = (x.to(torch.float32) - input_zero_point) * input_scale
+    y = torch.nn.functional.pixel_shuffle(xf, upscale_factor)
+    return _quantize(y, 1.0 / output_inv_scale, output_zero_point)
+
+
+def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Llama's RoPE: each (even, odd) pair of the last dim is a complex number rotated by
+    (cos, sin); ``cos``/``sin`` are [seq, head_dim / 2] or [seq, heads, head_dim / 2]."""
+    pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+    re, im = pairs[..., 0], pairs[..., 1]
+    if cos.dim() == 2:  # broadcast over batch and heads: [1, seq, 1, head_dim / 2]
+        cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    out = torch.stack((re * cos - im * sin, re * sin + im * cos), dim=-1)
+    return out.flatten(-2).to(x.dtype)
+
+
+def _apply_rotary_emb(xq, xk, freqs_cos, freqs_sin):
+    return _rotate_pairs(xq, freqs_cos, freqs_sin), _rotate_pairs(xk, freqs_cos, freqs_sin)
+
+
+def _unpack_q4(weight: torch.Tensor, is_linear_weight: bool) -> torch.Tensor:
+    """int4 values stored + 8 two to a byte: a linear weight keeps the even column in the
+    low nibble, an embedding table in the high one."""
+    high = (weight >> 4).to(torch.int8) - 8
+    low = (weight & 0x0F).to(torch.int8) - 8
+    first, second = (low, high) if is_linear_weight else (high, low)
+    return torch.stack((first, second), dim=-1).reshape(weight.shape[0], -1)
+
+
+def _embedding_q4gsw(weight, weight_scales, group_size, indices, is_linear_weight=False):
+    """Lookup in a 4-bit table with one scale per ``group_size`` columns; ``weight_scales``
+    is [rows, groups] (or one scalar)."""
+    table = _unpack_q4(weight, is_linear_weight).to(torch.float32)
+    rows, cols = table.shape
+    scales = weight_scales.to(torch.float32).reshape(-1, 1) if weight_scales.numel() == 1 \
+        else weight_scales.to(torch.float32).reshape(rows, -1)
+    table = (table.reshape(rows, -1, group_size) * scales.reshape(scales.shape[0], -1, 1))
+    return torch.nn.functional.embedding(indices, table.reshape(rows, cols))
+
+
 _CONV_ARGS = ("Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
               "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, "
               "Scalar? output_min, Scalar? output_max")
@@ -84,6 +149,19 @@ _define("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor", _rms_norm)
 _define("grid_priors(Tensor self, int stride, float offset) -> Tensor", _grid_priors)
 _define("grid_priors_out(Tensor self, int stride, float offset, *, Tensor(a!) out) -> Tensor(a!)",
         _grid_priors_out)
+
+_Q8TA_LINEAR_ARGS = ("Tensor x, float input_scale, int input_zero_point, Tensor weights, "
+                     "Tensor weight_sums, Tensor weight_scales, float output_scale, "
+                     "int output_zero_point, Tensor? bias=None, str activation=\"none\"")
+_define(f"q8ta_linear({_Q8TA_LINEAR_ARGS}) -> Tensor", _q8ta_linear)
+_define(f"q8ta_linear_gemv({_Q8TA_LINEAR_ARGS}) -> Tensor", _q8ta_linear)
+_define("q8ta_pixel_shuffle(Tensor input, float input_scale, int input_zero_point, "
+        "float output_inv_scale, int output_zero_point, int upscale_factor) -> Tensor",
+        _q8ta_pixel_shuffle)
+_define("apply_rotary_emb(Tensor xq, Tensor xk, Tensor freqs_cos, Tensor freqs_sin) "
+        "-> (Tensor, Tensor)", _apply_rotary_emb)
+_define("embedding_q4gsw(Tensor weight, Tensor weight_scales, int group_size, Tensor indices, "
+        "bool is_linear_weight=False) -> Tensor", _embedding_q4gsw)
 
 prepack_op = torch.ops.et_vk.prepack
 conv_with_clamp_op = torch.ops.et_vk.conv_with_clamp

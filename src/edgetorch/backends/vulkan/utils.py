@@ -11,6 +11,7 @@ so the sets here are built with the same operations in the same order.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from torch._export.utils import is_buffer, is_lifted_tensor_constant, is_param
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
 
+from ...errors import ParamMutationConflictError
 from ...exir.tensor import TensorSpec
 from .serialization.vulkan_graph_schema import VkDataType, VkMemoryLayout, VkStorageType
 
@@ -640,6 +642,35 @@ def get_node_repr(node: torch.fx.Node) -> Any:
     if isinstance(node, (list, tuple)):
         raise NotImplementedError("get_node_repr not implemented for list of nodes")
     return get_node_spec_attr(node, "etvk_node_repr", False)
+
+
+# ---- weights rewritten in place by the fusion passes --------------------------------------
+
+# ExportedProgram -> {state-dict name: format tag}; weak so a program's record dies with it.
+_PARAM_FORMATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_param_mutation(ep: ExportedProgram, node: torch.fx.Node, tag: str) -> bool:
+    """Whether the caller should rewrite the weight behind ``node`` into format ``tag``.
+
+    Keyed on the state-dict name (two placeholders may share one weight), so a weight is
+    repacked once however many fused ops read it: the first call records ``tag`` and returns
+    True, a repeat with the same tag returns False, and a different tag raises (the weight
+    would be packed two incompatible ways)."""
+    from ..transforms.utils import get_tensor_name
+
+    formats = _PARAM_FORMATS.setdefault(ep, {})
+    key = get_tensor_name(ep, node)
+    seen = formats.get(key)
+    if seen is None:
+        formats[key] = tag
+        return True
+    if seen == tag:
+        return False
+    raise ParamMutationConflictError(
+        f"weight {key!r} (%{node.name}) was already rewritten as {seen!r}; rewriting it as "
+        f"{tag!r} too would corrupt it. Give both callers one format tag, or keep one copy "
+        "of the weight per format.")
 
 
 # ---- small helpers ------------------------------------------------------------------------

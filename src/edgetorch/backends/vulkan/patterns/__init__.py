@@ -9,7 +9,13 @@ from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 
 # Registration order is detection order (ExecuTorch's): quantized binary, convolution,
 # embedding, linear, pixel shuffle, unary, then RMSNorm, RoPE, HF RoPE, SDPA, select.
-from . import rms_norm  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    quantized_embedding,
+    quantized_linear,
+    quantized_pixel_shuffle,
+    rms_norm,
+    rope,
+)
 from .pattern_registry import (
     CreateReplacementFn,
     DetectorFn,

@@ -151,6 +151,84 @@ def _linear_qcs4w(x, packed, scales, out):
     return x.astype(np.float32) @ _dequant_rows(w, scales).T
 
 
+def _quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """``quantized_decomposed.quantize_per_tensor`` to int8: round half to even of
+    ``x * (1 / scale)``, plus the zero point, clamped."""
+    inv = np.float32(1.0 / scale)
+    q = np.round(x.astype(np.float32) * inv) + np.float32(zero_point)
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+def _dequantize_int8(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    return (q.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)
+
+
+@vk_op("et_vk.q8ta_linear.default", "et_vk.q8ta_linear_gemv.default")
+def _q8ta_linear(x, input_scale, input_zero_point, weights, weight_sums, weight_scales,
+                 output_scale, output_zero_point, bias, activation, out):
+    """int8 x (per tensor) times int8 W (per output channel) -> int8; ``weight_sums`` only
+    serve the GPU's integer accumulation, and scales/bias may be padded past the channels."""
+    oc = weights.shape[0]
+    w = _dequant_rows(weights, np.asarray(weight_scales)[:oc])
+    y = _dequantize_int8(x, input_scale, input_zero_point) @ w.T
+    if bias is not None:
+        y = y + bias[:oc].astype(np.float32)
+    if activation == "relu":
+        y = np.maximum(y, np.float32(0))
+    return _quantize_int8(y, output_scale, output_zero_point)
+
+
+@vk_op("et_vk.q8ta_pixel_shuffle.default")
+def _q8ta_pixel_shuffle(x, input_scale, input_zero_point, output_inv_scale, output_zero_point,
+                        r, out):
+    """Pixel shuffle of int8 ``[..., C*r*r, H, W]`` -> ``[..., C, H*r, W*r]``, requantized from
+    the input's scale to the output's (given as its inverse)."""
+    *lead, c, h, w = x.shape
+    y = _dequantize_int8(x, input_scale, input_zero_point)
+    y = y.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    y = y.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    y = y.reshape(*lead, c // (r * r), h * r, w * r)
+    return _quantize_int8(y, 1.0 / output_inv_scale, output_zero_point)
+
+
+def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    pairs = x.astype(np.float32).reshape(*x.shape[:-1], -1, 2)
+    re, im = pairs[..., 0], pairs[..., 1]
+    if cos.ndim == 2:  # [seq, d] broadcasts over batch and heads
+        cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    y = np.stack((re * cos - im * sin, re * sin + im * cos), axis=-1)
+    return y.reshape(x.shape).astype(x.dtype)
+
+
+@vk_op("et_vk.apply_rotary_emb.default")
+def _apply_rotary_emb(xq, xk, freqs_cos, freqs_sin, out_q, out_k):
+    """Llama's RoPE on queries and keys: each (even, odd) pair rotated by (cos, sin)."""
+    cos, sin = freqs_cos.astype(np.float32), freqs_sin.astype(np.float32)
+    return _rope(xq, cos, sin), _rope(xk, cos, sin)
+
+
+def _unpack_q4(packed: np.ndarray, even_low: bool) -> np.ndarray:
+    low = (packed & 0x0F).astype(np.int8) - 8
+    high = (packed >> 4).astype(np.int8) - 8
+    pair = (low, high) if even_low else (high, low)
+    return np.stack(pair, axis=-1).reshape(packed.shape[0], -1)
+
+
+@vk_op("et_vk.embedding_q4gsw.default")
+def _embedding_q4gsw(weight, weight_scales, group_size, indices, is_linear_weight, out):
+    """Rows of a 4-bit table, one scale per ``group_size`` columns (the linear layout keeps
+    the even column in the low nibble, the embedding layout in the high one)."""
+    rows = weight[np.asarray(indices).reshape(-1)]
+    values = _unpack_q4(rows, bool(is_linear_weight)).astype(np.float32)
+    scales = np.asarray(weight_scales, np.float32)
+    scales = scales.reshape(-1)[:1] if scales.size == 1 else \
+        scales.reshape(weight.shape[0], -1)[np.asarray(indices).reshape(-1)]
+    n = values.shape[0]
+    values = values.reshape(n, -1, group_size) * scales.reshape(scales.shape[0], -1, 1)
+    return values.reshape(*np.shape(indices), -1)
+
+
 @vk_op("et_vk.grid_priors.default")
 def _grid_priors(x, stride, offset, out):
     """The (x, y) centre of every cell of ``x``'s last two dims, row by row:
