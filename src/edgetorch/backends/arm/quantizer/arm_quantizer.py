@@ -18,16 +18,7 @@ from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import QuantizationConfig, Quantizer
 
 from ..common.arm_compile_spec import ArmCompileSpec
-from .annotator import (
-    adaptive_pool_as_avg_pool,
-    annotate_graph,
-    annotate_io,
-    drop_guard_calls,
-    get_attrs_before_use,
-    relu6_as_hardtanh,
-    scalars_to_attributes,
-)
-from .decompositions import decompose_for_annotation
+from .annotator import annotate_graph, annotate_io
 from .quantization_config import get_symmetric_quantization_config
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
@@ -92,16 +83,10 @@ class TOSAQuantizer(Quantizer):
         return self
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        # As in ExecuTorch, asking for the pipeline config here is what makes the U55/U65
-        # ``transform_pipeline_config`` appear in the compile spec.
-        if self.compile_spec is not None:
-            self.compile_spec._get_pass_pipeline_config()
-        drop_guard_calls(model)
-        relu6_as_hardtanh(model)
-        adaptive_pool_as_avg_pool(model)
-        decompose_for_annotation(model, scalars_to_attributes)
-        get_attrs_before_use(model)
-        return model
+        # imported here: the pass manager reads this package's annotator modules
+        from .._passes.arm_pass_manager import ArmPassManager
+
+        return ArmPassManager(self.compile_spec).transform_for_annotation_pipeline(model)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         covered: list[Callable[[Node], bool]] = []

@@ -2,7 +2,7 @@
 
 from .activation import ActivationFusionPass, QuantizedClampActivationPass
 from .lowering import AtenToCortexMPass
-from .pass_manager import CortexMPassManager
+from .cortex_m_pass_manager import CortexMPassManager
 from .qparams import FoldAndAnnotateQParamsPass
 from .remove_getitem import RemoveGetItemPass
 from .replace_quant_nodes import ReplaceQuantNodesPass

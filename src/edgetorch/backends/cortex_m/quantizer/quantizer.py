@@ -173,7 +173,7 @@ class CortexMQuantizer(ComposableQuantizer):
         return None
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from ..passes.pass_manager import CortexMPassManager
+        from ..passes.cortex_m_pass_manager import CortexMPassManager
 
         return CortexMPassManager(None).transform_for_annotation(model)
 
