@@ -24,7 +24,12 @@ from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 from ..passes.qparams import QUANTIZED_KEY
 from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
 from .patterns import CONV_TARGETS, PATTERNS
-from .shared import SharedQspecQuantizer, has_float_output, mark_quantized
+from ...arm.quantizer.arm_quantizer_utils import (
+    SharedQspecQuantizer,
+    has_float_output,
+    mark_node_as_annotated,
+    mark_quantized,
+)
 
 MATCHED_KEY = "quantizer_matched"
 MAX_PATTERN = max(len(p) for p in PATTERNS)

@@ -1,5 +1,7 @@
-"""Ops that only move or select values take their neighbours' qparams: each connected
-cluster of them shares one spec, seeded by the first adjacent annotated spec found."""
+"""Quantizer helpers the Arm and Cortex-M quantizers share (ExecuTorch's
+``arm_quantizer_utils`` names): marking nodes annotated, and ``SharedQspecQuantizer``, by which
+ops that only move or select values take their neighbours' qparams (each connected cluster of
+them shares one spec, seeded by the first adjacent annotated spec found)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
-from ..passes.qparams import QUANTIZED_KEY
+from ...cortex_m.passes.qparams import QUANTIZED_KEY
 
 aten = torch.ops.aten
 SHARED_QSPEC_OPS = [
@@ -42,6 +44,7 @@ SHARED_QSPEC_OPS = [
     aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar, aten.ge.Tensor, aten.ge.Scalar,
     aten.gt.Tensor, aten.gt.Scalar, aten.le.Tensor, aten.le.Scalar, aten.lt.Tensor,
     aten.lt.Scalar, aten.where.self, aten.where.default,
+    torch.ops.higher_order.while_loop, torch.ops.higher_order.cond,
 ]
 
 
@@ -56,10 +59,21 @@ def mark_quantized(node: Node, inputs: dict, output, quantized: bool) -> None:
         node.meta.setdefault("custom", {})[QUANTIZED_KEY] = quantized
 
 
+def mark_node_as_annotated(node: Node) -> None:
+    """Mark ``node`` annotated and quantized, keeping any annotation it already has."""
+    if Q_ANNOTATION_KEY not in node.meta:
+        node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation()
+    node.meta[Q_ANNOTATION_KEY]._annotated = True
+    if node.op == "call_function":
+        node.meta.setdefault("custom", {})[QUANTIZED_KEY] = True
+
+
 class SharedQspecQuantizer(Quantizer):
+    SHARED_QSPEC_OPS_DEFAULT: list = SHARED_QSPEC_OPS
+
     def __init__(self, targets: list | None = None) -> None:
         super().__init__()
-        self.targets = SHARED_QSPEC_OPS if targets is None else targets
+        self.targets = self.SHARED_QSPEC_OPS_DEFAULT if targets is None else targets
 
     @staticmethod
     def _annotated(node: Node) -> bool:
