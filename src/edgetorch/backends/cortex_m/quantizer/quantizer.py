@@ -21,15 +21,14 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
-from ..passes.qparams import QUANTIZED_KEY
-from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
-from .patterns import CONV_TARGETS, PATTERNS
 from ...arm.quantizer.arm_quantizer_utils import (
     SharedQspecQuantizer,
     has_float_output,
-    mark_node_as_annotated,
     mark_quantized,
 )
+from ..passes.qparams import QUANTIZED_KEY
+from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
+from .patterns import CONV_TARGETS, PATTERNS
 
 MATCHED_KEY = "quantizer_matched"
 MAX_PATTERN = max(len(p) for p in PATTERNS)
