@@ -6,6 +6,9 @@ them shares one spec, seeded by the first adjacent annotated spec found)."""
 from __future__ import annotations
 
 import operator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
@@ -17,6 +20,40 @@ from torchao.quantization.pt2e.quantizer import (
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
 from ...cortex_m.passes.qparams import QUANTIZED_KEY
+
+
+def _stack_entries(node: Node) -> list[tuple[str, Any]]:
+    return list(node.meta.get("nn_module_stack", {}).values())
+
+
+def module_name_filter(name: str) -> Callable[[Node], bool]:
+    """Accepts the nodes traced inside the submodule ``name`` (a dotted path) or its children."""
+    def accepts(node: Node) -> bool:
+        for path, _ in _stack_entries(node):
+            path = path.replace("L['self'].", "").replace("L__self___", "")
+            if path == name or path.startswith(name + "."):
+                return True
+        return False
+    return accepts
+
+
+def module_type_filter(tp: type) -> Callable[[Node], bool]:
+    """Accepts the nodes traced inside a module of class ``tp``."""
+    qualname = f"{tp.__module__}.{tp.__qualname__}"
+
+    def accepts(node: Node) -> bool:
+        return any((t if isinstance(t, str) else f"{t.__module__}.{t.__qualname__}") == qualname
+                   for _, t in _stack_entries(node))
+    return accepts
+
+
+class NodeFinder(ABC):
+    """Picks the nodes of a graph a quantization config applies to."""
+
+    @abstractmethod
+    def find_nodes(self, model: GraphModule) -> Iterator[Node]:
+        """The nodes of ``model`` this finder selects, in graph order."""
+
 
 aten = torch.ops.aten
 SHARED_QSPEC_OPS = [
