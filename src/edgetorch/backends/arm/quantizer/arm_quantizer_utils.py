@@ -47,6 +47,19 @@ def module_type_filter(tp: type) -> Callable[[Node], bool]:
     return accepts
 
 
+class PatternCheck:
+    """What a quantizer pattern must satisfy beyond its operators: ``check_pattern`` on the
+    matched nodes, ``check_quantization_config`` on the config that would annotate them."""
+
+    @classmethod
+    def check_pattern(cls, pattern: list[Node]) -> bool:
+        return True
+
+    @classmethod
+    def check_quantization_config(cls, pattern: list[Node], quantization_config: Any) -> bool:
+        return True
+
+
 class NodeFinder(ABC):
     """Picks the nodes of a graph a quantization config applies to."""
 
