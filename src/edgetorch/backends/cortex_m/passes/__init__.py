@@ -5,7 +5,7 @@ from .cortex_m_pass_manager import CortexMPassManager
 from .lowering import AtenToCortexMPass
 from .qparams import FoldAndAnnotateQParamsPass
 from .remove_getitem import RemoveGetItemPass
-from .replace_quant_nodes import ReplaceQuantNodesPass
+from .replace_quant_nodes_pass import ReplaceQuantNodesPass
 
 __all__ = ["ActivationFusionPass", "AtenToCortexMPass", "CortexMPassManager",
            "FoldAndAnnotateQParamsPass", "QuantizedClampActivationPass", "RemoveGetItemPass",
