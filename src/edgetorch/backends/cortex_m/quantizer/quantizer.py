@@ -37,6 +37,13 @@ PARAMETER_TARGETS = {torch.ops.aten.linear.default, torch.ops.aten.convolution.d
 UNOBSERVED = {torch.ops.aten.batch_norm.default: (1, 2, 3, 4)}
 
 
+def mark_node_as_annotated(node: Node, input_qspec_map: dict, output_qspec,
+                           is_quantized: bool) -> None:
+    """Annotate ``node`` with its input and output specs, and record whether the Cortex-M
+    passes treat it as quantized (a ``None`` config keeps a matched node float)."""
+    mark_quantized(node, input_qspec_map, output_qspec, is_quantized)
+
+
 class PatternQuantizer(Quantizer):
     def __init__(self, config, targets: set | None = None) -> None:
         super().__init__()
@@ -68,7 +75,7 @@ class PatternQuantizer(Quantizer):
             output = None
             if all(u not in match for u in node.users) and has_float_output(node):
                 output = cfg.get_output_act_qspec(node) if cfg else None
-            mark_quantized(node, inputs, output, cfg is not None)
+            mark_node_as_annotated(node, inputs, output, is_quantized=cfg is not None)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         nodes = (n for n in model.graph.nodes if self.targets is None or n.target in self.targets)
