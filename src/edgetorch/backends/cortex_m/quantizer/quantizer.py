@@ -25,6 +25,13 @@ from ...arm.quantizer.arm_quantizer_utils import (
     mark_quantized,
 )
 from ..passes.qparams import QUANTIZED_KEY
+from ..quantizer_reporter import (
+    QuantizerInfo,
+    QuantizerReport,
+    QuantizerReporter,
+    QuantizerReporterUser,
+)
+from . import pattern_checkers
 from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
 from .pattern_checkers import CONV_TARGETS, PATTERNS
 from .pattern_matcher import PatternMatcher
@@ -35,6 +42,7 @@ PARAMETER_TARGETS = {torch.ops.aten.linear.default, torch.ops.aten.convolution.d
                      torch.ops.aten.conv3d.default, torch.ops.aten.conv3d.padding,
                      torch.ops.aten.conv_transpose2d.input}
 UNOBSERVED = {torch.ops.aten.batch_norm.default: (1, 2, 3, 4)}
+PATTERNS_PATH = pattern_checkers.__name__
 
 
 def mark_node_as_annotated(node: Node, input_qspec_map: dict, output_qspec,
@@ -44,11 +52,19 @@ def mark_node_as_annotated(node: Node, input_qspec_map: dict, output_qspec,
     mark_quantized(node, input_qspec_map, output_qspec, is_quantized)
 
 
-class PatternQuantizer(Quantizer):
+class PatternQuantizer(Quantizer, QuantizerReporterUser):
     def __init__(self, config, targets: set | None = None) -> None:
-        super().__init__()
+        Quantizer.__init__(self)
+        QuantizerReporterUser.__init__(self)
         self.config = config
         self.targets = targets
+
+    def get_quantizer_info(self) -> QuantizerInfo:
+        nodes = "all nodes" if self.targets is None else \
+            f"nodes targeting {', '.join(sorted(str(t) for t in self.targets))}"
+        label = getattr(self.config, "label", None) or type(self.config).__name__
+        return QuantizerInfo(type(self).__name__, nodes, label,
+                             f"{PATTERNS_PATH}.PATTERNS")
 
     @staticmethod
     def _role(node: Node, index: int) -> bool:
@@ -82,6 +98,9 @@ class PatternQuantizer(Quantizer):
         for result in PatternMatcher(PATTERNS).find_pattern_matches(nodes, self.config):
             if result.accepted:
                 self.annotate_match(result.pattern)
+                self.report_accept(result.pattern)
+            else:
+                self.report_reject(result.pattern, result.message or "rejected")
         return model
 
     def validate(self, model: GraphModule) -> None:
@@ -100,6 +119,14 @@ class CortexMQuantizer(ComposableQuantizer):
             PatternQuantizer(per_tensor_config or INT8_PER_TENSOR_CONFIG),
             SharedQspecQuantizer(),
         ])
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        for q in self.quantizers:
+            if isinstance(q, QuantizerReporterUser):
+                q.quantizer_report = QuantizerReport()
+        model = super().annotate(model)
+        QuantizerReporter(self.quantizers).log_quantizer_report(model)
+        return model
 
     def validate(self, model: GraphModule) -> None:
         return None
