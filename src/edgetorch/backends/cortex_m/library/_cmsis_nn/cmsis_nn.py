@@ -89,14 +89,19 @@ def _conv_1_x_n_mve(pad_w, stride_w, in_w, in_c, f_h, f_w, out_w) -> int:
     return max(left_elems + pad_left, left_elems - in_c + pad_right)
 
 
+def _s8_only(function: str, data_type: DataType) -> None:
+    if data_type is not DataType.A8W8:
+        raise InvalidArgumentError(f"{function}: {data_type} is not sized here; only "
+                                   "DataType.A8W8 (CMSIS-NN's s8 kernels) is")
+
+
 def convolve_wrapper_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8, *,
                                  input_nhwc, filter_nhwc, output_nhwc, padding_hw, stride_hw,
                                  dilation_hw) -> int:
     """``arm_convolve_wrapper_s8_get_buffer_size{_mve,_dsp,}`` (filter dims N=C_out, H, W,
-    C=C_in). Only int8 x int8 (``DataType.A8W8``) is sized here."""
-    if data_type is not DataType.A8W8:
-        raise InvalidArgumentError(f"convolve_wrapper_buffer_size: {data_type} is not sized "
-                                   "here; only DataType.A8W8 (the s8 kernels) is")
+    C=C_in). Each function takes ``(backend, data_type, **dims)``, as ExecuTorch's bindings
+    do; only int8 x int8 (``DataType.A8W8``) is sized."""
+    _s8_only("convolve_wrapper_buffer_size", data_type)
     _, in_h, in_w, in_c = input_nhwc
     _, f_h, f_w, f_c = filter_nhwc
     pad, stride, dil = tuple(padding_hw), tuple(stride_hw), tuple(dilation_hw)
@@ -110,10 +115,12 @@ def convolve_wrapper_buffer_size(backend: Backend, data_type: DataType = DataTyp
         _conv_s8_host(in_c, f_h, f_w)
 
 
-def depthwise_conv_wrapper_buffer_size(backend: Backend, *, input_nhwc, filter_nhwc,
+def depthwise_conv_wrapper_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8,
+                                       *, input_nhwc, filter_nhwc,
                                        output_nhwc, padding_hw, stride_hw, dilation_hw) -> int:
     """``arm_depthwise_conv_wrapper_s8_get_buffer_size{_mve,_dsp,}`` (filter dims
     N=C_out, H, W, C=1)."""
+    _s8_only("depthwise_conv_wrapper_buffer_size", data_type)
     in_n, _, _, in_c = input_nhwc
     f_n, f_h, f_w, f_c = filter_nhwc
     out_c = output_nhwc[3]
@@ -134,11 +141,15 @@ def depthwise_conv_wrapper_buffer_size(backend: Backend, *, input_nhwc, filter_n
     return 0  # the scalar kernels need no buffer
 
 
-def fully_connected_buffer_size(backend: Backend, *, filter_nhwc) -> int:
+def fully_connected_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8,
+                                *, filter_nhwc) -> int:
+    _s8_only("fully_connected_buffer_size", data_type)
     return filter_nhwc[3] * 4 if backend is Backend.MVE else 0
 
 
-def avgpool_buffer_size(backend: Backend, *, dim_dst_width: int, ch_src: int) -> int:
+def avgpool_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8,
+                        *, dim_dst_width: int, ch_src: int) -> int:
+    _s8_only("avgpool_buffer_size", data_type)
     return ch_src * 4 if backend is Backend.DSP else 0
 
 
@@ -146,9 +157,11 @@ def _reverse_conv(stride_hw, in_c: int) -> bool:
     return stride_hw[0] <= 2 and stride_hw[1] <= 2 and in_c > REVERSE_TCOL_EFFICIENT_THRESHOLD
 
 
-def transpose_conv_buffer_size(backend: Backend, *, input_nhwc, filter_nhwc, output_nhwc,
+def transpose_conv_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8,
+                               *, input_nhwc, filter_nhwc, output_nhwc,
                                stride_hw) -> int:
     """``arm_transpose_conv_s8_get_buffer_size{_mve,}`` (DSP uses the plain one)."""
+    _s8_only("transpose_conv_buffer_size", data_type)
     n, in_h, in_w, in_c = input_nhwc
     _, f_h, f_w, _ = filter_nhwc
     if _reverse_conv(stride_hw, in_c):
@@ -158,8 +171,10 @@ def transpose_conv_buffer_size(backend: Backend, *, input_nhwc, filter_nhwc, out
     return buf_x * max(f_h, stride_hw[0]) * 4
 
 
-def transpose_conv_reverse_conv_buffer_size(backend: Backend, *, input_nhwc, filter_nhwc,
+def transpose_conv_reverse_conv_buffer_size(backend: Backend, data_type: DataType = DataType.A8W8,
+                                            *, input_nhwc, filter_nhwc,
                                             stride_hw) -> int:
+    _s8_only("transpose_conv_reverse_conv_buffer_size", data_type)
     in_c = input_nhwc[3]
     f_n, f_h, f_w, _ = filter_nhwc
     return in_c * f_w * f_h * f_n if _reverse_conv(stride_hw, in_c) else 0
