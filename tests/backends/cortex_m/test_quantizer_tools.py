@@ -147,3 +147,17 @@ def test_dont_partition_checks_record_rejected_nodes():
                 for n in gm.graph.nodes if n.op == "call_function"}
     assert verdicts == {"linear": (True, True), "add": (False, True), "relu": (True, False)}
     assert [n.name for n in by_op.rejected_nodes()] == ["add"] and by_name.num_rejected() == 1
+
+
+def test_replace_quant_nodes_refuses_aten_programs_with_the_pass_named():
+    from edgetorch.backends.cortex_m.passes import ReplaceQuantNodesPass
+    from edgetorch.errors import PassError
+    from edgetorch.exir.program._program import _transform
+
+    model = torch.export.export(AddRelu(), (torch.randn(2, 4),)).module()
+    prepared = prepare_pt2e(model, CortexMQuantizer())
+    prepared(torch.randn(2, 4))
+    aten_program = torch.export.export(convert_pt2e(prepared), (torch.randn(2, 4),))
+    with pytest.raises(PassError, match="An error occurred when running the "
+                                        "'ReplaceQuantNodesPass' pass(?s:.*)after to_edge"):
+        _transform(aten_program, ReplaceQuantNodesPass())
