@@ -32,9 +32,9 @@ from ..quantizer_reporter import (
     QuantizerReporterUser,
 )
 from . import pattern_checkers
-from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
 from .pattern_checkers import CONV_TARGETS, PATTERNS
 from .pattern_matcher import PatternMatcher
+from .quantization_configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
 
 PARAMETER_TARGETS = {torch.ops.aten.linear.default, torch.ops.aten.convolution.default,
                      torch.ops.aten.conv1d.default, torch.ops.aten.conv1d.padding,
