@@ -304,6 +304,12 @@ class InspectorError(EdgeTorchError, ValueError):
     """The Inspector lacks what a request needs (an ETRecord, a debug buffer, inputs)."""
 
 
+class DependencyMissingError(EdgeTorchError, ModuleNotFoundError):
+    """An optional module a feature needs (a backend's native helpers) cannot be imported."""
+
+    code = ErrorCode.NotSupported
+
+
 def near_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
     """Names close to ``name`` among ``candidates``, for 'did you mean' hints."""
     return difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.6)

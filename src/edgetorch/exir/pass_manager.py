@@ -12,13 +12,22 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
+from typing import TypeAlias
 
 import torch
 import torch.fx.passes.infra.pass_manager as fx
+from torch.fx.passes.infra.pass_base import PassResult
 from torch.utils import _pytree as pytree
 
 from ..errors import PassError
-from .pass_infra import ExportedProgramPassManager  # noqa: F401  (ExecuTorch's import path)
+from .pass_infra import (
+    ExportedProgramPassBase,
+    ExportedProgramPassManager,  # noqa: F401  (ExecuTorch's import path)
+)
+
+# What a pass manager accepts: an ExportedProgram pass, or a callable on a graph module
+# returning a PassResult (or None when it edits the graph in place).
+PassType: TypeAlias = ExportedProgramPassBase | Callable[[torch.fx.GraphModule], PassResult | None]
 
 logger = logging.getLogger(__name__)
 

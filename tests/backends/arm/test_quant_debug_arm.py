@@ -127,9 +127,9 @@ def test_the_simulation_logs_every_operator_output(tosa_delegate):
 def test_vgf_and_tosa_targets_read_the_same_operator_values():
     """VGF delegates are simulated from the TOSA graph they were converted from, as TOSA
     delegates are: both stages give every layer's value, and the same ones (one lowering)."""
-    from edgetorch.backends.arm.vgf.model_converter import find_model_converter
+    from edgetorch.backends.arm.vgf.model_converter import find_model_converter_binary
 
-    if find_model_converter() is None:
+    if find_model_converter_binary() is None:
         skip_or_fail("the ML SDK model converter is not installed: pip install "
                      "'edgetorch[vgf]' (make test-arm installs it)")
     model, example = digits.planted_cnn(), digits.example_inputs()

@@ -8,7 +8,7 @@ from typing import Any, BinaryIO
 
 from torch.export import ExportedProgram
 
-from ...errors import ExportError
+from ...errors import ExportError, PassError
 from ...schema import program as S
 from ...schema.ptd import serialize_ptd
 from ...schema.pte import serialize_pte
@@ -24,7 +24,7 @@ from ..emit.emitter import constant_method_plan
 from ..foreign_warnings import quiet
 from ..lowering import copy_program, emit_method, plan_method
 from ..memory_planning import MemoryPlan
-from ..pass_base import adopt_graph_module, run_passes
+from ..pass_base import adopt_graph_module, pass_name, run_passes
 from ..passes.lift_constants import lift_constant_tensor_pass  # noqa: F401  (ExecuTorch's path)
 from ..verifier import verify_edge_program
 
@@ -130,7 +130,15 @@ def _transform(self: ExportedProgram, *passes: Any,
         raise TypeError(f"_transform takes passes as separate arguments, got {list(passes)}; "
                         "pass verifiers with override_verifiers=")
     ep = copy_program(self)
-    if not run_passes(ep, list(passes)):
+    changed = False
+    for i, p in enumerate(passes):
+        try:
+            changed = run_passes(ep, [p]) or changed
+        except Exception as e:  # every failure named as torch.fx's pass manager names it
+            before = [pass_name(q) for q in passes[:i]]
+            raise PassError(f"An error occurred when running the {pass_name(p)!r} pass after "
+                            f"the following passes: {before}\n  {type(e).__name__}: {e}") from e
+    if not changed:
         return self
     to_edge_ops(ep)
     if override_verifiers:

@@ -34,9 +34,9 @@ def ref_vgf_python() -> Path | None:
 
 @pytest.fixture(scope="session")
 def converter():
-    from edgetorch.backends.arm.vgf.model_converter import find_model_converter
+    from edgetorch.backends.arm.vgf.model_converter import find_model_converter_binary
 
-    binary = find_model_converter()
+    binary = find_model_converter_binary()
     if binary is None:
         why = ("the ML SDK model converter is not installed: pip install 'edgetorch[vgf]' "
                "(ai-ml-sdk-model-converter==0.11.0; make test-arm installs it)")

@@ -18,43 +18,12 @@ from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import QuantizationConfig, Quantizer
 
 from ..common.arm_compile_spec import ArmCompileSpec
-from .annotator import (
-    adaptive_pool_as_avg_pool,
-    annotate_graph,
-    annotate_io,
-    drop_guard_calls,
-    get_attrs_before_use,
-    relu6_as_hardtanh,
-    scalars_to_attributes,
-)
-from .decompositions import decompose_for_annotation
+from .annotator import annotate_graph, annotate_io
+from .arm_quantizer_utils import module_name_filter, module_type_filter
 from .quantization_config import get_symmetric_quantization_config
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
            "get_symmetric_quantization_config"]
-
-
-def _stack_entries(node: Node) -> list[tuple[str, Any]]:
-    return list(node.meta.get("nn_module_stack", {}).values())
-
-
-def _module_name_filter(name: str) -> Callable[[Node], bool]:
-    def accepts(node: Node) -> bool:
-        for path, _ in _stack_entries(node):
-            path = path.replace("L['self'].", "").replace("L__self___", "")
-            if path == name or path.startswith(name + "."):
-                return True
-        return False
-    return accepts
-
-
-def _module_type_filter(tp: type) -> Callable[[Node], bool]:
-    qualname = f"{tp.__module__}.{tp.__qualname__}"
-
-    def accepts(node: Node) -> bool:
-        return any((t if isinstance(t, str) else f"{t.__module__}.{t.__qualname__}") == qualname
-                   for _, t in _stack_entries(node))
-    return accepts
 
 
 class TOSAQuantizer(Quantizer):
@@ -92,21 +61,15 @@ class TOSAQuantizer(Quantizer):
         return self
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        # As in ExecuTorch, asking for the pipeline config here is what makes the U55/U65
-        # ``transform_pipeline_config`` appear in the compile spec.
-        if self.compile_spec is not None:
-            self.compile_spec._get_pass_pipeline_config()
-        drop_guard_calls(model)
-        relu6_as_hardtanh(model)
-        adaptive_pool_as_avg_pool(model)
-        decompose_for_annotation(model, scalars_to_attributes)
-        get_attrs_before_use(model)
-        return model
+        # imported here: the pass manager reads this package's annotator modules
+        from .._passes.arm_pass_manager import ArmPassManager
+
+        return ArmPassManager(self.compile_spec).transform_for_annotation_pipeline(model)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         covered: list[Callable[[Node], bool]] = []
-        scoped = [(_module_name_filter(n), c) for n, c in self.module_name_config.items()]
-        scoped += [(_module_type_filter(t), c) for t, c in self.module_type_config.items()]
+        scoped = [(module_name_filter(n), c) for n, c in self.module_name_config.items()]
+        scoped += [(module_type_filter(t), c) for t, c in self.module_type_config.items()]
         for accepts, cfg in scoped:
             prior = list(covered)
             annotate_graph(model, cfg,

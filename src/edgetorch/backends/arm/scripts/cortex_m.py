@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 def replace_quant_nodes(gm: torch.fx.GraphModule) -> PassResult:
     """Retarget the top-level graph's int8/int16 per-tensor Q/DQ to ``cortex_m::``."""
-    from ...cortex_m.passes.replace_quant_nodes import SWAP, qualified
+    from ...cortex_m.passes.replace_quant_nodes_pass import SWAP, qualified
 
     modified = False
     for node in gm.graph.nodes:

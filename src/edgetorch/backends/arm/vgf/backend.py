@@ -23,7 +23,7 @@ from ....schema.program import CompileSpec
 from ..ethosu.backend import delegation_tag
 from .compile_spec import VgfCompileSpec
 from .compiled import COMPILED, blob_key
-from .model_converter import converter_env, require_model_converter
+from .model_converter import model_converter_env, require_model_converter
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def vgf_compile(tosa: bytes, flags: list[str], artifact_path: str | None = None,
         vgf_path = tosa_path + ".vgf"
         command = [binary, *[f for f in flags if f and f.strip()], "-i", tosa_path, "-o",
                    vgf_path]
-        proc = subprocess.run(command, capture_output=True, env=converter_env(), check=False)
+        proc = subprocess.run(command, capture_output=True, env=model_converter_env(), check=False)
         if proc.returncode != 0:
             kept = None
             if artifact_path:

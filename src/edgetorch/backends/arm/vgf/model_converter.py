@@ -20,7 +20,7 @@ INSTALL_HINT = ("install Arm's ML SDK model converter: pip install 'edgetorch[vg
                 "(ai-ml-sdk-model-converter==0.11.0), or set MODEL_CONVERTER_PATH")
 
 
-def find_model_converter() -> str | None:
+def find_model_converter_binary() -> str | None:
     env_path = os.environ.get("MODEL_CONVERTER_PATH")
     if env_path and os.path.isfile(env_path) and os.access(env_path, os.X_OK):
         return env_path
@@ -32,7 +32,7 @@ def find_model_converter() -> str | None:
     return None
 
 
-def converter_env() -> dict[str, str]:
+def model_converter_env() -> dict[str, str]:
     env = dict(os.environ)
     lib_dir = env.pop("MODEL_CONVERTER_LIB_DIR", None)
     if lib_dir:
@@ -47,7 +47,7 @@ def converter_version(binary: str) -> tuple[int, ...] | None:
 
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60,
-                             env=converter_env()).stdout
+                             env=model_converter_env()).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     try:
@@ -59,7 +59,7 @@ def converter_version(binary: str) -> tuple[int, ...] | None:
 
 
 def require_model_converter() -> str:
-    binary = find_model_converter()
+    binary = find_model_converter_binary()
     if binary is None:
         raise FeatureNotAvailableError(f"VgfBackend needs the ML SDK model converter "
                                    f"(tried {', '.join(BINARIES)}); {INSTALL_HINT}")

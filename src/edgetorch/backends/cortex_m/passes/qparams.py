@@ -86,6 +86,9 @@ def _arg_qparams(ep, arg: object) -> tuple[QuantArgs | None, set[Node]]:
 
 # add/sub with exactly one dequantized tensor operand keep their Q/DQ (mixed float/int).
 _PARTIAL_BINARY = {exir_ops.edge.aten.add.Tensor, exir_ops.edge.aten.sub.Tensor}
+# A fill shaped like a quantized tensor (a clamp's tensor bounds) always folds, quantized or not,
+# as in ExecuTorch: its value stays the float fill, which the clamp pass reads and quantizes.
+_CONSTANT_FILLS = {exir_ops.edge.aten.full_like.default}
 
 
 class FoldAndAnnotateQParamsPass(ExportPass):
@@ -97,7 +100,9 @@ class FoldAndAnnotateQParamsPass(ExportPass):
         graph = graph_module.graph
         changed = touched = False
         for n in graph.nodes:
-            if n.op != "call_function" or n.target in Q_OPS | DQ_OPS or not is_quantized(n):
+            if n.op != "call_function" or n.target in Q_OPS | DQ_OPS:
+                continue
+            if not (is_quantized(n) or n.target in _CONSTANT_FILLS):
                 continue
             if "input_qparams" in n.meta or "output_qparams" in n.meta:
                 raise RuntimeError(f"{n.name} already carries qparams; run the fold once")

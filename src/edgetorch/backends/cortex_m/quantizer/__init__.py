@@ -1,6 +1,6 @@
 """``CortexMQuantizer`` and its configs (ExecuTorch's ``backends/cortex_m/quantizer``)."""
 
-from .configs import (
+from .quantization_configs import (
     INT8_PER_CHANNEL_CONFIG,
     INT8_PER_TENSOR_CONFIG,
     INT16_PER_TENSOR_CONFIG,

@@ -9,8 +9,6 @@ that starts at a node and runs down single-user edges, if it passes its checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import (
@@ -21,103 +19,52 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
+from ...arm.quantizer.arm_quantizer_utils import (
+    SharedQspecQuantizer,
+    has_float_output,
+    mark_quantized,
+)
 from ..passes.qparams import QUANTIZED_KEY
-from .configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
-from .patterns import CONV_TARGETS, PATTERNS
-from .shared import SharedQspecQuantizer, has_float_output, mark_quantized
+from ..quantizer_reporter import (
+    QuantizerInfo,
+    QuantizerReport,
+    QuantizerReporter,
+    QuantizerReporterUser,
+)
+from . import pattern_checkers
+from .pattern_checkers import CONV_TARGETS, PATTERNS
+from .pattern_matcher import PatternMatcher
+from .quantization_configs import INT8_PER_CHANNEL_CONFIG, INT8_PER_TENSOR_CONFIG
 
-MATCHED_KEY = "quantizer_matched"
-MAX_PATTERN = max(len(p) for p in PATTERNS)
-HISTC_UPPER_BOUND = 3.4028235e15  # torch.histc (HistogramObserver) works up to this value
 PARAMETER_TARGETS = {torch.ops.aten.linear.default, torch.ops.aten.convolution.default,
                      torch.ops.aten.conv1d.default, torch.ops.aten.conv1d.padding,
                      torch.ops.aten.conv2d.default, torch.ops.aten.conv2d.padding,
                      torch.ops.aten.conv3d.default, torch.ops.aten.conv3d.padding,
                      torch.ops.aten.conv_transpose2d.input}
 UNOBSERVED = {torch.ops.aten.batch_norm.default: (1, 2, 3, 4)}
+PATTERNS_PATH = pattern_checkers.__name__
 
 
-def _large_scalar(node: Node, gm: GraphModule) -> bool:
-    if node.op == "get_attr" and isinstance(node.target, str):
-        t = gm
-        for part in node.target.split("."):
-            t = getattr(t, part)
-        return t.numel() == 1 and abs(t.item()) > HISTC_UPPER_BOUND
-    if node.op == "call_function" and node.target in (torch.ops.aten.full.default,
-                                                      torch.ops.aten.fill_.Scalar):
-        return abs(float(node.args[1])) > HISTC_UPPER_BOUND
-    return False
+def mark_node_as_annotated(node: Node, input_qspec_map: dict, output_qspec,
+                           is_quantized: bool) -> None:
+    """Annotate ``node`` with its input and output specs, and record whether the Cortex-M
+    passes treat it as quantized (a ``None`` config keeps a matched node float)."""
+    mark_quantized(node, input_qspec_map, output_qspec, is_quantized)
 
 
-def _accept(match: list[Node], cfg) -> bool:
-    if any(n.meta.get(MATCHED_KEY, False) for n in match):
-        return False
-    gm = match[0].graph.owning_module
-    if gm is not None and any(_large_scalar(n, gm) for n in match):
-        return False
-    if all(n.op in ("placeholder", "output") for n in match):
-        for n in match:
-            n.meta[MATCHED_KEY] = True
-        return True
-    check = PATTERNS.get(tuple(n.target for n in match))
-    if check is not None and not (check.pattern(match) and check.config(match, cfg)):
-        return False
-    for n in match:
-        n.meta[MATCHED_KEY] = True
-    return True
-
-
-def _longest(queue: list[Node]) -> list[Node]:
-    if queue[0].op in ("placeholder", "output"):
-        return [queue[0]]
-    key = tuple(n.target for n in queue)
-    while key:
-        if key in PATTERNS:
-            return queue[:len(key)]
-        key = key[:-1]
-    return []
-
-
-def _dequeue(queue: list[Node], cfg) -> list[list[Node]]:
-    """Pop the longest accepted match at the queue's head (or one node); return accepted."""
-    if cfg is None:
-        node = queue.pop(0)
-        if node.meta.get(MATCHED_KEY, False):
-            return []
-        node.meta[MATCHED_KEY] = True
-        return [[node]]
-    limit = len(queue)
-    while limit > 0:
-        match = _longest(queue[:limit])
-        limit = len(match) - 1
-        if match and _accept(match, cfg):
-            del queue[:len(match)]
-            return [match]
-    queue.pop(0)
-    return []
-
-
-def find_matches(nodes: Iterator[Node], cfg) -> Iterator[list[Node]]:
-    """Accepted chains over ``nodes`` (in graph order), each node in at most one chain."""
-    node = next(nodes, None)
-    queue: list[Node] = []
-    while node is not None:
-        queue.append(node)
-        nxt = next(nodes, None)
-        users = list(node.users)
-        if len(users) != 1 or users[0] is not nxt:  # a fork or a gap ends the chain
-            while queue:
-                yield from _dequeue(queue, cfg)
-        elif len(queue) >= MAX_PATTERN:
-            yield from _dequeue(queue, cfg)
-        node = nxt
-
-
-class PatternQuantizer(Quantizer):
+class PatternQuantizer(Quantizer, QuantizerReporterUser):
     def __init__(self, config, targets: set | None = None) -> None:
-        super().__init__()
+        Quantizer.__init__(self)
+        QuantizerReporterUser.__init__(self)
         self.config = config
         self.targets = targets
+
+    def get_quantizer_info(self) -> QuantizerInfo:
+        nodes = "all nodes" if self.targets is None else \
+            f"nodes targeting {', '.join(sorted(str(t) for t in self.targets))}"
+        label = getattr(self.config, "label", None) or type(self.config).__name__
+        return QuantizerInfo(type(self).__name__, nodes, label,
+                             f"{PATTERNS_PATH}.PATTERNS")
 
     @staticmethod
     def _role(node: Node, index: int) -> bool:
@@ -144,12 +91,16 @@ class PatternQuantizer(Quantizer):
             output = None
             if all(u not in match for u in node.users) and has_float_output(node):
                 output = cfg.get_output_act_qspec(node) if cfg else None
-            mark_quantized(node, inputs, output, cfg is not None)
+            mark_node_as_annotated(node, inputs, output, is_quantized=cfg is not None)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         nodes = (n for n in model.graph.nodes if self.targets is None or n.target in self.targets)
-        for match in find_matches(nodes, self.config):
-            self.annotate_match(match)
+        for result in PatternMatcher(PATTERNS).find_pattern_matches(nodes, self.config):
+            if result.accepted:
+                self.annotate_match(result.pattern)
+                self.report_accept(result.pattern)
+            else:
+                self.report_reject(result.pattern, result.message or "rejected")
         return model
 
     def validate(self, model: GraphModule) -> None:
@@ -169,11 +120,19 @@ class CortexMQuantizer(ComposableQuantizer):
             SharedQspecQuantizer(),
         ])
 
+    def annotate(self, model: GraphModule) -> GraphModule:
+        for q in self.quantizers:
+            if isinstance(q, QuantizerReporterUser):
+                q.quantizer_report = QuantizerReport()
+        model = super().annotate(model)
+        QuantizerReporter(self.quantizers).log_quantizer_report(model)
+        return model
+
     def validate(self, model: GraphModule) -> None:
         return None
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from ..passes.pass_manager import CortexMPassManager
+        from ..passes.cortex_m_pass_manager import CortexMPassManager
 
         return CortexMPassManager(None).transform_for_annotation(model)
 

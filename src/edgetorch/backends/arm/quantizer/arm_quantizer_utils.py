@@ -1,9 +1,14 @@
-"""Ops that only move or select values take their neighbours' qparams: each connected
-cluster of them shares one spec, seeded by the first adjacent annotated spec found."""
+"""Quantizer helpers the Arm and Cortex-M quantizers share (ExecuTorch's
+``arm_quantizer_utils`` names): marking nodes annotated, and ``SharedQspecQuantizer``, by which
+ops that only move or select values take their neighbours' qparams (each connected cluster of
+them shares one spec, seeded by the first adjacent annotated spec found)."""
 
 from __future__ import annotations
 
 import operator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
@@ -14,7 +19,54 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
-from ..passes.qparams import QUANTIZED_KEY
+from ...cortex_m.passes.qparams import QUANTIZED_KEY
+
+
+def _stack_entries(node: Node) -> list[tuple[str, Any]]:
+    return list(node.meta.get("nn_module_stack", {}).values())
+
+
+def module_name_filter(name: str) -> Callable[[Node], bool]:
+    """Accepts the nodes traced inside the submodule ``name`` (a dotted path) or its children."""
+    def accepts(node: Node) -> bool:
+        for path, _ in _stack_entries(node):
+            path = path.replace("L['self'].", "").replace("L__self___", "")
+            if path == name or path.startswith(name + "."):
+                return True
+        return False
+    return accepts
+
+
+def module_type_filter(tp: type) -> Callable[[Node], bool]:
+    """Accepts the nodes traced inside a module of class ``tp``."""
+    qualname = f"{tp.__module__}.{tp.__qualname__}"
+
+    def accepts(node: Node) -> bool:
+        return any((t if isinstance(t, str) else f"{t.__module__}.{t.__qualname__}") == qualname
+                   for _, t in _stack_entries(node))
+    return accepts
+
+
+class PatternCheck:
+    """What a quantizer pattern must satisfy beyond its operators: ``check_pattern`` on the
+    matched nodes, ``check_quantization_config`` on the config that would annotate them."""
+
+    @classmethod
+    def check_pattern(cls, pattern: list[Node]) -> bool:
+        return True
+
+    @classmethod
+    def check_quantization_config(cls, pattern: list[Node], quantization_config: Any) -> bool:
+        return True
+
+
+class NodeFinder(ABC):
+    """Picks the nodes of a graph a quantization config applies to."""
+
+    @abstractmethod
+    def find_nodes(self, model: GraphModule) -> Iterator[Node]:
+        """The nodes of ``model`` this finder selects, in graph order."""
+
 
 aten = torch.ops.aten
 SHARED_QSPEC_OPS = [
@@ -42,6 +94,7 @@ SHARED_QSPEC_OPS = [
     aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar, aten.ge.Tensor, aten.ge.Scalar,
     aten.gt.Tensor, aten.gt.Scalar, aten.le.Tensor, aten.le.Scalar, aten.lt.Tensor,
     aten.lt.Scalar, aten.where.self, aten.where.default,
+    torch.ops.higher_order.while_loop, torch.ops.higher_order.cond,
 ]
 
 
@@ -56,10 +109,21 @@ def mark_quantized(node: Node, inputs: dict, output, quantized: bool) -> None:
         node.meta.setdefault("custom", {})[QUANTIZED_KEY] = quantized
 
 
+def mark_node_as_annotated(node: Node) -> None:
+    """Mark ``node`` annotated and quantized, keeping any annotation it already has."""
+    if Q_ANNOTATION_KEY not in node.meta:
+        node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation()
+    node.meta[Q_ANNOTATION_KEY]._annotated = True
+    if node.op == "call_function":
+        node.meta.setdefault("custom", {})[QUANTIZED_KEY] = True
+
+
 class SharedQspecQuantizer(Quantizer):
+    SHARED_QSPEC_OPS_DEFAULT: list = SHARED_QSPEC_OPS
+
     def __init__(self, targets: list | None = None) -> None:
         super().__init__()
-        self.targets = SHARED_QSPEC_OPS if targets is None else targets
+        self.targets = self.SHARED_QSPEC_OPS_DEFAULT if targets is None else targets
 
     @staticmethod
     def _annotated(node: Node) -> bool:

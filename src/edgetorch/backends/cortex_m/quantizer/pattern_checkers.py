@@ -1,5 +1,6 @@
-"""Which chains of ops the Cortex-M quantizer annotates as one quantized unit, and the checks
-each chain must pass (ExecuTorch's ``quantizer_support.py`` and ``pattern_checkers.py``)."""
+"""Which chains of ops the Cortex-M quantizer annotates as one quantized unit (``PATTERNS``),
+and the checks each chain must pass (ExecuTorch's ``quantizer_support.py`` and
+``pattern_checkers.py``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from ...arm.quantizer.arm_quantizer_utils import PatternCheck
 from ..ops.arith import SOFTMAX_SCALE, SOFTMAX_ZERO_POINT
 from ..ops.layout import is_channel_broadcast, is_channels_last
 
@@ -34,19 +36,9 @@ def _int8_act(cfg, out_node: Node | None = None) -> bool:
         and i.dtype == torch.int8 and o.dtype == torch.int8
 
 
-class Check:
+class AddMulCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes: list[Node]) -> bool:
-        return True
-
-    @classmethod
-    def config(cls, nodes: list[Node], cfg) -> bool:
-        return True
-
-
-class AddMulCheck(Check):
-    @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         for n in nodes:
             if not isinstance(n.kwargs.get("alpha", 1), int):
                 return False
@@ -57,53 +49,53 @@ class AddMulCheck(Check):
         return True
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         return _per_tensor(cfg.get_input_act_qspec()) \
             and _per_tensor(cfg.get_output_act_qspec()) and _int8_act(cfg)
 
 
-class DivCheck(Check):
+class DivCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         return all(len(n.all_input_nodes) != 2
                    or _fake(n.all_input_nodes[0]).shape == _fake(n.all_input_nodes[1]).shape
                    for n in nodes)
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         i, o = cfg.get_input_act_qspec(), cfg.get_output_act_qspec()
         return _per_tensor(i) and _per_tensor(o) and isinstance(i, QuantizationSpec) \
             and isinstance(o, QuantizationSpec) and i.dtype in (torch.int8, torch.int16) \
             and i.dtype == o.dtype
 
 
-class ConvCheck(Check):
+class ConvCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         return all(is_channels_last(_fake(n)) for n in nodes)
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         w = cfg.get_weight_qspec(nodes[0] if nodes else None)
         return isinstance(w, QuantizationSpec) and w.ch_axis in (0, None) and _int8_act(cfg)
 
 
-class LinearCheck(Check):
+class LinearCheck(PatternCheck):
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         return _int8_act(cfg)
 
 
-class ActivationCheck(Check):
+class ActivationCheck(PatternCheck):
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         return _int8_act(cfg) and _per_tensor(cfg.get_input_act_qspec()) \
             and _per_tensor(cfg.get_output_act_qspec())
 
 
-class SoftmaxCheck(Check):
+class SoftmaxCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         n = nodes[0]
         t = _fake(n)
         rank = len(t.shape)
@@ -113,16 +105,16 @@ class SoftmaxCheck(Check):
         return dim == rank - 1
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         out = cfg.get_output_act_qspec(nodes[-1])
         return _int8_act(cfg, nodes[-1]) and _per_tensor(cfg.get_input_act_qspec()) \
             and _per_tensor(out) and isinstance(out, FixedQParamsQuantizationSpec) \
             and out.scale == SOFTMAX_SCALE and out.zero_point == SOFTMAX_ZERO_POINT
 
 
-class ConvTransposeCheck(Check):
+class ConvTransposeCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         for n in nodes:
             if not is_channels_last(_fake(n)):
                 return False
@@ -136,18 +128,18 @@ class ConvTransposeCheck(Check):
         return True
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         w = cfg.get_weight_qspec(nodes[0] if nodes else None)
         return isinstance(w, QuantizationSpec) and w.ch_axis in (1, None) and _int8_act(cfg)
 
 
-class AvgPoolCheck(Check):
+class AvgPoolCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         return bool(nodes) and (nodes[0].args[6] if len(nodes[0].args) > 6 else None) is None
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         i, o = cfg.get_input_act_qspec(), cfg.get_output_act_qspec(nodes[-1])
         if isinstance(o, SharedQuantizationSpec):
             o = i
@@ -156,9 +148,9 @@ class AvgPoolCheck(Check):
             and _per_tensor(i) and _per_tensor(o)
 
 
-class BmmCheck(Check):
+class BmmCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         for n in nodes:
             if len(n.all_input_nodes) == 2:
                 a, b = (_fake(x) for x in n.all_input_nodes)
@@ -168,14 +160,14 @@ class BmmCheck(Check):
         return True
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         return _per_tensor(cfg.get_input_act_qspec()) \
             and _per_tensor(cfg.get_output_act_qspec()) and _int8_act(cfg)
 
 
-class MaxPoolCheck(Check):
+class MaxPoolCheck(PatternCheck):
     @classmethod
-    def pattern(cls, nodes):
+    def check_pattern(cls, nodes):
         n = nodes[0]
         dil = n.args[4] if len(n.args) > 4 else (1, 1)
         dil = tuple(dil) * (2 if len(tuple(dil)) == 1 else 1)
@@ -187,7 +179,7 @@ class MaxPoolCheck(Check):
         return True
 
     @classmethod
-    def config(cls, nodes, cfg):
+    def check_quantization_config(cls, nodes, cfg):
         i, o = cfg.get_input_act_qspec(), cfg.get_output_act_qspec(nodes[0])
         return isinstance(o, SharedQuantizationSpec) \
             and isinstance(i, (QuantizationSpec, FixedQParamsQuantizationSpec)) \
@@ -210,7 +202,7 @@ def _with(base, fused, check) -> dict:
     return table
 
 
-PATTERNS: dict[tuple, type[Check]] = {
+PATTERNS: dict[tuple, type[PatternCheck]] = {
     **_with((aten.add.Tensor, aten.add_.Tensor, aten.sub.Tensor, aten.sub_.Tensor), _CLAMPS,
             AddMulCheck),
     **{(op,): AddMulCheck for op in (aten.mul.Tensor, aten.mul_.Tensor, aten.hardswish.default,

@@ -26,7 +26,7 @@ from .decompose_hardswish import DecomposeHardswishPass
 from .lowering import AtenToCortexMPass
 from .qparams import FoldAndAnnotateQParamsPass
 from .remove_getitem import RemoveGetItemPass
-from .replace_quant_nodes import ReplaceQuantNodesPass
+from .replace_quant_nodes_pass import ReplaceQuantNodesPass
 
 
 class CortexMPassManager:

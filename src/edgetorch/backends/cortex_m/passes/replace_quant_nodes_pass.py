@@ -6,6 +6,7 @@ import torch
 from torch.fx import GraphModule
 from torch.fx.passes.infra.pass_base import PassResult
 
+from ....errors import InvalidArgumentError
 from ....exir.dialects._ops import ops as exir_ops
 from ....exir.pass_base import ExportPass
 
@@ -22,12 +23,21 @@ def qualified(args: tuple) -> bool:
     return lo >= info.min and hi <= info.max
 
 
+# The ATen operators of a program not yet in the Edge dialect: the pass runs after to_edge.
+ATEN_QDQ = (torch.ops.quantized_decomposed.quantize_per_tensor.default,
+            torch.ops.quantized_decomposed.dequantize_per_tensor.default)
+
+
 class ReplaceQuantNodesPass(ExportPass):
     def call(self, graph_module: GraphModule) -> PassResult:
         modified = False
         for node in graph_module.graph.nodes:
             if node.op != "call_function":
                 continue
+            if any(node.target is op for op in ATEN_QDQ):  # Edge operators compare equal
+                raise InvalidArgumentError(
+                    f"ReplaceQuantNodesPass found the ATen operator {node.target} (node "
+                    f"{node.name}); run the pass after to_edge, on the Edge program")
             if node.target in SWAP and qualified(node.args):
                 node.target = SWAP[node.target]
                 modified = True

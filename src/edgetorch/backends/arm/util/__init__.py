@@ -1,0 +1,1 @@
+"""Arm backend utilities (ExecuTorch's ``backends/arm/util``)."""
