@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 
 import pytest
 import torch
@@ -103,14 +104,12 @@ def test_cmsis_nn_resolves_the_bundled_module_then_raises_without_any(monkeypatc
         cmsis_nn.Backend.MVE, cmsis_nn.DataType.A8W8, input_nhwc=[1, 8, 8, 16],
         filter_nhwc=[8, 3, 3, 16], output_nhwc=[1, 6, 6, 8], padding_hw=[0, 0],
         stride_hw=[1, 1], dilation_hw=[1, 1]) == 4 * ((16 * 9 + 15) // 16) * 16
-    real = importlib.import_module
-
-    def missing(name, package=None):
-        if name in (cmsis_nn.BUNDLED_MODULE, cmsis_nn.EXTERNAL_MODULE):
-            raise ModuleNotFoundError(name=name)
-        return real(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", missing)
+    # neither module importable: None in sys.modules (and the bundled one not already an
+    # attribute of its package, which ``from ... import`` would take first)
+    monkeypatch.delattr(importlib.import_module(cmsis_nn.BUNDLED_MODULE.rpartition(".")[0]),
+                        "cmsis_nn")
+    monkeypatch.setitem(sys.modules, cmsis_nn.BUNDLED_MODULE, None)
+    monkeypatch.setitem(sys.modules, cmsis_nn.EXTERNAL_MODULE, None)
     try:
         reloaded = importlib.reload(cmsis_nn)
         with pytest.raises(DependencyMissingError, match="dependencies are not installed"):

@@ -9,7 +9,6 @@ installed ``cmsis_nn``; with neither, using a name raises ``DependencyMissingErr
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
 
@@ -25,12 +24,21 @@ def _absent(name: str, err: ModuleNotFoundError) -> bool:
 
 
 def _resolve() -> ModuleType | None:
-    for name in (BUNDLED_MODULE, EXTERNAL_MODULE):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if not _absent(name, err):
-                raise
+    # (two import statements, not a loop over names: no module name here is ever computed)
+    try:
+        from ._cmsis_nn import cmsis_nn as bundled
+
+        return bundled
+    except ModuleNotFoundError as err:
+        if not _absent(BUNDLED_MODULE, err):
+            raise
+    try:
+        import cmsis_nn as external
+
+        return external
+    except ModuleNotFoundError as err:
+        if not _absent(EXTERNAL_MODULE, err):
+            raise
     return None
 
 
