@@ -174,7 +174,8 @@ def write_report(args: argparse.Namespace, areas: list[Area], build: Path, commi
         s = report.area_summary(area.name, ours, theirs)
         summaries.append(s)
         body += ["", f"### {area.name}: {', '.join(f'`{r}`' for r in area.roots)}"
-                 + (f" (marker `{area.marker}`)" if area.marker else ""), "",
+                 + (f" (marker `{area.marker}`)" if area.marker else "")
+                 + (f" (node ids holding `{area.keyword}`)" if area.keyword else ""), "",
                  *report.file_table(ours, theirs)]
         checked = build / "results" / commit[:12] / "pte-check" / f"{area.name}.json"
         if checked.exists():
