@@ -10,6 +10,7 @@ import torch
 
 from edgetorch.backends.arm.quantizer import (
     TOSAQuantizer,
+    get_symmetric_a8w4_quantization_config,
     get_symmetric_a16w8_quantization_config,
     get_symmetric_quantization_config,
 )
@@ -55,6 +56,13 @@ def test_a16w8_config():
             want.dtype, want.quant_min, want.quant_max, want.qscheme)
     assert get_symmetric_a16w8_quantization_config(is_dynamic=True).output_activation is None
     assert act.observer_or_fake_quant_ctr.p.keywords["eps"] == 2**-12
+
+
+def test_a8w4_config():
+    cfg = get_symmetric_a8w4_quantization_config()
+    assert (cfg.weight.quant_min, cfg.weight.quant_max) == (-7, 7) and cfg.is_qat
+    assert cfg.input_activation.dtype == torch.int8
+    assert (cfg.input_activation.quant_min, cfg.input_activation.quant_max) == (-128, 127)
 
 
 class _Net(torch.nn.Module):

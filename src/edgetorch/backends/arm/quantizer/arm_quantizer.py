@@ -21,12 +21,14 @@ from ..common.arm_compile_spec import ArmCompileSpec
 from .annotator import annotate_graph, annotate_io
 from .arm_quantizer_utils import module_name_filter, module_type_filter
 from .quantization_config import (
+    get_symmetric_a8w4_quantization_config,
     get_symmetric_a16w8_quantization_config,
     get_symmetric_quantization_config,
 )
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
-           "get_symmetric_a16w8_quantization_config", "get_symmetric_quantization_config"]
+           "get_symmetric_a8w4_quantization_config", "get_symmetric_a16w8_quantization_config",
+           "get_symmetric_quantization_config"]
 
 
 class TOSAQuantizer(Quantizer):

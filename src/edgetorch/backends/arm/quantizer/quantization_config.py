@@ -90,6 +90,14 @@ def get_symmetric_quantization_config(is_per_channel: bool = True, is_qat: bool 
     return QuantizationConfig(act, None if is_dynamic else act, weight, bias, is_qat)
 
 
+def get_symmetric_a8w4_quantization_config(is_per_channel: bool = True, is_qat: bool = True,
+                                           is_dynamic: bool = False) -> QuantizationConfig:
+    """ExecuTorch's 8A4W config: the int8 default with weights in [-7, 7] (int4 values held in
+    int8). QAT by default, as in ExecuTorch."""
+    return get_symmetric_quantization_config(is_per_channel, is_qat, is_dynamic,
+                                             weight_qmin=-7, weight_qmax=7)
+
+
 @functools.lru_cache
 def get_symmetric_a16w8_quantization_config(is_per_channel: bool = True, is_qat: bool = False,
                                             is_dynamic: bool = False, weight_qmin: int = -127,
