@@ -52,6 +52,7 @@ def parse_args() -> argparse.Namespace:
                    "test-only packages (parameterized, expecttest, pytest-timeout ...)")
     p.add_argument("--ref-deps", default="", help="the same for the reference Python")
     p.add_argument("--marker", help="override the area's pytest marker (comma = any of)")
+    p.add_argument("--keyword", help="override the area's node-id text filter")
     p.add_argument("--test-timeout", type=float, default=300.0,
                    help="seconds per test (pytest-timeout, where importable)")
     p.add_argument("--stall-timeout", type=float, default=900.0,
@@ -71,6 +72,9 @@ def side_env(python: str, boot: Path, paths: list[str], build: Path) -> dict[str
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env["PYTHONPATH"] = os.pathsep.join([str(boot), *paths])
+    # the venv's scripts first, as its activation would: tools such as the ML SDK's
+    # model-converter are found on PATH by ExecuTorch's tests
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     env["NUMBA_CACHE_DIR"] = str(build / "numba")
     env.setdefault("TMPDIR", str(build / "tmp"))
     Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
@@ -129,11 +133,13 @@ def run_area(args: argparse.Namespace, area: Area, build: Path, commit: str,
                 or not result_path(build, commit, side, area.name, f).exists()
                 or side == "ours" and not args.resume]
         marker = args.marker if args.marker is not None else area.marker
+        keyword = args.keyword if args.keyword is not None else area.keyword
         for i in range(0, len(todo), args.batch):
             files = todo[i:i + args.batch]
             results = run_batch(python, tree, files, env, stall=args.stall_timeout,
                                 test_timeout=timeout, log_dir=build / "logs" / side,
-                                name=batch_name(area.name, files), marker=marker)
+                                name=batch_name(area.name, files), marker=marker,
+                                keyword=keyword)
             for f, r in results.items():
                 out = result_path(build, commit, side, area.name, f)
                 out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +174,8 @@ def write_report(args: argparse.Namespace, areas: list[Area], build: Path, commi
         s = report.area_summary(area.name, ours, theirs)
         summaries.append(s)
         body += ["", f"### {area.name}: {', '.join(f'`{r}`' for r in area.roots)}"
-                 + (f" (marker `{area.marker}`)" if area.marker else ""), "",
+                 + (f" (marker `{area.marker}`)" if area.marker else "")
+                 + (f" (node ids holding `{area.keyword}`)" if area.keyword else ""), "",
                  *report.file_table(ours, theirs)]
         checked = build / "results" / commit[:12] / "pte-check" / f"{area.name}.json"
         if checked.exists():

@@ -17,6 +17,9 @@ class Area:
     name: str
     roots: tuple[str, ...]
     marker: str = ""
+    # keep only tests whose node id holds this text (case-insensitive): ExecuTorch tags its Arm
+    # VGF cases by name (``test_add_tensor_vgf_quant``), not by a marker
+    keyword: str = ""
     python: str = ".venv/bin/python"
     ref_python: str = ".venv-ref/bin/python"
     # path prefix -> why the file is not run on either side
@@ -45,6 +48,9 @@ AREAS: tuple[Area, ...] = (
          "9.0; prediction is macOS-only on both sides)"),
     Area("arm", ("backends/arm/test",), python=".venv-arm/bin/python",
          ref_python=".venv-ref-arm/bin/python", note="TOSA / Ethos-U (tosa-tools venvs)"),
+    Area("arm-vgf", ("backends/arm/test",), keyword="vgf", python=".venv-arm/bin/python",
+         ref_python=".venv-ref-vgf/bin/python",
+         note="the VGF cases of the Arm tests (ML SDK model converter; ExecuTorch's `vgf` extra)"),
     Area("cortex-m", ("backends/cortex_m/test",), python=".venv-arm/bin/python",
          ref_python=".venv-ref-arm/bin/python"),
 )

@@ -106,7 +106,7 @@ def _wait(proc: subprocess.Popen, log: Path, stall: float) -> bool:
 
 def run_batch(python: str, tree: Path, files: list[str], env: dict[str, str], *,
               stall: float, test_timeout: float | None, log_dir: Path, name: str,
-              marker: str = "") -> dict[str, FileResult]:
+              marker: str = "", keyword: str = "") -> dict[str, FileResult]:
     """Run ``files`` (paths in ``tree``) in one pytest process, restarted after each crash or
     hang without the tests already decided, until every selected test has an outcome."""
     tests: dict[str, dict[str, str]] = {}
@@ -118,11 +118,14 @@ def run_batch(python: str, tree: Path, files: list[str], env: dict[str, str], *,
     log = log_dir / f"{name}.jsonl"
     for attempt in range(MAX_RESTARTS + 1):
         log.unlink(missing_ok=True)
-        cmd = [python, "-m", "pytest", "-q", "--continue-on-collection-errors", *files]
+        # -c: the stage's ini even where a test folder has its own (backends/arm/test/pytest.ini
+        # would otherwise become the rootdir's, without the outcome plugin)
+        cmd = [python, "-m", "pytest", "-q", "-c", str(tree / "pytest.ini"),
+               "--continue-on-collection-errors", *files]
         if test_timeout:
             cmd += [f"--timeout={test_timeout:.0f}", "--timeout-method=thread"]
         run_env = dict(env, ET_SUITE_LOG=str(log), ET_SUITE_SKIP=str(skip_file),
-                       ET_SUITE_MARKER=marker)
+                       ET_SUITE_MARKER=marker, ET_SUITE_KEYWORD=keyword)
         with open(log_dir / f"{name}.out", "a" if attempt else "w") as out:
             proc = subprocess.Popen(cmd, cwd=tree, env=run_env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)

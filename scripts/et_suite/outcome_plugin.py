@@ -6,7 +6,8 @@ then runs the file again with the finished tests (and the culprit) in ``ET_SUITE
 
 Environment: ``ET_SUITE_LOG`` (the JSON-lines file to append to), ``ET_SUITE_SKIP`` (a file of
 node ids to deselect, one a line), ``ET_SUITE_MARKER`` (keep only tests carrying one of these
-markers, comma-separated).
+markers, comma-separated), ``ET_SUITE_KEYWORD`` (keep only tests whose node id holds this text,
+case-insensitive).
 """
 
 import json
@@ -43,9 +44,11 @@ def pytest_collection_modifyitems(config, items):
         with open(skip_file, encoding="utf-8") as f:
             skipped = {line.strip() for line in f if line.strip()}
     markers = [m for m in os.environ.get("ET_SUITE_MARKER", "").split(",") if m]
+    keyword = os.environ.get("ET_SUITE_KEYWORD", "").lower()
     keep, drop = [], []
     for item in items:
         unwanted = markers and not any(item.get_closest_marker(m) for m in markers)
+        unwanted = unwanted or bool(keyword) and keyword not in item.nodeid.lower()
         (drop if item.nodeid in skipped or unwanted else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -258,6 +258,13 @@ class LoweringRefusedError(ExportError):
         self.node = node
 
 
+class LoweringContextError(ExportError, RuntimeError):
+    """The active TOSA specification (or shape environment) was asked for outside a
+    ``TosaLoweringContext``, or the context holds none."""
+
+    code = ErrorCode.InvalidState
+
+
 class PassError(ExportError):
     """A compiler pass failed; the message names the pass and the passes that ran before."""
 

@@ -20,9 +20,14 @@ from torchao.quantization.pt2e.quantizer import QuantizationConfig, Quantizer
 from ..common.arm_compile_spec import ArmCompileSpec
 from .annotator import annotate_graph, annotate_io
 from .arm_quantizer_utils import module_name_filter, module_type_filter
-from .quantization_config import get_symmetric_quantization_config
+from .quantization_config import (
+    get_symmetric_a8w4_quantization_config,
+    get_symmetric_a16w8_quantization_config,
+    get_symmetric_quantization_config,
+)
 
 __all__ = ["EthosUQuantizer", "TOSAQuantizer", "VgfQuantizer",
+           "get_symmetric_a8w4_quantization_config", "get_symmetric_a16w8_quantization_config",
            "get_symmetric_quantization_config"]
 
 
@@ -59,6 +64,30 @@ class TOSAQuantizer(Quantizer):
     def set_io(self, quantization_config: QuantizationConfig | None) -> TOSAQuantizer:
         self.io_config = quantization_config
         return self
+
+    def _quantize_with_submodules(self, model: GraphModule, calibration_samples: list[tuple],
+                                  is_qat: bool = False, fold_quantize: bool = True
+                                  ) -> GraphModule:
+        """PT2E quantization with this quantizer: prepare (QAT or not), run every calibration
+        sample, convert. ExecuTorch's tester quantizes through this. torchao's prepare and
+        convert already reach a ``while_loop``'s body; ``cond`` branches would need their own
+        calibration paths, which this quantizer does not prepare, so they are refused."""
+        from torchao.quantization.pt2e.quantize_pt2e import (
+            convert_pt2e,
+            prepare_pt2e,
+            prepare_qat_pt2e,
+        )
+
+        from ....errors import UnsupportedOperatorError
+
+        for node in model.graph.nodes:
+            if node.op == "call_function" and getattr(node.target, "__name__", "") == "cond":
+                raise UnsupportedOperatorError(
+                    f"{node.name}: quantizing the branches of torch.cond is not supported")
+        prepared = (prepare_qat_pt2e if is_qat else prepare_pt2e)(model, self)
+        for sample in calibration_samples:
+            prepared(*sample)
+        return convert_pt2e(prepared, fold_quantize=fold_quantize)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         # imported here: the pass manager reads this package's annotator modules

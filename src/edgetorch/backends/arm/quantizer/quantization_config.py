@@ -88,3 +88,37 @@ def get_symmetric_quantization_config(is_per_channel: bool = True, is_qat: bool 
                             qscheme=torch.per_tensor_symmetric,
                             observer_or_fake_quant_ctr=PlaceholderObserver)
     return QuantizationConfig(act, None if is_dynamic else act, weight, bias, is_qat)
+
+
+def get_symmetric_a8w4_quantization_config(is_per_channel: bool = True, is_qat: bool = True,
+                                           is_dynamic: bool = False) -> QuantizationConfig:
+    """ExecuTorch's 8A4W config: the int8 default with weights in [-7, 7] (int4 values held in
+    int8). QAT by default, as in ExecuTorch."""
+    return get_symmetric_quantization_config(is_per_channel, is_qat, is_dynamic,
+                                             weight_qmin=-7, weight_qmax=7)
+
+
+@functools.lru_cache
+def get_symmetric_a16w8_quantization_config(is_per_channel: bool = True, is_qat: bool = False,
+                                            is_dynamic: bool = False, weight_qmin: int = -127,
+                                            weight_qmax: int = 127, epsilon: float = 2**-12
+                                            ) -> QuantizationConfig:
+    """ExecuTorch's 16A8W config: int16 activations, symmetric per tensor over
+    [-32767, 32767] (eps ``epsilon``), with the weights and bias of the int8 default."""
+    del weight_qmin, weight_qmax  # as in ExecuTorch: they name the config, nothing more
+    extra: dict = {"eps": epsilon}
+    if is_qat:
+        if is_dynamic:
+            act_ctr = FakeQuantize
+            extra["observer"] = MovingAverageMinMaxObserver.with_args(averaging_constant=1)
+        else:
+            act_ctr = FusedMovingAvgObsFakeQuantize
+    else:
+        act_ctr = PlaceholderObserver if is_dynamic else HistogramObserver
+    int16 = torch.iinfo(torch.int16)
+    act = QuantizationSpec(dtype=torch.int16, quant_min=int16.min + 1, quant_max=int16.max,
+                           qscheme=torch.per_tensor_symmetric, is_dynamic=is_dynamic,
+                           observer_or_fake_quant_ctr=act_ctr.with_args(**extra))
+    base = get_symmetric_quantization_config(is_per_channel=is_per_channel, is_qat=is_qat,
+                                             is_dynamic=is_dynamic)
+    return QuantizationConfig(act, None if is_dynamic else act, base.weight, base.bias, is_qat)

@@ -131,3 +131,14 @@ class Tosa_1_1(TosaSpecification):  # noqa: N801 - ExecuTorch's class name
         "FP": ("shape", "int64", "bf16", "fp8e4m3", "fp8e5m2", "fft", "var", "cf", "random",
                "mxfp", "blockscale_ue5m3"),
     }
+
+
+# ExecuTorch's path for the lowering context (``tosa.specification.TosaLoweringContext``)
+from .lowering_context import (  # noqa: E402
+    TosaLoweringContext,
+    get_context_shape_env,
+    get_context_spec,
+)
+
+__all__ = ["TosaLoweringContext", "TosaSpecification", "Tosa_1_00", "Tosa_1_1", "Version",
+           "get_context_shape_env", "get_context_spec"]
