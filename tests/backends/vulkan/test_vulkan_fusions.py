@@ -77,6 +77,16 @@ def _int4_embedding(dim: int = 128) -> torch.nn.Module:
     return unwrap_tensor_subclass(model)
 
 
+def _int4_linears(out_features: int = 64) -> torch.nn.Module:
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import IntxWeightOnlyConfig, quantize_
+    from torchao.utils import unwrap_tensor_subclass
+
+    model = TwoLinears(out_features)
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    return unwrap_tensor_subclass(model)
+
+
 def _case(name: str):
     """``(exported program, inputs, eager outputs, fused operator, count, atol)``."""
     torch.manual_seed(0)
@@ -104,6 +114,11 @@ def _case(name: str):
         model = _int4_embedding()
         return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
             name, 2, 1e-5
+    if name == "linear_q4gsw":
+        inputs = (torch.randn(4, 128),)
+        model = _int4_linears()
+        return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
+            name, 2, 1e-5
     raise KeyError(name)
 
 
@@ -125,12 +140,14 @@ def _count(gm: torch.fx.GraphModule, op: str) -> int:
 def _assert_close(got, want, atol):
     got = (got,) if isinstance(got, torch.Tensor) else got
     for g, w in zip(got, want):
+        g = g.detach() if isinstance(g, torch.Tensor) else g
         g, w = np.asarray(g, np.float64), np.asarray(w.detach(), np.float64)
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, atol=atol * 1.001, rtol=1e-5 if atol < 1e-3 else 0)
 
 
-CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw"]
+CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw",
+         "linear_q4gsw"]
 
 
 @pytest.mark.parametrize("name", CASES)
