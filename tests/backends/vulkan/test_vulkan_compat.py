@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from delegate_checks import params, same_hash_seed_as_reference  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, run, successive_calls
-from vk_models import build
+from vk_models import build, torchao_quantize
 
 from edgetorch.backends.vulkan.serialization.vulkan_graph_schema import VkStorageType
 from edgetorch.errors import InvalidArgumentError
@@ -100,3 +100,22 @@ def test_executorch_aliased_buffer_pte_keeps_its_state_in_edgetorch(model, submi
     for got, want in pairs:
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
     assert len(handle.state_ids) == 1
+
+
+@pytest.mark.parametrize("quant", ["q4gsw"])
+def test_torchao_4bit_linears_delegate_what_executorch_does(quant, vulkan_ref):
+    """Two linears under torchao's 4-bit quantization: ExecuTorch's file and ours run the
+    same operators, as many times each, in edgetorch's runtime, and both give the quantized
+    eager model's numbers."""
+    future = vulkan_ref.submit("two_linears", {}, quant)
+    m, inputs = build("two_linears")
+    ours = lower(m, inputs, {}, quant)
+    want = eager(torchao_quantize(build("two_linears")[0], quant), inputs)
+    runs = {}
+    for side, pte in (("ours", ours), ("executorch", future.result().read_bytes())):
+        outs, handles = run(pte, inputs)
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, w, atol=1e-4, rtol=1e-4)
+        runs[side] = {k: v for h in handles for k, v in h.operators_run.items()}
+    assert runs["ours"] == runs["executorch"]
+    assert runs["ours"].get(f"et_vk.linear_{quant}.default") == 2

@@ -83,7 +83,9 @@ def _int4_linears(out_features: int = 64) -> torch.nn.Module:
     from torchao.utils import unwrap_tensor_subclass
 
     model = TwoLinears(out_features)
-    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+              filter_fn=lambda mod, fqn: isinstance(mod, torch.nn.Linear)
+              and mod.in_features % 32 == 0)
     return unwrap_tensor_subclass(model)
 
 
@@ -114,11 +116,14 @@ def _case(name: str):
         model = _int4_embedding()
         return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
             name, 2, 1e-5
-    if name == "linear_q4gsw":
+    if name in ("linear_q4gsw", "linear_q4gsw_padded"):
+        # 10: scales and bias padded past the output channels; the second linear (10
+        # input channels) stays float
+        oc = 64 if name == "linear_q4gsw" else 10
         inputs = (torch.randn(4, 128),)
-        model = _int4_linears()
+        model = _int4_linears(oc)
         return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
-            name, 2, 1e-5
+            "linear_q4gsw", 2 if oc % 4 == 0 else 1, 1e-5
     raise KeyError(name)
 
 
@@ -147,7 +152,7 @@ def _assert_close(got, want, atol):
 
 
 CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw",
-         "linear_q4gsw"]
+         "linear_q4gsw", "linear_q4gsw_padded"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -223,3 +228,19 @@ def test_q8ta_linear_constants_are_padded_to_four_channels():
         assert values.shape == (12,) and not values[9:].any()
     w = get_param_tensor(program, weight).to(torch.int32)
     assert torch.equal(get_param_tensor(program, sums)[:9], w.sum(dim=1).to(torch.int32))
+
+
+def test_linear_q4gsw_stores_packed_weights_and_transposed_padded_scales():
+    ep, *_ = _case("linear_q4gsw_padded")
+    scales_before = [get_param_tensor(ep, n).clone() for n in ep.graph.nodes
+                     if n.op == "placeholder" and n.name.endswith("original1")][0]
+    program, _ = _fused(ep)
+    (fused,) = [n for n in program.graph_module.graph.nodes if "linear_q4gsw" in str(n.target)]
+    x, weight, scales, group_size, bias = fused.args
+    assert group_size == 32
+    assert get_param_tensor(program, weight).dtype == torch.uint8
+    assert tuple(get_param_tensor(program, weight).shape) == (10, 64)
+    stored = get_param_tensor(program, scales)
+    assert tuple(stored.shape) == (4, 12) and not stored[:, 10:].any()
+    assert torch.equal(stored[:, :10], scales_before.reshape(10, 4).T)
+    assert tuple(get_param_tensor(program, bias).shape) == (12,)
