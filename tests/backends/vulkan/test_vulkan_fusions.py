@@ -5,6 +5,8 @@ one quantization step (the same arithmetic in another order may round a tie the 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -77,13 +79,20 @@ def _int4_embedding(dim: int = 128) -> torch.nn.Module:
     return unwrap_tensor_subclass(model)
 
 
-def _int4_linears(out_features: int = 64) -> torch.nn.Module:
+def _int4_linears(out_features: int = 64, dynamic: bool = False) -> torch.nn.Module:
     from torchao.quantization.granularity import PerGroup
-    from torchao.quantization.quant_api import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.quant_api import (
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        quantize_,
+    )
     from torchao.utils import unwrap_tensor_subclass
 
     model = TwoLinears(out_features)
-    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+    config = Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(32)) if dynamic else \
+        IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))
+    quantize_(model, config,
               filter_fn=lambda mod, fqn: isinstance(mod, torch.nn.Linear)
               and mod.in_features % 32 == 0)
     return unwrap_tensor_subclass(model)
@@ -124,6 +133,11 @@ def _case(name: str):
         model = _int4_linears(oc)
         return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
             "linear_q4gsw", 2 if oc % 4 == 0 else 1, 1e-5
+    if name == "linear_dq8ca_q4gsw":
+        inputs = (torch.randn(4, 128),)
+        model = _int4_linears(dynamic=True)
+        return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
+            name, 2, 1e-5
     raise KeyError(name)
 
 
@@ -152,7 +166,7 @@ def _assert_close(got, want, atol):
 
 
 CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw",
-         "linear_q4gsw", "linear_q4gsw_padded"]
+         "linear_q4gsw", "linear_q4gsw_padded", "linear_dq8ca_q4gsw"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -168,7 +182,7 @@ def test_lowered_fusion_runs_in_the_vulkan_interpreter(name):
     ep, inputs, want, op, count, atol = _case(name)
     pte = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()]).to_executorch()
     outs, handles = run(pte.buffer, inputs)
-    ran = {k: v for h in handles for k, v in h.operators_run.items()}
+    ran = sum((Counter(h.operators_run) for h in handles), Counter())  # over delegates
     assert ran.get(f"et_vk.{op}.default") == count
     _assert_close(outs, want, atol)
 

@@ -158,7 +158,7 @@ def _linear_dq8ca_q4gsw(input, input_scales, input_zp, weights, weight_sums, wei
     rows = input.reshape(-1, input.shape[-1]).to(torch.float32)
     scale = input_scales.reshape(-1, 1).to(torch.float32)
     zero = input_zp.reshape(-1, 1).to(torch.float32)
-    q = torch.clamp(torch.round(rows / scale) + zero, -128, 127)
+    q = torch.clamp(torch.round(rows * (1.0 / scale)) + zero, -128, 127)
     x = ((q - zero) * scale).reshape(input.shape).to(input.dtype)
     return _linear_q4gsw(x, weights, weight_scales, group_size, bias)
 

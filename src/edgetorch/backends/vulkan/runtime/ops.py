@@ -258,7 +258,7 @@ def _linear_dq8ca_q4gsw(x, input_scales, input_zp, weights, weight_sums, weight_
     rows = x.astype(np.float32).reshape(-1, x.shape[-1])
     scale = np.asarray(input_scales, np.float32).reshape(-1, 1)
     zero = np.asarray(input_zp).astype(np.float32).reshape(-1, 1)
-    q = np.clip(np.round(rows / scale) + zero, -128, 127)
+    q = np.clip(np.round(rows * (np.float32(1) / scale)) + zero, -128, 127)
     xq = ((q - zero) * scale).reshape(x.shape)
     return _linear_4bit(xq, weights, weight_scales, group_size, bias)
 
