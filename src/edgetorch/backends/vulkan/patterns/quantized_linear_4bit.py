@@ -94,8 +94,8 @@ class DynamicInputQuantize:
             return False
         # q: the clamped, rounded, shifted product of the rows and 1 / scale
         clamp = q
-        if not _is_call(clamp, _A.clamp.default):
-            return False
+        if not _is_call(clamp, _A.clamp.default) or tuple(clamp.args[1:3]) != (-128, 127):
+            return False  # int8's range: anything else is not what the kernel quantizes to
         add = clamp.args[0]
         if not _is_call(add, _A.add.Tensor):
             return False
