@@ -38,15 +38,15 @@ from ...transforms.utils import (
 )
 from .. import utils
 from .pattern_registry import PatternMatch, register_pattern_detector, register_pattern_replacement
-from .quantized_linear import _align_width, _pad_to_4
+from .quantized_linear import align_width, pad_to_4
 from .torchao_4bit import (
-    _CASTS,
-    _VIEWS,
+    CASTS,
+    VIEWS,
     GroupDequantize,
-    _replace_param,
     in_4bit_range,
     is_symmetric,
     repack_4bit_weight,
+    replace_param,
 )
 
 _A = exir_ops.edge.aten
@@ -74,13 +74,13 @@ class DynamicInputQuantize:
     def __init__(self, x: object) -> None:
         self.found, self.nodes = False, []
         chain: list = []
-        mul = _through(x, _VIEWS, chain)
+        mul = _through(x, VIEWS, chain)
         if not _is_call(mul, _A.mul.Tensor):
             return
         chain.append(mul)
         for values, scale in ((mul.args[0], mul.args[1]), (mul.args[1], mul.args[0])):
             attempt = list(chain)
-            if self._match(values, _through(scale, _VIEWS, attempt), attempt):
+            if self._match(values, _through(scale, VIEWS, attempt), attempt):
                 self.found = True
                 return
 
@@ -88,8 +88,8 @@ class DynamicInputQuantize:
         if not _is_call(sub, _A.sub.Tensor) or not isinstance(scale, torch.fx.Node):
             return False
         nodes = [*chain, sub]
-        q = _through(sub.args[0], _VIEWS | _CASTS, nodes)
-        zero_point = _through(sub.args[1], _VIEWS | _CASTS, nodes)
+        q = _through(sub.args[0], VIEWS | CASTS, nodes)
+        zero_point = _through(sub.args[1], VIEWS | CASTS, nodes)
         if not (isinstance(q, torch.fx.Node) and isinstance(zero_point, torch.fx.Node)):
             return False
         # q: the clamped, rounded, shifted product of the rows and 1 / scale
@@ -100,7 +100,7 @@ class DynamicInputQuantize:
         if not _is_call(add, _A.add.Tensor):
             return False
         zp_chain: list = []  # in the match, so one value reaches both inside a delegate
-        rounded, zp = add.args[0], _through(add.args[1], _VIEWS | _CASTS, zp_chain)
+        rounded, zp = add.args[0], _through(add.args[1], VIEWS | CASTS, zp_chain)
         if not _is_call(rounded, _A.round.default) or zp is not zero_point:
             return False
         product = rounded.args[0]
@@ -110,7 +110,7 @@ class DynamicInputQuantize:
                               (product.args[1], product.args[0])):
             recip = inverse.args[0] if _is_call(inverse, _A.mul.Tensor) else inverse
             if _is_call(recip, _A.reciprocal.default) \
-                    and _through(recip.args[0], _VIEWS, []) is scale:
+                    and _through(recip.args[0], VIEWS, []) is scale:
                 self.input_node, self.scale_node, self.zero_point_node = rows, scale, zero_point
                 # the reciprocal too: the fused op needs no 1 / scale
                 self.nodes = nodes + zp_chain + [add, rounded, product, recip] + (
@@ -170,7 +170,7 @@ def _store_scales_transposed(ep: ExportedProgram, scales_node: torch.fx.Node) ->
         return
     scales = get_param_tensor(ep, scales_node)
     assert scales is not None
-    _replace_param(ep, scales_node, _pad_to_4(scales.reshape(scales.shape[0], -1)
+    replace_param(ep, scales_node, pad_to_4(scales.reshape(scales.shape[0], -1)
                                               .transpose(0, 1).contiguous()))
 
 
@@ -204,7 +204,7 @@ def replace_quantized_4bit_linear(ep: ExportedProgram, graph_module: torch.fx.Gr
     repack_4bit_weight(ep, dq.weight_node)
     _store_scales_transposed(ep, dq.scales_node)
     if match.bias_node is not None:
-        _align_width(ep, match.bias_node)
+        align_width(ep, match.bias_node)
     anchor = match.anchor_node
     if match.dynamic.found:
         target = exir_ops.edge.et_vk.linear_dq8ca_q4gsw.default

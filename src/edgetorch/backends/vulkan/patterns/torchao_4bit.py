@@ -21,8 +21,8 @@ from ...transforms.utils import get_param_tensor, set_param_tensor
 from .. import utils
 
 _A = exir_ops.edge.aten
-_CASTS = {_A._to_copy.default, exir_ops.edge.dim_order_ops._to_dim_order_copy.default}
-_VIEWS = {_A.view_copy.default}
+CASTS = {_A._to_copy.default, exir_ops.edge.dim_order_ops._to_dim_order_copy.default}
+VIEWS = {_A.view_copy.default}
 LINEAR_WEIGHT_4BIT = "4 bit linear weight"
 
 
@@ -43,7 +43,7 @@ class GroupDequantize:
 
     def __init__(self, view: object) -> None:
         self.found, self.nodes, self.group_size = False, [], 0
-        if not (isinstance(view, torch.fx.Node) and view.target in _VIEWS):
+        if not (isinstance(view, torch.fx.Node) and view.target in VIEWS):
             return
         mul = view.args[0]
         if not (isinstance(mul, torch.fx.Node) and mul.target == _A.mul.Tensor):
@@ -60,19 +60,19 @@ class GroupDequantize:
 
     def _match(self, values: object, scales: object) -> bool:
         scale_chain: list = []
-        scales_node = _to_placeholder(scales, _VIEWS, scale_chain)
+        scales_node = _to_placeholder(scales, VIEWS, scale_chain)
         if scales_node is None or not isinstance(values, torch.fx.Node):
             return False
         zero_point, value_chain = None, []
         if values.target == _A.sub.Tensor:
             zp_chain: list = []
-            zero_point = _to_placeholder(values.args[1], _VIEWS | _CASTS, zp_chain)
+            zero_point = _to_placeholder(values.args[1], VIEWS | CASTS, zp_chain)
             if zero_point is None:
                 return False
             value_chain += [values, *zp_chain]
             values = values.args[0]
-        weight = _to_placeholder(values, _VIEWS | _CASTS, value_chain)
-        views = [n for n in value_chain if n.target in _VIEWS and n.args[0] is weight]
+        weight = _to_placeholder(values, VIEWS | CASTS, value_chain)
+        views = [n for n in value_chain if n.target in VIEWS and n.args[0] is weight]
         if weight is None or not views or views[0].meta["val"].dtype != torch.int8:
             return False
         self.weight_node, self.scales_node, self.zero_point_node = \
@@ -104,7 +104,7 @@ def pack_4bit_linear(values: torch.Tensor) -> torch.Tensor:
     return (biased[:, 0::2] | (biased[:, 1::2] << 4)).contiguous()
 
 
-def _replace_param(ep: ExportedProgram, node: torch.fx.Node, value: torch.Tensor) -> None:
+def replace_param(ep: ExportedProgram, node: torch.fx.Node, value: torch.Tensor) -> None:
     set_param_tensor(ep, node, value)
     mode = detect_fake_mode([node.meta.get("val")])
     node.meta["val"] = mode.from_tensor(value, static_shapes=True) if mode else value
@@ -120,7 +120,7 @@ def repack_4bit_weight(ep: ExportedProgram, weight_node: torch.fx.Node) -> None:
             or int(weight.min()) < -8 or int(weight.max()) > 7:
         raise PassError(f"FusePatternsPass: weight %{weight_node.name} is not int8 in [-8, 7]; "
                         "it cannot be packed as 4-bit")
-    _replace_param(ep, weight_node, pack_4bit_linear(weight))
+    replace_param(ep, weight_node, pack_4bit_linear(weight))
 
 
 def in_4bit_range(ep: ExportedProgram, weight_node: torch.fx.Node) -> bool:
