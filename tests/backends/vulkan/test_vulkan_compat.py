@@ -4,11 +4,13 @@ model, same options), and ExecuTorch's Vulkan ``.pte`` runs in edgetorch's runti
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from delegate_checks import params, same_hash_seed_as_reference  # tests/support
 from vk_cases import eager, fp16_tolerance, lower, run, successive_calls
-from vk_models import build
+from vk_models import build, torchao_quantize
 
 from edgetorch.backends.vulkan.serialization.vulkan_graph_schema import VkStorageType
 from edgetorch.errors import InvalidArgumentError
@@ -100,3 +102,40 @@ def test_executorch_aliased_buffer_pte_keeps_its_state_in_edgetorch(model, submi
     for got, want in pairs:
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
     assert len(handle.state_ids) == 1
+
+
+@pytest.mark.parametrize("quant", ["q4gsw"])
+def test_torchao_4bit_linears_delegate_what_executorch_does(quant, vulkan_ref):
+    """Two linears under torchao's 4-bit quantization: ExecuTorch's file and ours run the
+    same operators, as many times each, in edgetorch's runtime, and both give the quantized
+    eager model's numbers."""
+    future = vulkan_ref.submit("two_linears", {}, quant)
+    m, inputs = build("two_linears")
+    ours = lower(m, inputs, {}, quant)
+    want = eager(torchao_quantize(build("two_linears")[0], quant), inputs)
+    runs = {}
+    for side, pte in (("ours", ours), ("executorch", future.result().read_bytes())):
+        outs, handles = run(pte, inputs)
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, w, atol=1e-4, rtol=1e-4)
+        runs[side] = sum((Counter(h.operators_run) for h in handles), Counter())
+    assert runs["ours"] == runs["executorch"]
+    assert runs["ours"].get(f"et_vk.linear_{quant}.default") == 2
+
+
+def test_torchao_8da4w_linears_fuse_as_executorch_does(vulkan_ref):
+    """8da4w: both files call ``et_vk.linear_dq8ca_q4gsw`` once per linear (each call stores
+    its operator's name), and ours gives the quantized eager model's numbers. ExecuTorch keeps
+    ``torchao.choose_qparams_affine`` whole in its delegate, which edgetorch's runtime has no
+    handler for; edgetorch decomposes it, so the per-row scales are computed by ATen ops."""
+    future = vulkan_ref.submit("two_linears", {}, "8da4w")
+    m, inputs = build("two_linears")
+    ours = lower(m, inputs, {}, "8da4w")
+    theirs = future.result().read_bytes()
+    name = b"et_vk.linear_dq8ca_q4gsw.default"
+    assert ours.count(name) == theirs.count(name) == 2
+    want = eager(torchao_quantize(build("two_linears")[0], "8da4w"), inputs)
+    outs, handles = run(ours, inputs)
+    for got, w in zip(outs, want):
+        np.testing.assert_allclose(got, w, atol=1e-4, rtol=1e-4)
+    assert sum(h.operators_run.get(name.decode(), 0) for h in handles) == 2

@@ -5,6 +5,8 @@ one quantization step (the same arithmetic in another order may round a tie the 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -77,6 +79,25 @@ def _int4_embedding(dim: int = 128) -> torch.nn.Module:
     return unwrap_tensor_subclass(model)
 
 
+def _int4_linears(out_features: int = 64, dynamic: bool = False) -> torch.nn.Module:
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import (
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        quantize_,
+    )
+    from torchao.utils import unwrap_tensor_subclass
+
+    model = TwoLinears(out_features)
+    config = Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(32)) if dynamic else \
+        IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))
+    quantize_(model, config,
+              filter_fn=lambda mod, fqn: isinstance(mod, torch.nn.Linear)
+              and mod.in_features % 32 == 0)
+    return unwrap_tensor_subclass(model)
+
+
 def _case(name: str):
     """``(exported program, inputs, eager outputs, fused operator, count, atol)``."""
     torch.manual_seed(0)
@@ -104,6 +125,19 @@ def _case(name: str):
         model = _int4_embedding()
         return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
             name, 2, 1e-5
+    if name in ("linear_q4gsw", "linear_q4gsw_padded"):
+        # 10: scales and bias padded past the output channels; the second linear (10
+        # input channels) stays float
+        oc = 64 if name == "linear_q4gsw" else 10
+        inputs = (torch.randn(4, 128),)
+        model = _int4_linears(oc)
+        return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
+            "linear_q4gsw", 2 if oc % 4 == 0 else 1, 1e-5
+    if name == "linear_dq8ca_q4gsw":
+        inputs = (torch.randn(4, 128),)
+        model = _int4_linears(dynamic=True)
+        return torch.export.export(model, inputs, strict=True), inputs, (model(*inputs),), \
+            name, 2, 1e-5
     raise KeyError(name)
 
 
@@ -125,12 +159,14 @@ def _count(gm: torch.fx.GraphModule, op: str) -> int:
 def _assert_close(got, want, atol):
     got = (got,) if isinstance(got, torch.Tensor) else got
     for g, w in zip(got, want):
+        g = g.detach() if isinstance(g, torch.Tensor) else g
         g, w = np.asarray(g, np.float64), np.asarray(w.detach(), np.float64)
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, atol=atol * 1.001, rtol=1e-5 if atol < 1e-3 else 0)
 
 
-CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw"]
+CASES = ["rope", "pixel_shuffle", "q8ta_linear", "q8ta_linear_gemv", "embedding_q4gsw",
+         "linear_q4gsw", "linear_q4gsw_padded", "linear_dq8ca_q4gsw"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -146,7 +182,7 @@ def test_lowered_fusion_runs_in_the_vulkan_interpreter(name):
     ep, inputs, want, op, count, atol = _case(name)
     pte = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()]).to_executorch()
     outs, handles = run(pte.buffer, inputs)
-    ran = {k: v for h in handles for k, v in h.operators_run.items()}
+    ran = sum((Counter(h.operators_run) for h in handles), Counter())  # over delegates
     assert ran.get(f"et_vk.{op}.default") == count
     _assert_close(outs, want, atol)
 
@@ -206,3 +242,19 @@ def test_q8ta_linear_constants_are_padded_to_four_channels():
         assert values.shape == (12,) and not values[9:].any()
     w = get_param_tensor(program, weight).to(torch.int32)
     assert torch.equal(get_param_tensor(program, sums)[:9], w.sum(dim=1).to(torch.int32))
+
+
+def test_linear_q4gsw_stores_packed_weights_and_transposed_padded_scales():
+    ep, *_ = _case("linear_q4gsw_padded")
+    scales_before = [get_param_tensor(ep, n).clone() for n in ep.graph.nodes
+                     if n.op == "placeholder" and n.name.endswith("original1")][0]
+    program, _ = _fused(ep)
+    (fused,) = [n for n in program.graph_module.graph.nodes if "linear_q4gsw" in str(n.target)]
+    x, weight, scales, group_size, bias = fused.args
+    assert group_size == 32
+    assert get_param_tensor(program, weight).dtype == torch.uint8
+    assert tuple(get_param_tensor(program, weight).shape) == (10, 64)
+    stored = get_param_tensor(program, scales)
+    assert tuple(stored.shape) == (4, 12) and not stored[:, 10:].any()
+    assert torch.equal(stored[:, :10], scales_before.reshape(10, 4).T)
+    assert tuple(get_param_tensor(program, bias).shape) == (12,)

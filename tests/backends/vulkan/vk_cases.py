@@ -16,7 +16,12 @@ QUANT = {"w8": (False, 8), "w4": (False, 4), "dyn8": (True, 8)}
 
 
 def quantize(model: torch.nn.Module, inputs: tuple, mode: str) -> torch.export.ExportedProgram:
-    """PT2E with ``VulkanQuantizer``, calibrated on ``inputs``: the converted program."""
+    """PT2E with ``VulkanQuantizer``, calibrated on ``inputs``: the converted program (torchao's
+    ``quantize_`` for ``vk_models.TORCHAO_QUANT``'s modes)."""
+    from vk_models import TORCHAO_QUANT, torchao_quantize
+
+    if mode in TORCHAO_QUANT:
+        return torch.export.export(torchao_quantize(model, mode), inputs)
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from edgetorch.backends.vulkan.quantizer.vulkan_quantizer import (

@@ -8,7 +8,8 @@ ExecuTorch's ``VulkanPartitioner(options)`` and writes OUT.pte. ``--options`` is
 partitioner's compile options as JSON (``storage_type_override`` / ``memory_layout_override``
 as ints, ``texture_limits`` as a list); ``--quant`` quantizes the linears first with
 ``VulkanQuantizer`` (``w8``/``w4``: weight-only 8/4-bit, ``dyn8``/``dyn4``: with dynamic
-8-bit activations), calibrated on the example's inputs.
+8-bit activations), calibrated on the example's inputs; ``q4gsw``/``8da4w`` with torchao's
+``quantize_`` instead (``vk_models.torchao_quantize``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vk_models import MODELS, build  # noqa: E402
+from vk_models import MODELS, TORCHAO_QUANT, build, torchao_quantize  # noqa: E402
 
 from edgetorch.examples import EXAMPLES  # noqa: E402
 
@@ -51,8 +52,10 @@ def export(args: argparse.Namespace) -> None:
     from executorch.exir import to_edge_transform_and_lower
 
     model, inputs = build(args.model)
+    if args.quant in TORCHAO_QUANT:
+        model = torchao_quantize(model, args.quant)
     exported = torch.export.export(model, inputs)
-    if args.quant:
+    if args.quant and args.quant not in TORCHAO_QUANT:
         from executorch.backends.vulkan.quantizer.vulkan_quantizer import (
             VulkanQuantizer,
             get_symmetric_quantization_config,
@@ -77,7 +80,7 @@ def main() -> int:
     p.add_argument("model", choices=sorted(EXAMPLES) + sorted(MODELS))
     p.add_argument("out")
     p.add_argument("--options", default="{}")
-    p.add_argument("--quant", choices=sorted(QUANT))
+    p.add_argument("--quant", choices=sorted(QUANT) + list(TORCHAO_QUANT))
     p.set_defaults(func=export)
     args = parser.parse_args()
     args.func(args)

@@ -136,6 +136,33 @@ def _embedding_q4gsw(weight, weight_scales, group_size, indices, is_linear_weigh
     return torch.nn.functional.embedding(indices, table.reshape(rows, cols))
 
 
+def _linear_q4gsw(x, weights, weight_scales, group_size, bias=None):
+    """``x @ W.T + bias`` for W int4 with one scale per ``group_size`` input channels:
+    ``weights`` packed as linear layers store it (``[N, K8 / 2]``, K padded to 8),
+    ``weight_scales`` transposed to ``[groups, N4]``, it and ``bias`` padded to 4 columns."""
+    k = x.shape[-1]
+    w = _unpack_q4(weights, True)[:, :k].to(torch.float32)
+    n = w.shape[0]
+    scales = weight_scales[:, :n].transpose(0, 1).to(torch.float32)  # [N, groups]
+    w = (w.reshape(n, -1, group_size) * scales.reshape(n, -1, 1)).reshape(n, k)
+    out = torch.nn.functional.linear(x, w.to(x.dtype))
+    return out if bias is None else out + bias[:n].to(out.dtype)
+
+
+def _linear_dq8ca_q4gsw(input, input_scales, input_zp, weights, weight_sums, weight_scales,
+                        group_size, bias=None):
+    """``linear_q4gsw`` on ``input`` quantized to int8 with one scale and zero point per
+    row (``input_scales``/``input_zp``, as ``choose_qparams_affine`` gave them) and
+    dequantized again. ``weight_sums`` (per group and output channel) only serve the GPU's
+    integer accumulation."""
+    rows = input.reshape(-1, input.shape[-1]).to(torch.float32)
+    scale = input_scales.reshape(-1, 1).to(torch.float32)
+    zero = input_zp.reshape(-1, 1).to(torch.float32)
+    q = torch.clamp(torch.round(rows * (1.0 / scale)) + zero, -128, 127)
+    x = ((q - zero) * scale).reshape(input.shape).to(input.dtype)
+    return _linear_q4gsw(x, weights, weight_scales, group_size, bias)
+
+
 _CONV_ARGS = ("Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
               "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, "
               "Scalar? output_min, Scalar? output_max")
@@ -160,6 +187,11 @@ _define("q8ta_pixel_shuffle(Tensor input, float input_scale, int input_zero_poin
         _q8ta_pixel_shuffle)
 _define("apply_rotary_emb(Tensor xq, Tensor xk, Tensor freqs_cos, Tensor freqs_sin) "
         "-> (Tensor, Tensor)", _apply_rotary_emb)
+_define("linear_q4gsw(Tensor self, Tensor weights, Tensor weight_scales, int group_size, "
+        "Tensor? bias=None) -> Tensor", _linear_q4gsw)
+_define("linear_dq8ca_q4gsw(Tensor input, Tensor input_scales, Tensor input_zp, Tensor weights, "
+        "Tensor weight_sums, Tensor weight_scales, int group_size, Tensor? bias=None) -> Tensor",
+        _linear_dq8ca_q4gsw)
 _define("embedding_q4gsw(Tensor weight, Tensor weight_scales, int group_size, Tensor indices, "
         "bool is_linear_weight=False) -> Tensor", _embedding_q4gsw)
 

@@ -12,6 +12,7 @@ from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 from . import (  # noqa: E402, F401
     quantized_embedding,
     quantized_linear,
+    quantized_linear_4bit,
     quantized_pixel_shuffle,
     rms_norm,
     rope,

@@ -121,19 +121,19 @@ def find_quantized_linear(node: torch.fx.Node) -> QuantizedLinearMatch | None:
     return match if match.match_found else None
 
 
-def _pad_to_4(values: torch.Tensor) -> torch.Tensor:
+def pad_to_4(values: torch.Tensor) -> torch.Tensor:
     extra = -values.shape[-1] % 4
     return torch.nn.functional.pad(values, (0, extra)).contiguous() if extra else values
 
 
-def _align_width(ep: ExportedProgram, node: torch.fx.Node) -> None:
+def align_width(ep: ExportedProgram, node: torch.fx.Node) -> None:
     """Pad a per-channel constant to a multiple of 4 channels, as the GPU kernel reads them
     four at a time (once per constant, however many linears read it)."""
     if not utils.register_param_mutation(ep, node, "width aligned to 4"):
         return
     values = get_param_tensor(ep, node)
     assert values is not None
-    padded = _pad_to_4(values)
+    padded = pad_to_4(values)
     if padded is not values:
         set_param_tensor(ep, node, padded)
         mode = detect_fake_mode([node.meta.get("val")])
@@ -146,7 +146,7 @@ def _weight_sums(ep: ExportedProgram, graph: torch.fx.Graph,
     multiple of 4 channels."""
     weight = get_param_tensor(ep, match.weight_node)
     assert weight is not None
-    sums = _pad_to_4(weight.to(torch.int32).sum(dim=1).to(torch.int32).contiguous())
+    sums = pad_to_4(weight.to(torch.int32).sum(dim=1).to(torch.int32).contiguous())
     name = (get_tensor_name(ep, match.weight_node) + "_sums").replace(".", "_")
     with graph.inserting_before(next(iter(graph.nodes))):
         return create_constant_placeholder(ep, graph, name, InputKind.PARAMETER, sums)
@@ -162,7 +162,7 @@ def replace_quantized_linear(ep: ExportedProgram, graph_module: torch.fx.GraphMo
     sums = _weight_sums(ep, graph, match)
     for constant in (match.weight_scales_node, match.bias_node):
         if constant is not None:
-            _align_width(ep, constant)
+            align_width(ep, constant)
     rows = match.pattern_input_node.meta["val"].shape
     single_row = len(rows) < 2 or rows[-2] == 1
     target = exir_ops.edge.et_vk.q8ta_linear_gemv.default if single_row \

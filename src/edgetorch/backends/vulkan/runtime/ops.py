@@ -229,6 +229,40 @@ def _embedding_q4gsw(weight, weight_scales, group_size, indices, is_linear_weigh
     return values.reshape(*np.shape(indices), -1)
 
 
+def _dequant_q4gsw(weights, weight_scales, group_size, k):
+    """The [N, K] float weight of a 4-bit linear: ``weights`` in the linear layout (columns
+    padded to 8), ``weight_scales`` [groups, N4] (output channels padded to 4)."""
+    w = _unpack_q4(weights, True)[:, :k].astype(np.float32)
+    n = w.shape[0]
+    scales = np.asarray(weight_scales, np.float32)[:, :n].T  # [N, groups]
+    return (w.reshape(n, -1, group_size) * scales[:, :, None]).reshape(n, k)
+
+
+def _linear_4bit(x, weights, weight_scales, group_size, bias):
+    w = _dequant_q4gsw(weights, weight_scales, group_size, x.shape[-1])
+    y = x.astype(np.float32) @ w.T
+    return y if bias is None else y + np.asarray(bias, np.float32)[:w.shape[0]]
+
+
+@vk_op("et_vk.linear_q4gsw.default")
+def _linear_q4gsw(x, weights, weight_scales, group_size, bias, out):
+    """4-bit weight-only linear, one scale per ``group_size`` input channels."""
+    return _linear_4bit(x, weights, weight_scales, group_size, bias)
+
+
+@vk_op("et_vk.linear_dq8ca_q4gsw.default")
+def _linear_dq8ca_q4gsw(x, input_scales, input_zp, weights, weight_sums, weight_scales,
+                        group_size, bias, out):
+    """The 4-bit linear on ``x`` quantized to int8 per row (``input_scales``/``input_zp``)
+    and dequantized; ``weight_sums`` only serve the GPU's integer accumulation."""
+    rows = x.astype(np.float32).reshape(-1, x.shape[-1])
+    scale = np.asarray(input_scales, np.float32).reshape(-1, 1)
+    zero = np.asarray(input_zp).astype(np.float32).reshape(-1, 1)
+    q = np.clip(np.round(rows * (np.float32(1) / scale)) + zero, -128, 127)
+    xq = ((q - zero) * scale).reshape(x.shape)
+    return _linear_4bit(xq, weights, weight_scales, group_size, bias)
+
+
 @vk_op("et_vk.grid_priors.default")
 def _grid_priors(x, stride, offset, out):
     """The (x, y) centre of every cell of ``x``'s last two dims, row by row:
