@@ -195,8 +195,12 @@ def test_unknown_float_module_and_the_a16w8_hook():
     with pytest.raises(QuantDebugError, match="not submodules"):
         make_quantizer(Recipe.parse("xnnpack:static").with_float_modules(["nope"]), Net())
     a16w8 = Recipe("static", "ethos-u55-128", float_modules=("conv2",), fallback="a16w8")
+    config = fallback_config(a16w8)  # Arm's 16A8W: int16 activations, int8 weights
+    assert config.input_activation.dtype == torch.int16
+    assert config.output_activation.dtype == torch.int16
+    assert config.weight.dtype == torch.int8
     with pytest.raises(FeatureNotAvailableError, match="a16w8"):
-        fallback_config(a16w8)
+        fallback_config(Recipe("static", "xnnpack", float_modules=("conv2",), fallback="a16w8"))
 
 
 def test_torchao_recipes_print_their_filter():

@@ -13,7 +13,7 @@ A :class:`Recipe` is a plain value (it travels to worker processes and Ray tasks
 Arm targets (``ethos-u55-128``, ``ethos-u85-256``, ..., ``tosa``, ``vgf``) need the ``arm`` extra
 (tosa-tools, Vela; ``vgf`` also the ``vgf`` extra's model converter).
 ``float_modules`` keeps those submodules float (mixed precision); with ``fallback="a16w8"`` they
-take the Arm 16-bit-activation config instead, when the Arm quantizer offers one.
+take the Arm quantizer's 16-bit-activation config (16A8W) instead (Arm backends only).
 """
 
 from __future__ import annotations
@@ -134,15 +134,15 @@ def fallback_config(recipe: Recipe) -> Any:
     """The config layers in ``float_modules`` take: None (float), or Arm's a16w8."""
     if recipe.fallback == "float":
         return None
-    from ...backends.arm.quantizer import quantization_config as arm_configs
-
-    getter = getattr(arm_configs, "get_symmetric_a16w8_quantization_config", None)
-    if getter is None or not is_arm(recipe.backend):
-        # The hook: once the Arm quantizer has an int16-activation config, it is used here.
+    if not is_arm(recipe.backend):
         raise FeatureNotAvailableError(
-            "fallback='a16w8' needs the Arm quantizer's get_symmetric_a16w8_quantization_config "
-            "(not in this edgetorch yet) and an Arm backend; use fallback='float'")
-    return getter(is_per_channel=recipe.per_channel)
+            f"fallback='a16w8' is the Arm quantizer's int16-activation config; backend "
+            f"{recipe.backend!r} has none: use an Arm backend or fallback='float'")
+    from ...backends.arm.quantizer.quantization_config import (
+        get_symmetric_a16w8_quantization_config,
+    )
+
+    return get_symmetric_a16w8_quantization_config(is_per_channel=recipe.per_channel)
 
 
 def _base_quantizer(recipe: Recipe) -> Any:
