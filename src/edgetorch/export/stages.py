@@ -26,11 +26,13 @@ from ..exir.foreign_warnings import import_torchao
 import_torchao()  # before the imports below, without its import-time noise
 
 from torchao.quantization import quantize_  # noqa: E402
-from torchao.quantization.pt2e import (  # noqa: E402
-    allow_exported_model_train_eval,
-    move_exported_model_to_eval,
-    move_exported_model_to_train,
+from torchao.quantization.pt2e import (  # noqa: E402  (PT2E's train/inference mode switches)
+    allow_exported_model_train_eval as allow_mode_switching,
 )
+from torchao.quantization.pt2e import (  # noqa: E402
+    move_exported_model_to_eval as move_exported_model_to_inference,
+)
+from torchao.quantization.pt2e import move_exported_model_to_train  # noqa: E402
 from torchao.quantization.pt2e.quantize_pt2e import (  # noqa: E402
     convert_pt2e,
     prepare_pt2e,
@@ -233,10 +235,10 @@ class QuantizeStage(_Builtin):
             if recipe.train_fn is None:
                 raise ValueError("train_fn must be provided when is_qat=True")
             gm = _apply(prepare_qat_pt2e(gm, quantizer), recipe.post_prepare_passes)
-            allow_exported_model_train_eval(gm)
+            allow_mode_switching(gm)
             move_exported_model_to_train(gm)
             recipe.train_fn(gm)
-            move_exported_model_to_eval(gm)
+            move_exported_model_to_inference(gm)
         else:
             gm = _apply(prepare_pt2e(gm, quantizer), recipe.post_prepare_passes)
             calibration = (recipe.calibration_inputs_fn() if recipe.calibration_inputs_fn
