@@ -56,6 +56,26 @@ def map_args(op: OpOverload, fn: Callable[[Any, torch.Argument], Any], args: tup
     return tuple(new_args), new_kwargs
 
 
+def retarget_calls(graph_module: torch.fx.GraphModule, new_target: Callable[[Any], Any]) -> bool:
+    """Set each ``call_function`` node's target to ``new_target(target)`` (the same object:
+    unchanged) in ``graph_module`` and every graph nested in it; recompile what changed.
+    Whether anything did."""
+    changed = False
+    for mod in graph_module.modules():
+        if not isinstance(mod, torch.fx.GraphModule):
+            continue
+        touched = False
+        for node in mod.graph.nodes:
+            if node.op == "call_function":
+                new = new_target(node.target)
+                if new is not node.target:
+                    node.target, touched = new, True
+        if touched:
+            mod.recompile()
+            changed = True
+    return changed
+
+
 class _Tracer(_ExportPassBaseDeprecatedDoNotUse.ExportTracer):
     def create_arg(self, a):
         # Delegates keep ExecuTorch's attribute names (``lowered_module_N``).

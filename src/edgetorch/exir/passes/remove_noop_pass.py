@@ -92,24 +92,25 @@ def remove_noops(ep: ExportedProgram) -> bool:
     return remove_noop_nodes(ep.graph_module, NOOP_OPS + TO_COPY_OPS) or changed
 
 
-class RemoveNoopPass(ExportPass):
+class _RemoveNoops(ExportPass):
+    OPS: tuple = ()  # the operators whose no-op calls go
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        changed = remove_noop_nodes(graph_module, self.OPS)
+        if graph_module.graph.eliminate_dead_code():
+            graph_module.recompile()
+            changed = True
+        return PassResult(graph_module, changed)
+
+
+class RemoveNoopPass(_RemoveNoops):
     """Remove ``to.dtype``, ``dropout`` and ``slice_copy`` calls that return their input
     (with a ``dequantize``/``quantize`` pair of equal parameters around them)."""
 
-    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        changed = remove_noop_nodes(graph_module, NOOP_OPS)
-        if graph_module.graph.eliminate_dead_code():
-            graph_module.recompile()
-            changed = True
-        return PassResult(graph_module, changed)
+    OPS = NOOP_OPS
 
 
-class RemoveToCopyPass(ExportPass):
+class RemoveToCopyPass(_RemoveNoops):
     """Remove ``_to_copy`` calls that change no dtype, device, size or stride."""
 
-    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        changed = remove_noop_nodes(graph_module, TO_COPY_OPS)
-        if graph_module.graph.eliminate_dead_code():
-            graph_module.recompile()
-            changed = True
-        return PassResult(graph_module, changed)
+    OPS = TO_COPY_OPS

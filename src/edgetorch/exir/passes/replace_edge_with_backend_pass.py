@@ -14,6 +14,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from ..dialects._ops import ops as exir_ops
 from ..dialects.backend._ops import BACKEND_NAMESPACES
 from ..dialects.edge._ops import EdgeOpOverload
+from ..pass_base import retarget_calls
 from .executorch_prim_ops_registry import PYTHON_TO_BACKEND_SYM_OPS
 
 
@@ -45,19 +46,4 @@ class EdgeToBackendOpsPass(PassBase):
     backend namespaces -> backend ops, in every nested graph."""
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        changed = False
-        for mod in graph_module.modules():
-            if not isinstance(mod, torch.fx.GraphModule):
-                continue
-            touched = False
-            for node in mod.graph.nodes:
-                if node.op != "call_function":
-                    continue
-                new = _backend_target(node.target)
-                if new is not node.target:
-                    node.target = new
-                    touched = True
-            if touched:
-                mod.recompile()
-                changed = True
-        return PassResult(graph_module, changed)
+        return PassResult(graph_module, retarget_calls(graph_module, _backend_target))

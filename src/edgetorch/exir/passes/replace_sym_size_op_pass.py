@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from ..pass_base import retarget_calls
+
 REPLACEMENTS = {
     torch.ops.aten.sym_size: torch.ops.aten.sym_size.int,
     torch.ops.aten.sym_stride: torch.ops.aten.sym_stride.int,
@@ -20,16 +22,5 @@ class ReplaceSymSizeOpPass(PassBase):
     overloads, in every nested graph."""
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        changed = False
-        for mod in graph_module.modules():
-            if not isinstance(mod, torch.fx.GraphModule):
-                continue
-            touched = False
-            for node in mod.graph.nodes:
-                if node.op == "call_function" and node.target in REPLACEMENTS:
-                    node.target = REPLACEMENTS[node.target]
-                    touched = True
-            if touched:
-                mod.recompile()
-                changed = True
-        return PassResult(graph_module, changed)
+        return PassResult(graph_module,
+                          retarget_calls(graph_module, lambda t: REPLACEMENTS.get(t, t)))

@@ -9,6 +9,7 @@ or per tensor, bias int32 derived as ``input_scale * weight_scale`` (zero point 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 from torch.fx import Node
@@ -53,6 +54,18 @@ def bias_qspec(config: QuantizationConfig, node: Node) -> DerivedQuantizationSpe
         ch_axis=config.weight.ch_axis if per_channel else None)
 
 
+def _activation_observer(is_qat: bool, is_dynamic: bool, eps: float) -> Any:
+    """The observer (or fake-quantizer, for QAT) of activations, as ExecuTorch's Arm configs
+    choose it: a histogram for static PTQ, a placeholder for dynamic, fused moving-average
+    fake quantization for static QAT."""
+    if not is_qat:
+        return (PlaceholderObserver if is_dynamic else HistogramObserver).with_args(eps=eps)
+    if is_dynamic:
+        return FakeQuantize.with_args(
+            eps=eps, observer=MovingAverageMinMaxObserver.with_args(averaging_constant=1))
+    return FusedMovingAvgObsFakeQuantize.with_args(eps=eps)
+
+
 @functools.lru_cache
 def get_symmetric_quantization_config(is_per_channel: bool = True, is_qat: bool = False,
                                       is_dynamic: bool = False, act_qmin: int = -128,
@@ -60,18 +73,9 @@ def get_symmetric_quantization_config(is_per_channel: bool = True, is_qat: bool 
                                       weight_qmax: int = 127, eps: float = 2**-16
                                       ) -> QuantizationConfig:
     """ExecuTorch's Arm default: int8 activations, int8 per-channel weights, int32 bias."""
-    extra: dict = {"eps": eps}
-    if is_qat:
-        if is_dynamic:
-            act_ctr = FakeQuantize
-            extra["observer"] = MovingAverageMinMaxObserver.with_args(averaging_constant=1)
-        else:
-            act_ctr = FusedMovingAvgObsFakeQuantize
-    else:
-        act_ctr = PlaceholderObserver if is_dynamic else HistogramObserver
     act = QuantizationSpec(dtype=torch.int8, quant_min=act_qmin, quant_max=act_qmax,
                            qscheme=torch.per_tensor_affine, is_dynamic=is_dynamic,
-                           observer_or_fake_quant_ctr=act_ctr.with_args(**extra))
+                           observer_or_fake_quant_ctr=_activation_observer(is_qat, is_dynamic, eps))
     if is_qat:
         weight_ctr = (FakeQuantize.with_args(
             observer=PerChannelMinMaxObserver, quant_min=weight_qmin, quant_max=weight_qmax,
@@ -106,19 +110,11 @@ def get_symmetric_a16w8_quantization_config(is_per_channel: bool = True, is_qat:
     """ExecuTorch's 16A8W config: int16 activations, symmetric per tensor over
     [-32767, 32767] (eps ``epsilon``), with the weights and bias of the int8 default."""
     del weight_qmin, weight_qmax  # as in ExecuTorch: they name the config, nothing more
-    extra: dict = {"eps": epsilon}
-    if is_qat:
-        if is_dynamic:
-            act_ctr = FakeQuantize
-            extra["observer"] = MovingAverageMinMaxObserver.with_args(averaging_constant=1)
-        else:
-            act_ctr = FusedMovingAvgObsFakeQuantize
-    else:
-        act_ctr = PlaceholderObserver if is_dynamic else HistogramObserver
     int16 = torch.iinfo(torch.int16)
     act = QuantizationSpec(dtype=torch.int16, quant_min=int16.min + 1, quant_max=int16.max,
                            qscheme=torch.per_tensor_symmetric, is_dynamic=is_dynamic,
-                           observer_or_fake_quant_ctr=act_ctr.with_args(**extra))
+                           observer_or_fake_quant_ctr=_activation_observer(is_qat, is_dynamic,
+                                                                           epsilon))
     base = get_symmetric_quantization_config(is_per_channel=is_per_channel, is_qat=is_qat,
                                              is_dynamic=is_dynamic)
     return QuantizationConfig(act, None if is_dynamic else act, base.weight, base.bias, is_qat)

@@ -147,7 +147,13 @@ def _weight_sums(ep: ExportedProgram, graph: torch.fx.Graph,
     weight = get_param_tensor(ep, match.weight_node)
     assert weight is not None
     sums = pad_to_4(weight.to(torch.int32).sum(dim=1).to(torch.int32).contiguous())
-    name = (get_tensor_name(ep, match.weight_node) + "_sums").replace(".", "_")
+    return weight_sums_constant(ep, graph, match.weight_node, sums)
+
+
+def weight_sums_constant(ep: ExportedProgram, graph: torch.fx.Graph, weight: torch.fx.Node,
+                         sums: torch.Tensor) -> torch.fx.Node:
+    """``sums`` as a new parameter ``<weight's name>_sums``, placed first in the graph."""
+    name = (get_tensor_name(ep, weight) + "_sums").replace(".", "_")
     with graph.inserting_before(next(iter(graph.nodes))):
         return create_constant_placeholder(ep, graph, name, InputKind.PARAMETER, sums)
 

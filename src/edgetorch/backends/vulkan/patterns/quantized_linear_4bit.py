@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import torch
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind
 
 from ....exir.dialects._ops import ops as exir_ops
 from ...transforms.utils import (
-    create_constant_placeholder,
     get_param_tensor,
-    get_tensor_name,
     is_param_node,
 )
 from .. import utils
 from .pattern_registry import PatternMatch, register_pattern_detector, register_pattern_replacement
-from .quantized_linear import align_width, pad_to_4
+from .quantized_linear import align_width, pad_to_4, weight_sums_constant
 from .torchao_4bit import (
     CASTS,
     VIEWS,
@@ -183,9 +180,7 @@ def _weight_sums(ep: ExportedProgram, graph: torch.fx.Graph,
     assert weight is not None and weight.dtype == torch.int8
     sums = weight.to(torch.int32).reshape(dq.rows, -1, match.group_size).sum(dim=2).T
     sums = torch.nn.functional.pad(sums, (0, -sums.shape[1] % 8)).to(torch.int32).contiguous()
-    name = (get_tensor_name(ep, dq.weight_node) + "_sums").replace(".", "_")
-    with graph.inserting_before(next(iter(graph.nodes))):
-        return create_constant_placeholder(ep, graph, name, InputKind.PARAMETER, sums)
+    return weight_sums_constant(ep, graph, dq.weight_node, sums)
 
 
 @register_pattern_replacement("torchao_quantized_linear_4bit")
